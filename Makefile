@@ -1,0 +1,182 @@
+# vmrec: record and replay the memory-management syscalls of applications.
+#
+#   make            programs and libraries (build/)
+#   make check      build and run every test (unit, end-to-end, fuzz smoke)
+#   make demo       build, record the seed-000 workload, replay and lint it
+#   make install    PREFIX=/usr/local DESTDIR=  (binaries and man pages)
+#   make clean
+#   V=1             show full commands        SAN=1  ASan+UBSan build (build-san/)
+#
+# Missing build dependencies are installed by mk/deps.sh when run as root on
+# Debian; otherwise it prints the command to run.
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+CC ?= cc
+CLANG ?= clang
+CFLAGS ?= -O2 -g
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+
+ifeq ($(SAN),1)
+B ?= build-san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+else
+B ?= build
+SANFLAGS :=
+endif
+
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-8s %s\n'
+endif
+
+INCLUDES := -Iformat -Irecord -Ireplay -Ianalysis
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(INCLUDES) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -pthread -MMD -MP
+# Evaluated when a recipe runs, i.e. after $(B)/.deps has installed them.
+ZSTD_LIBS = $(shell pkg-config --libs libzstd)
+SECCOMP_LIBS = $(shell pkg-config --libs libseccomp)
+UNWIND_LIBS = $(shell pkg-config --libs libunwind-ptrace) -lunwind-generic
+CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
+LDLIBS_ALL = $(ZSTD_LIBS) -lm -pthread
+
+FORMAT_SRC := $(wildcard format/*.c)
+RECORD_SRC := $(filter-out record/vmrec.c,$(wildcard record/*.c))
+REPLAY_SRC := $(filter-out replay/vmreplay.c,$(wildcard replay/*.c))
+ANALYSIS_SRC := $(filter-out analysis/vmtrace.c,$(wildcard analysis/*.c))
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_HELPERS := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
+WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+LIBVMTRACE := $(B)/libvmtrace.a
+LIBRECORD := $(B)/libvmrecord.a
+LIBREPLAY := $(B)/libvmreplay.a
+LIBANALYSIS := $(B)/libvmanalysis.a
+LIBS := $(LIBANALYSIS) $(LIBREPLAY) $(LIBRECORD) $(LIBVMTRACE)
+
+PROGS := $(B)/vmtrace
+ifneq ($(wildcard record/vmrec.c),)
+PROGS += $(B)/vmrec
+endif
+ifneq ($(wildcard replay/vmreplay.c),)
+PROGS += $(B)/vmreplay
+endif
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+WORKLOADS := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WORKLOAD_SRC))
+FUZZ_BIN := $(B)/fuzz/fuzz_reader
+MANPAGES := $(wildcard man/*.1 man/*.5)
+
+.PHONY: all check unit e2e fuzz demo install uninstall clean deps bench golden
+.DELETE_ON_ERROR:
+
+all: $(LIBS) $(PROGS) $(WORKLOADS)
+
+deps: $(B)/.deps
+$(B)/.deps: mk/deps.sh
+	$(Q)sh mk/deps.sh
+	$(Q)mkdir -p $(B) && touch $@
+
+$(B)/obj/%.o: %.c | $(B)/.deps
+	$(say) CC $<
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+define lib_rule
+$(1): $(call obj,$(2)) | $(B)/.deps
+	$$(say) AR $$@
+	$(Q)rm -f $$@ && ar rcs $$@ $$(filter %.o,$$^)
+endef
+$(eval $(call lib_rule,$(LIBVMTRACE),$(FORMAT_SRC)))
+$(eval $(call lib_rule,$(LIBRECORD),$(RECORD_SRC)))
+$(eval $(call lib_rule,$(LIBREPLAY),$(REPLAY_SRC)))
+$(eval $(call lib_rule,$(LIBANALYSIS),$(ANALYSIS_SRC)))
+
+$(B)/vmtrace: $(call obj,analysis/vmtrace.c) $(LIBANALYSIS) $(LIBVMTRACE)
+	$(say) LINK $@
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
+
+$(B)/vmrec: $(call obj,record/vmrec.c) $(LIBRECORD) $(LIBVMTRACE)
+	$(say) LINK $@
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o %.a,$^) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(LDLIBS_ALL)
+
+$(B)/vmreplay: $(call obj,replay/vmreplay.c) $(LIBREPLAY) $(LIBANALYSIS) $(LIBVMTRACE)
+	$(say) LINK $@
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
+
+# Unit tests link every library (order: users before providers).
+$(B)/tests/%: tests/unit/%.c $(call obj,$(UNIT_HELPERS)) $(LIBS) | $(B)/.deps
+	$(say) CC $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(call obj,$(UNIT_HELPERS)) $(LIBS) \
+		$(CMOCKA_LIBS) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(LDLIBS_ALL)
+
+# Workloads are the programs under test: built plainly, never sanitized.
+$(B)/workloads/%: tests/workloads/%.c | $(B)/.deps
+	$(say) CC $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -O2 -g -pthread -o $@ $< -lm
+
+# The reader fuzz target (libFuzzer).  Built with clang, from the sources.
+$(FUZZ_BIN): tests/fuzz/fuzz_reader.c $(FORMAT_SRC) format/vmtrace.h | $(B)/.deps
+	$(say) CLANG $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -std=gnu11 -D_GNU_SOURCE -Iformat -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ tests/fuzz/fuzz_reader.c $(FORMAT_SRC) $(ZSTD_LIBS) -lm
+
+$(B)/bench/fmtbench: bench/fmtbench.c $(LIBVMTRACE)
+	$(say) CC $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBVMTRACE) $(LDLIBS_ALL)
+
+# Golden traces of tests/data (see tests/data/README.md): rewrite them only
+# when the format version changes.
+$(B)/mkgolden: tests/data/mkgolden.c $(LIBVMTRACE)
+	$(say) CC $@
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBVMTRACE) $(LDLIBS_ALL)
+
+golden: $(B)/mkgolden $(B)/vmtrace
+	$(Q)$(B)/mkgolden tests/data
+	$(Q)for t in every-kind seed000-old; do \
+		$(B)/vmtrace dump tests/data/$$t.zst > tests/data/$$t.dump && \
+		$(B)/vmtrace dump --json tests/data/$$t.zst > tests/data/$$t.jsonl || exit 1; done
+	$(Q)$(B)/vmtrace dump --stacks tests/data/every-kind.zst > tests/data/every-kind.stacks.dump
+	$(Q)$(B)/vmtrace dump tests/data/truncated.zst > tests/data/truncated.dump 2>&1; test $$? = 2
+
+check: all $(UNIT_BINS) $(FUZZ_BIN)
+	$(Q)B=$(B) SAN=$(SAN) sh mk/check.sh $(UNIT_BINS)
+
+fuzz: $(FUZZ_BIN)
+	$(Q)mkdir -p $(B)/fuzz/corpus
+	$(FUZZ_BIN) -max_total_time=$${FUZZ_SECONDS:-60} $(B)/fuzz/corpus tests/data
+
+demo: all
+	$(Q)B=$(B) sh mk/demo.sh
+
+bench: all
+	$(Q)for s in bench/*.sh; do B=$(B) sh $$s || exit 1; done
+
+install: all
+	$(say) INSTALL $(DESTDIR)$(PREFIX)
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	$(Q)install -m 755 $(PROGS) $(DESTDIR)$(BINDIR)/
+	$(Q)for m in $(MANPAGES); do \
+		s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
+
+uninstall:
+	$(Q)rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PROGS)))
+	$(Q)rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1)))
+	$(Q)rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(wildcard man/*.5)))
+
+clean:
+	$(say) CLEAN build build-san
+	$(Q)rm -rf build build-san
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

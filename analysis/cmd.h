@@ -1,0 +1,50 @@
+/*
+ * cmd.h - the vmtrace subcommands and what they share.
+ *
+ * Each subcommand lives in its own file (analysis/<name>.c) and is listed in
+ * the table of analysis/vmtrace.c.  A subcommand returns the process exit
+ * status: 0 success, 1 a finding, 2 usage error or bad input.
+ */
+#ifndef VMT_CMD_H
+#define VMT_CMD_H
+
+#include <stdio.h>
+#include "vmtrace.h"
+
+struct vmt_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary; /* one line for `vmtrace --help` */
+	const char *usage;   /* full help for `vmtrace help NAME` */
+};
+
+extern const struct vmt_cmd vmt_cmd_dump;
+
+/* An open trace for a subcommand. */
+struct vmt_input {
+	const char *path;
+	int fd;
+	vmt_reader *r;
+};
+
+/* Open path ("-" is stdin) and read its header.  On failure prints
+ * `vmtrace: cannot open 'path': why` (or the reader's message) and returns
+ * -1. */
+int vmt_input_open(struct vmt_input *in, const char *path);
+/* Start reading again from the first event (regular files only).  Prints
+ * and returns -1 on failure. */
+int vmt_input_rewind(struct vmt_input *in);
+void vmt_input_close(struct vmt_input *in);
+
+/* Print `vmtrace: 'path': <reader message>` for the reader's error. */
+void vmt_input_report(const struct vmt_input *in);
+
+/* Print a usage error ("vmtrace dump: ...") and the hint; returns 2. */
+int vmt_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Flush stdout and report a write error (e.g. a full disk or closed pipe).
+ * Returns rc, or 2 when stdout could not be written. */
+int vmt_finish_stdout(int rc);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * vmtrace.c - the vmtrace command: dispatch to the subcommands of the table.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include "cmd.h"
+
+#define VMTRACE_VERSION "0.1"
+
+static const struct vmt_cmd *const commands[] = {
+	&vmt_cmd_dump,
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct vmt_cmd *find(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i]->name, name) == 0)
+			return commands[i];
+	return NULL;
+}
+
+static int usage(FILE *f, int rc)
+{
+	fprintf(f, "usage: vmtrace COMMAND [OPTIONS] TRACE...\n\n"
+		   "Read traces written by vmrec.  Commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+	fprintf(f, "\n  vmtrace help COMMAND   the options of one command\n"
+		   "  vmtrace --version\n\n"
+		   "Exit status: 0 success, 1 a finding (diff, lint), 2 usage error or bad input.\n"
+		   "See vmtrace(1) and the format specification vmtrace(5).\n");
+	return f == stdout ? vmt_finish_stdout(rc) : rc;
+}
+
+int main(int argc, char **argv)
+{
+	/* A closed pipe (vmtrace dump t.zst | head) ends quietly. */
+	signal(SIGPIPE, SIG_DFL);
+	if (argc < 2)
+		return usage(stderr, 2);
+	const char *name = argv[1];
+	if (!strcmp(name, "-h") || !strcmp(name, "--help"))
+		return usage(stdout, 0);
+	if (!strcmp(name, "--version")) {
+		printf("vmtrace %s (trace format %d.%d)\n", VMTRACE_VERSION,
+		       VMT_FORMAT_MAJOR, VMT_FORMAT_MINOR);
+		return vmt_finish_stdout(0);
+	}
+	if (!strcmp(name, "help")) {
+		if (argc < 3)
+			return usage(stdout, 0);
+		const struct vmt_cmd *c = find(argv[2]);
+		if (!c) {
+			fprintf(stderr, "vmtrace: no help for '%s': not a vmtrace command\n", argv[2]);
+			return 2;
+		}
+		fputs(c->usage, stdout);
+		return vmt_finish_stdout(0);
+	}
+	const struct vmt_cmd *c = find(name);
+	if (!c) {
+		fprintf(stderr, "vmtrace: '%s' is not a vmtrace command; see 'vmtrace --help'\n", name);
+		return 2;
+	}
+	return c->run(argc - 1, argv + 1);
+}

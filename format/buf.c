@@ -1,0 +1,228 @@
+/*
+ * buf.c - struct vmt_buf, the growable string every renderer appends to.
+ *
+ * Appending never fails visibly: rendering is the last step before output
+ * and its callers have nothing useful to do with an error per append.  On
+ * allocation failure the buffer sets `oom` and ignores further appends
+ * (until reset), so the text is cut at a clean point instead of having
+ * holes; the caller checks `oom` once at the end.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmtrace.h"
+
+/* Make room for `more` bytes plus the NUL.  Returns 0, or -1 with oom set. */
+static int buf_reserve(struct vmt_buf *b, size_t more)
+{
+	size_t need, cap;
+	char *p;
+
+	if (b->oom)
+		return -1;
+	if (more > SIZE_MAX - b->len - 1)
+		goto fail;
+	need = b->len + more + 1;
+	if (need <= b->cap && b->data)
+		return 0;
+	/* Geometric growth keeps a long dump at O(n) copying. */
+	cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	p = realloc(b->data, cap);
+	if (!p)
+		goto fail;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+fail:
+	b->oom = 1;
+	return -1;
+}
+
+static void buf_add(struct vmt_buf *b, const char *s, size_t n)
+{
+	if (buf_reserve(b, n) < 0)
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+static void buf_addc(struct vmt_buf *b, char c)
+{
+	buf_add(b, &c, 1);
+}
+
+void vmt_buf_printf(struct vmt_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	size_t room;
+	int n;
+
+	if (buf_reserve(b, 0) < 0)
+		return;
+	/* Try in place first: most appends fit the free space. */
+	room = b->cap - b->len;
+	va_start(ap, fmt);
+	n = vsnprintf(b->data + b->len, room, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		/* Only an invalid format gets here; keep the old text. */
+		b->data[b->len] = '\0';
+		return;
+	}
+	if ((size_t)n >= room) {
+		if (buf_reserve(b, (size_t)n) < 0) {
+			b->data[b->len] = '\0';
+			return;
+		}
+		va_start(ap, fmt);
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	b->len += (size_t)n;
+}
+
+void vmt_buf_puts(struct vmt_buf *b, const char *s)
+{
+	if (s)
+		buf_add(b, s, strlen(s));
+}
+
+/*
+ * Length of the well-formed UTF-8 sequence at s (1..4), or 0 if the bytes
+ * there are not one: overlong forms, surrogates and code points above
+ * U+10FFFF are rejected as RFC 3629 requires, so the output is always
+ * valid UTF-8 whatever a path or symbol name contained.
+ */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned char c = s[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80;
+		unsigned char hi = c == 0xed ? 0x9f : 0xbf;
+
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned char lo = c == 0xf0 ? 0x90 : 0x80;
+		unsigned char hi = c == 0xf4 ? 0x8f : 0xbf;
+
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 ||
+		    (s[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/*
+ * Shared body of the JSON and C quoting: plain runs are copied in one go,
+ * every other byte goes through esc().  The NUL terminator stops the
+ * multi-byte checks in utf8_len() before they read past the string,
+ * since a NUL is never a continuation byte.
+ */
+static void quote(struct vmt_buf *b, const char *s,
+		  void (*esc)(struct vmt_buf *, unsigned char))
+{
+	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *run = p;
+
+	buf_addc(b, '"');
+	while (*p) {
+		size_t n = 1;
+
+		if (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') {
+			p++;
+			continue;
+		}
+		if (*p >= 0x80 && (n = utf8_len(p)) > 0) {
+			p += n;
+			continue;
+		}
+		buf_add(b, (const char *)run, (size_t)(p - run));
+		esc(b, *p);
+		run = ++p;
+	}
+	buf_add(b, (const char *)run, (size_t)(p - run));
+	buf_addc(b, '"');
+}
+
+static void json_esc(struct vmt_buf *b, unsigned char c)
+{
+	switch (c) {
+	case '"': buf_add(b, "\\\"", 2); break;
+	case '\\': buf_add(b, "\\\\", 2); break;
+	case '\b': buf_add(b, "\\b", 2); break;
+	case '\f': buf_add(b, "\\f", 2); break;
+	case '\n': buf_add(b, "\\n", 2); break;
+	case '\r': buf_add(b, "\\r", 2); break;
+	case '\t': buf_add(b, "\\t", 2); break;
+	default:
+		/* Control characters, DEL and bytes that are not UTF-8: JSON
+		 * strings are Unicode, so a stray byte becomes the code point
+		 * of the same value (its Latin-1 reading). */
+		vmt_buf_printf(b, "\\u%04x", c);
+		break;
+	}
+}
+
+static void c_esc(struct vmt_buf *b, unsigned char c)
+{
+	switch (c) {
+	case '"': buf_add(b, "\\\"", 2); break;
+	case '\\': buf_add(b, "\\\\", 2); break;
+	case '\n': buf_add(b, "\\n", 2); break;
+	case '\r': buf_add(b, "\\r", 2); break;
+	case '\t': buf_add(b, "\\t", 2); break;
+	default:
+		vmt_buf_printf(b, "\\x%02x", c);
+		break;
+	}
+}
+
+void vmt_buf_json_str(struct vmt_buf *b, const char *s)
+{
+	if (!s) {
+		buf_add(b, "null", 4);
+		return;
+	}
+	quote(b, s, json_esc);
+}
+
+void vmt_buf_quote(struct vmt_buf *b, const char *s)
+{
+	if (!s) {
+		buf_add(b, "NULL", 4);
+		return;
+	}
+	quote(b, s, c_esc);
+}
+
+void vmt_buf_reset(struct vmt_buf *b)
+{
+	b->len = 0;
+	b->oom = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+void vmt_buf_free(struct vmt_buf *b)
+{
+	if (!b)
+		return;
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+	b->oom = 0;
+}

@@ -1,0 +1,946 @@
+/*
+ * codec.c - encoding and decoding of single event records (man/vmtrace.5,
+ * "Event records"), and the validation rules shared by writer and reader.
+ *
+ * Every record is: varint kind, varint payload length, payload.  The
+ * length lets a reader skip kinds added by a newer minor version.  Inside a
+ * payload, times and addresses are deltas against the previous value of the
+ * same thread in the same chunk, so that loops cost a few bytes per event
+ * once zstd has seen them; chunk boundaries reset the state so that chunks
+ * decode independently.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "codec.h"
+
+int vmt_bytes_reserve(struct vmt_bytes *b, size_t n)
+{
+	if (b->cap - b->len >= n)
+		return 0;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap - b->len < n) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	uint8_t *p = realloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+void vmt_bytes_free(struct vmt_bytes *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+/* ---- per-thread state: open addressing keyed by thread index ------------ */
+
+static uint32_t thash(uint32_t t)
+{
+	return t * 2654435761u;
+}
+
+struct vmt_tstate *vmt_tmap_get_slow(struct vmt_tmap *m, uint32_t t)
+{
+	if (m->used * 2 >= m->cap) {
+		uint32_t ncap = m->cap ? m->cap * 2 : 16;
+		struct vmt_tstate *ns = malloc(sizeof(*ns) * ncap);
+		if (!ns)
+			return NULL;
+		for (uint32_t i = 0; i < ncap; i++)
+			ns[i].thread = UINT32_MAX;
+		for (uint32_t i = 0; i < m->cap; i++) {
+			if (m->slots[i].thread == UINT32_MAX)
+				continue;
+			uint32_t j = thash(m->slots[i].thread) & (ncap - 1);
+			while (ns[j].thread != UINT32_MAX)
+				j = (j + 1) & (ncap - 1);
+			ns[j] = m->slots[i];
+		}
+		free(m->slots);
+		m->slots = ns;
+		m->cap = ncap;
+	}
+	uint32_t j = thash(t) & (m->cap - 1);
+	while (m->slots[j].thread != UINT32_MAX && m->slots[j].thread != t)
+		j = (j + 1) & (m->cap - 1);
+	if (m->slots[j].thread == UINT32_MAX) {
+		m->slots[j].thread = t;
+		m->slots[j].ts = m->slots[j].addr = m->slots[j].ip = 0;
+		m->used++;
+	}
+	m->last = &m->slots[j];
+	return m->last;
+}
+
+void vmt_tmap_reset(struct vmt_tmap *m)
+{
+	if (++m->gen == UINT32_MAX) {
+		m->gen = 0;
+		memset(m->gen_of, 0, sizeof(m->gen_of));
+	}
+	if (m->used)
+		for (uint32_t i = 0; i < m->cap; i++)
+			m->slots[i].thread = UINT32_MAX;
+	m->used = 0;
+	m->last = NULL;
+}
+
+void vmt_tmap_free(struct vmt_tmap *m)
+{
+	free(m->slots);
+	m->slots = NULL;
+	m->cap = m->used = 0;
+	m->last = NULL;
+	vmt_tmap_reset(m);
+}
+
+/* The scratch arena: blocks that are never moved, so that pointers handed
+ * out for one event stay valid until the next reset.  Its size follows the
+ * decoded content (bounded by the format limits), not a multiple of the
+ * payload, so a hostile record cannot make it balloon. */
+struct vmt_scratch_block {
+	struct vmt_scratch_block *next;
+	size_t cap, used;
+	_Alignas(16) uint8_t data[];
+};
+
+void vmt_scratch_reset(struct vmt_scratch *s)
+{
+	while (s->head) {
+		struct vmt_scratch_block *b = s->head;
+		s->head = b->next;
+		if (!s->spare || b->cap > s->spare->cap) {
+			free(s->spare);
+			s->spare = b;
+		} else {
+			free(b);
+		}
+	}
+	if (s->spare)
+		s->spare->used = 0;
+}
+
+void vmt_scratch_free(struct vmt_scratch *s)
+{
+	vmt_scratch_reset(s);
+	free(s->spare);
+	s->spare = NULL;
+}
+
+static void *scratch_alloc(struct vmt_scratch *s, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	struct vmt_scratch_block *b = s->head;
+	if (!b || b->cap - b->used < n) {
+		if (s->spare && s->spare->cap - s->spare->used >= n) {
+			b = s->spare;
+			s->spare = NULL;
+		} else {
+			size_t cap = n > 65536 ? n : 65536;
+			b = malloc(sizeof(*b) + cap);
+			if (!b)
+				return NULL;
+			b->cap = cap;
+			b->used = 0;
+		}
+		b->next = s->head;
+		s->head = b;
+	}
+	void *p = b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+static int is_errno_result(int64_t r)
+{
+	return r < 0 && r >= -4095;
+}
+
+#define BAD(what)                          \
+	do {                               \
+		if (why)                   \
+			*why = (what);     \
+		return VMT_E_CORRUPT;      \
+	} while (0)
+
+int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
+		       const char **why)
+{
+	uint64_t pmask = (page_size ? page_size : 4096) - 1;
+
+	if (ev->thread >= VMT_MAX_THREADS)
+		BAD("thread index out of range");
+	if (ev->proc >= VMT_MAX_THREADS)
+		BAD("process index out of range");
+	switch (ev->kind) {
+	case VMT_EV_SYSCALL: {
+		const struct vmt_syscall *sc = &ev->u.sc;
+		if (sc->op == 0 || sc->op >= VMT_OP__COUNT)
+			BAD("unknown syscall op");
+		if (sc->nargs > VMT_MAX_ARGS)
+			BAD("more than 6 syscall arguments");
+		if (sc->flags & ~(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN))
+			BAD("unknown syscall flags");
+		if (!(sc->flags & VMT_SC_NO_RESULT) && sc->exit_ns < ev->ts_ns)
+			BAD("syscall exit time before its entry time");
+		if (sc->result < 0 && !is_errno_result(sc->result) &&
+		    vmt_op_info(sc->op)->ret != VMT_RET_ADDR)
+			BAD("syscall result is neither a value nor an errno");
+		break;
+	}
+	case VMT_EV_MAP_FILE:
+		if (!ev->u.file.path)
+			BAD("map_file without path");
+		if (strlen(ev->u.file.path) > VMT_MAX_STRING)
+			BAD("map_file path too long");
+		break;
+	case VMT_EV_THREAD_START:
+		if (ev->u.thread_start.parent_thread != VMT_NONE &&
+		    ev->u.thread_start.parent_thread >= VMT_MAX_THREADS)
+			BAD("parent thread index out of range");
+		break;
+	case VMT_EV_THREAD_EXIT:
+	case VMT_EV_PROCESS_EXIT:
+		break;
+	case VMT_EV_PROCESS_START:
+		if (ev->u.process_start.parent_proc != VMT_NONE &&
+		    ev->u.process_start.parent_proc >= VMT_MAX_THREADS)
+			BAD("parent process index out of range");
+		if (ev->u.process_start.how > VMT_PROC_ATTACH)
+			BAD("unknown process start kind");
+		break;
+	case VMT_EV_EXEC:
+		if (!ev->u.exec.path || strlen(ev->u.exec.path) > VMT_MAX_STRING)
+			BAD("exec path missing or too long");
+		break;
+	case VMT_EV_MAPS: {
+		const struct vmt_maps *m = &ev->u.maps;
+		uint64_t prev_end = 0;
+		if (m->count && !m->entries)
+			BAD("maps without entries");
+		if (m->count > VMT_MAX_MAPS_ENTRIES)
+			BAD("maps entry count exceeds the limit");
+		for (uint32_t i = 0; i < m->count; i++) {
+			const struct vmt_map_entry *e = &m->entries[i];
+			if (e->start >= e->end)
+				BAD("maps entry with start >= end");
+			if ((e->start | e->end) & pmask)
+				BAD("maps entry not page aligned");
+			if (e->start < prev_end)
+				BAD("maps entries overlap or are unsorted");
+			if (e->perms & ~0xfu)
+				BAD("maps entry with unknown permission bits");
+			if (!e->path || strlen(e->path) > VMT_MAX_STRING)
+				BAD("maps entry path missing or too long");
+			prev_end = e->end;
+		}
+		break;
+	}
+	case VMT_EV_TOUCH: {
+		const struct vmt_touch *t = &ev->u.touch;
+		uint64_t n = 0;
+		if (t->start & pmask)
+			BAD("touch start not page aligned");
+		if (t->reason > VMT_TOUCH_SNAPSHOT)
+			BAD("unknown touch reason");
+		if (t->nruns == 0 || !t->runs)
+			BAD("touch without runs");
+		if (t->nruns > VMT_MAX_TOUCH_RUNS)
+			BAD("touch run count exceeds the limit");
+		for (uint32_t i = 0; i < t->nruns; i++) {
+			if (t->runs[i].pages == 0 || t->runs[i].pages > (1ull << 40))
+				BAD("touch run length out of range");
+			if (t->runs[i].state > VMT_PAGE_WRITTEN)
+				BAD("unknown touch page state");
+			n += t->runs[i].pages;
+		}
+		if (n != t->npages || n > (1ull << 40))
+			BAD("touch page count does not match its runs");
+		if (t->start + n * (pmask + 1) < t->start)
+			BAD("touch range wraps around");
+		break;
+	}
+	case VMT_EV_FAULT:
+		if (ev->u.fault.access & ~7u)
+			BAD("unknown fault access bits");
+		break;
+	case VMT_EV_STACK:
+		if (ev->u.stack.depth > VMT_MAX_STACK_DEPTH)
+			BAD("stack deeper than the limit");
+		if (ev->u.stack.depth && !ev->u.stack.ips)
+			BAD("stack without ips");
+		break;
+	case VMT_EV_SYMBOL:
+		break;
+	case VMT_EV_STRING:
+		if (!ev->u.string.str || strlen(ev->u.string.str) > VMT_MAX_STRING)
+			BAD("string missing or too long");
+		break;
+	case VMT_EV_LOST:
+		if (ev->u.lost.what < VMT_LOST_FAULTS ||
+		    ev->u.lost.what > VMT_LOST_EVENTS)
+			BAD("unknown lost-event kind");
+		break;
+	default:
+		BAD("unknown event kind");
+	}
+	return 0;
+}
+
+int vmt_event_check(const struct vmt_event *ev, const char **why)
+{
+	return vmt_event_check_ps(ev, 4096, why);
+}
+
+/* ---- encoding ------------------------------------------------------------ */
+
+static int put_str(struct vmt_bytes *b, const char *s)
+{
+	size_t n = strlen(s);
+	int err = vmt_bytes_reserve(b, n + 10);
+	if (err)
+		return err;
+	vmt_put_varint(b, n);
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+/* Reserve for a fixed number of varints. */
+#define NEED(nvarints)                                              \
+	do {                                                        \
+		int e_ = vmt_bytes_reserve(out, 10 * (size_t)(nvarints)); \
+		if (e_)                                             \
+			return e_;                                  \
+	} while (0)
+
+static int encode_payload(struct vmt_bytes *out, struct vmt_bytes *times,
+			  struct vmt_tstate *st, const struct vmt_event *ev)
+{
+	int err;
+
+	NEED(2);
+	vmt_put_varint(out, ev->thread);
+	vmt_put_varint(out, ev->proc);
+	if ((err = vmt_bytes_reserve(times, 20)))
+		return err;
+	vmt_put_varint(times, vmt_zigzag((int64_t)(ev->ts_ns - st->ts)));
+	st->ts = ev->ts_ns;
+
+	switch (ev->kind) {
+	case VMT_EV_SYSCALL: {
+		const struct vmt_syscall *sc = &ev->u.sc;
+		const struct vmt_op_info *oi = vmt_op_info(sc->op);
+		uint32_t mask = 0;
+		NEED(12);
+		for (uint32_t i = 0; i < sc->nargs; i++)
+			if (oi && i < oi->nargs && oi->arg[i] == VMT_ARG_ADDR)
+				mask |= 1u << i;
+		if (oi && oi->ret == VMT_RET_ADDR && !is_errno_result(sc->result) &&
+		    !(sc->flags & VMT_SC_NO_RESULT))
+			mask |= VMT_MASK_RESULT;
+		vmt_put_varint(out, sc->op);
+		out->p[out->len++] = (uint8_t)sc->nargs;
+		out->p[out->len++] = (uint8_t)mask;
+		for (uint32_t i = 0; i < sc->nargs; i++) {
+			if (mask & (1u << i)) {
+				vmt_put_varint(out, vmt_zigzag((int64_t)(sc->args[i] - st->addr)));
+				st->addr = sc->args[i];
+			} else {
+				vmt_put_varint(out, vmt_zigzag((int64_t)sc->args[i]));
+			}
+		}
+		if (mask & VMT_MASK_RESULT) {
+			vmt_put_varint(out, vmt_zigzag((int64_t)((uint64_t)sc->result - st->addr)));
+			st->addr = (uint64_t)sc->result;
+		} else {
+			vmt_put_varint(out, vmt_zigzag(sc->result));
+		}
+		vmt_put_varint(times, (sc->flags & VMT_SC_NO_RESULT) ? 0 : sc->exit_ns - ev->ts_ns);
+		vmt_put_varint(out, sc->stack_id == VMT_NONE ? 0 : (uint64_t)sc->stack_id + 1);
+		vmt_put_varint(out, sc->flags);
+		break;
+	}
+	case VMT_EV_MAP_FILE: {
+		const struct vmt_map_file *f = &ev->u.file;
+		if ((err = put_str(out, f->path)))
+			return err;
+		NEED(5);
+		vmt_put_varint(out, f->dev);
+		vmt_put_varint(out, f->ino);
+		vmt_put_varint(out, f->size);
+		vmt_put_varint(out, f->open_flags);
+		vmt_put_varint(out, f->mode);
+		break;
+	}
+	case VMT_EV_THREAD_START:
+		NEED(2);
+		vmt_put_varint(out, ev->u.thread_start.parent_thread == VMT_NONE
+				    ? 0 : (uint64_t)ev->u.thread_start.parent_thread + 1);
+		vmt_put_varint(out, vmt_zigzag(ev->u.thread_start.os_tid));
+		break;
+	case VMT_EV_THREAD_EXIT:
+		NEED(1);
+		vmt_put_varint(out, vmt_zigzag(ev->u.thread_exit.status));
+		break;
+	case VMT_EV_PROCESS_START:
+		NEED(3);
+		vmt_put_varint(out, ev->u.process_start.parent_proc == VMT_NONE
+				    ? 0 : (uint64_t)ev->u.process_start.parent_proc + 1);
+		vmt_put_varint(out, vmt_zigzag(ev->u.process_start.os_pid));
+		vmt_put_varint(out, ev->u.process_start.how);
+		break;
+	case VMT_EV_EXEC:
+		if ((err = put_str(out, ev->u.exec.path)))
+			return err;
+		break;
+	case VMT_EV_PROCESS_EXIT:
+		NEED(1);
+		vmt_put_varint(out, vmt_zigzag(ev->u.process_exit.status));
+		break;
+	case VMT_EV_MAPS: {
+		uint64_t prev_end = 0;
+		NEED(1);
+		vmt_put_varint(out, ev->u.maps.count);
+		for (uint32_t i = 0; i < ev->u.maps.count; i++) {
+			const struct vmt_map_entry *e = &ev->u.maps.entries[i];
+			NEED(6);
+			vmt_put_varint(out, e->start - prev_end);
+			vmt_put_varint(out, e->end - e->start);
+			vmt_put_varint(out, e->perms);
+			vmt_put_varint(out, e->offset);
+			vmt_put_varint(out, e->dev);
+			vmt_put_varint(out, e->ino);
+			if ((err = put_str(out, e->path)))
+				return err;
+			prev_end = e->end;
+		}
+		break;
+	}
+	case VMT_EV_TOUCH: {
+		const struct vmt_touch *t = &ev->u.touch;
+		NEED(3);
+		vmt_put_varint(out, vmt_zigzag((int64_t)(t->start - st->addr)));
+		st->addr = t->start;
+		vmt_put_varint(out, t->reason);
+		vmt_put_varint(out, t->nruns);
+		for (uint32_t i = 0; i < t->nruns; i++) {
+			NEED(1);
+			vmt_put_varint(out, t->runs[i].pages << 2 | t->runs[i].state);
+		}
+		break;
+	}
+	case VMT_EV_FAULT:
+		NEED(3);
+		vmt_put_varint(out, vmt_zigzag((int64_t)(ev->u.fault.addr - st->addr)));
+		st->addr = ev->u.fault.addr;
+		vmt_put_varint(out, vmt_zigzag((int64_t)(ev->u.fault.ip - st->ip)));
+		st->ip = ev->u.fault.ip;
+		vmt_put_varint(out, ev->u.fault.access);
+		break;
+	case VMT_EV_STACK: {
+		uint64_t prev = 0;
+		NEED(2);
+		vmt_put_varint(out, ev->u.stack.id);
+		vmt_put_varint(out, ev->u.stack.depth);
+		for (uint32_t i = 0; i < ev->u.stack.depth; i++) {
+			NEED(1);
+			vmt_put_varint(out, vmt_zigzag((int64_t)(ev->u.stack.ips[i] - prev)));
+			prev = ev->u.stack.ips[i];
+		}
+		break;
+	}
+	case VMT_EV_SYMBOL:
+		NEED(4);
+		vmt_put_varint(out, ev->u.symbol.ip);
+		vmt_put_varint(out, ev->u.symbol.module == VMT_NONE ? 0 : (uint64_t)ev->u.symbol.module + 1);
+		vmt_put_varint(out, ev->u.symbol.function == VMT_NONE ? 0 : (uint64_t)ev->u.symbol.function + 1);
+		vmt_put_varint(out, ev->u.symbol.offset);
+		break;
+	case VMT_EV_STRING:
+		NEED(1);
+		vmt_put_varint(out, ev->u.string.id);
+		if ((err = put_str(out, ev->u.string.str)))
+			return err;
+		break;
+	case VMT_EV_LOST:
+		NEED(2);
+		vmt_put_varint(out, ev->u.lost.count);
+		vmt_put_varint(out, ev->u.lost.what);
+		break;
+	default:
+		return VMT_E_CORRUPT;
+	}
+	return 0;
+}
+
+int vmt_encode_event(struct vmt_bytes *out, struct vmt_bytes *times,
+		     struct vmt_tmap *tm, const struct vmt_event *ev)
+{
+	struct vmt_tstate *st = vmt_tmap_get(tm, ev->thread);
+	if (!st)
+		return -ENOMEM;
+	/* Kind and a 1-byte length placeholder; a payload of 128 bytes or
+	 * more is moved up to make room for its longer length varint. */
+	int err = vmt_bytes_reserve(out, 16);
+	if (err)
+		return err;
+	vmt_put_varint(out, ev->kind);
+	size_t lenpos = out->len;
+	out->len += 1;
+	size_t start = out->len;
+	err = encode_payload(out, times, st, ev);
+	if (err)
+		return err;
+	size_t plen = out->len - start;
+	if (plen > VMT_MAX_CHUNK_BYTES)
+		return VMT_E_LIMIT;
+	uint8_t tmp[10];
+	struct vmt_bytes lb = { tmp, 0, sizeof(tmp) };
+	vmt_put_varint(&lb, plen);
+	if (lb.len > 1) {
+		if ((err = vmt_bytes_reserve(out, lb.len)))
+			return err;
+		memmove(out->p + start + lb.len - 1, out->p + start, plen);
+		out->len += lb.len - 1;
+	}
+	memcpy(out->p + lenpos, tmp, lb.len);
+	return 0;
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+static const char *get_str(struct vmt_cursor *c, struct vmt_scratch *s)
+{
+	uint64_t n = vmt_get_varint(c);
+	if (c->bad || n > VMT_MAX_STRING || n > (uint64_t)(c->end - c->p)) {
+		c->bad = 1;
+		return NULL;
+	}
+	if (memchr(c->p, 0, n)) {
+		c->bad = 1;
+		return NULL;
+	}
+	if (n == 0)
+		return "";
+	char *d = scratch_alloc(s, n + 1);
+	if (!d) {
+		c->bad = 1;
+		return NULL;
+	}
+	memcpy(d, c->p, n);
+	d[n] = 0;
+	c->p += n;
+	return d;
+}
+
+static int fits_u32(uint64_t v)
+{
+	return v <= UINT32_MAX;
+}
+
+#undef BAD
+#define BAD(what)                      \
+	do {                           \
+		*why = (what);         \
+		return VMT_E_CORRUPT;  \
+	} while (0)
+
+static int decode_payload(struct vmt_cursor *c, struct vmt_cursor *times,
+			  struct vmt_tstate *st, struct vmt_scratch *s,
+			  struct vmt_event *ev, const char **why)
+{
+	switch (ev->kind) {
+	case VMT_EV_SYSCALL: {
+		struct vmt_syscall *sc = &ev->u.sc;
+		uint64_t v = vmt_get_varint(c);
+		if (!fits_u32(v))
+			BAD("syscall op out of range");
+		sc->op = (uint32_t)v;
+		if (c->end - c->p < 2)
+			BAD("syscall record too short");
+		sc->nargs = *c->p++;
+		uint32_t mask = *c->p++;
+		if (sc->nargs > VMT_MAX_ARGS)
+			BAD("more than 6 syscall arguments");
+		if (mask & ~((1u << sc->nargs) - 1) & ~VMT_MASK_RESULT)
+			BAD("syscall address mask names a missing argument");
+		for (uint32_t i = sc->nargs; i < VMT_MAX_ARGS; i++)
+			sc->args[i] = 0;
+		for (uint32_t i = 0; i < sc->nargs; i++) {
+			uint64_t z = vmt_get_varint(c);
+			if (mask & (1u << i)) {
+				sc->args[i] = st->addr + (uint64_t)vmt_unzigzag(z);
+				st->addr = sc->args[i];
+			} else {
+				sc->args[i] = (uint64_t)vmt_unzigzag(z);
+			}
+		}
+		uint64_t z = vmt_get_varint(c);
+		if (mask & VMT_MASK_RESULT) {
+			sc->result = (int64_t)(st->addr + (uint64_t)vmt_unzigzag(z));
+			st->addr = (uint64_t)sc->result;
+		} else {
+			sc->result = vmt_unzigzag(z);
+		}
+		uint64_t dur = vmt_get_varint(times);
+		if (times->bad)
+			BAD("time section ends early");
+		sc->exit_ns = ev->ts_ns + dur;
+		if (sc->exit_ns < ev->ts_ns)
+			BAD("syscall duration overflows");
+		v = vmt_get_varint(c);
+		if (v > UINT32_MAX)
+			BAD("stack id out of range");
+		sc->stack_id = v ? (uint32_t)(v - 1) : VMT_NONE;
+		v = vmt_get_varint(c);
+		if (!fits_u32(v))
+			BAD("syscall flags out of range");
+		sc->flags = (uint32_t)v;
+		break;
+	}
+	case VMT_EV_MAP_FILE: {
+		struct vmt_map_file *f = &ev->u.file;
+		f->path = get_str(c, s);
+		f->dev = vmt_get_varint(c);
+		f->ino = vmt_get_varint(c);
+		f->size = vmt_get_varint(c);
+		uint64_t fl = vmt_get_varint(c), mode = vmt_get_varint(c);
+		if (!fits_u32(fl) || !fits_u32(mode))
+			BAD("map_file flags out of range");
+		f->open_flags = (uint32_t)fl;
+		f->mode = (uint32_t)mode;
+		break;
+	}
+	case VMT_EV_THREAD_START: {
+		uint64_t p = vmt_get_varint(c);
+		int64_t tid = vmt_unzigzag(vmt_get_varint(c));
+		if (p > VMT_MAX_THREADS || tid < INT32_MIN || tid > INT32_MAX)
+			BAD("thread_start field out of range");
+		ev->u.thread_start.parent_thread = p ? (uint32_t)(p - 1) : VMT_NONE;
+		ev->u.thread_start.os_tid = (int32_t)tid;
+		break;
+	}
+	case VMT_EV_THREAD_EXIT:
+	case VMT_EV_PROCESS_EXIT: {
+		int64_t stv = vmt_unzigzag(vmt_get_varint(c));
+		if (stv < INT32_MIN || stv > INT32_MAX)
+			BAD("exit status out of range");
+		if (ev->kind == VMT_EV_THREAD_EXIT)
+			ev->u.thread_exit.status = (int32_t)stv;
+		else
+			ev->u.process_exit.status = (int32_t)stv;
+		break;
+	}
+	case VMT_EV_PROCESS_START: {
+		uint64_t p = vmt_get_varint(c);
+		int64_t pid = vmt_unzigzag(vmt_get_varint(c));
+		uint64_t how = vmt_get_varint(c);
+		if (p > VMT_MAX_THREADS || pid < INT32_MIN || pid > INT32_MAX ||
+		    how > VMT_PROC_ATTACH)
+			BAD("process_start field out of range");
+		ev->u.process_start.parent_proc = p ? (uint32_t)(p - 1) : VMT_NONE;
+		ev->u.process_start.os_pid = (int32_t)pid;
+		ev->u.process_start.how = (uint32_t)how;
+		break;
+	}
+	case VMT_EV_EXEC:
+		ev->u.exec.path = get_str(c, s);
+		break;
+	case VMT_EV_MAPS: {
+		uint64_t n = vmt_get_varint(c);
+		/* each entry costs at least 7 payload bytes */
+		if (c->bad || n > (uint64_t)(c->end - c->p) / 7)
+			BAD("maps entry count exceeds the record");
+		if (n > VMT_MAX_MAPS_ENTRIES)
+			BAD("maps entry count exceeds the limit");
+		struct vmt_map_entry *e = scratch_alloc(s, n * sizeof(*e));
+		if (n && !e)
+			BAD("maps entry count exceeds the record");
+		uint64_t prev_end = 0;
+		for (uint64_t i = 0; i < n && !c->bad; i++) {
+			uint64_t gap = vmt_get_varint(c), len = vmt_get_varint(c);
+			e[i].start = prev_end + gap;
+			e[i].end = e[i].start + len;
+			if (e[i].start < prev_end || e[i].end < e[i].start)
+				BAD("maps entry range overflows");
+			uint64_t perms = vmt_get_varint(c);
+			if (perms > 0xf)
+				BAD("maps entry with unknown permission bits");
+			e[i].perms = (uint32_t)perms;
+			e[i].offset = vmt_get_varint(c);
+			e[i].dev = vmt_get_varint(c);
+			e[i].ino = vmt_get_varint(c);
+			e[i].path = get_str(c, s);
+			prev_end = e[i].end;
+		}
+		ev->u.maps.count = (uint32_t)n;
+		ev->u.maps.entries = e;
+		break;
+	}
+	case VMT_EV_TOUCH: {
+		struct vmt_touch *t = &ev->u.touch;
+		t->start = st->addr + (uint64_t)vmt_unzigzag(vmt_get_varint(c));
+		st->addr = t->start;
+		uint64_t reason = vmt_get_varint(c), n = vmt_get_varint(c);
+		if (!fits_u32(reason))
+			BAD("touch reason out of range");
+		t->reason = (uint32_t)reason;
+		if (c->bad || n > (uint64_t)(c->end - c->p))
+			BAD("touch run count exceeds the record");
+		if (n > VMT_MAX_TOUCH_RUNS)
+			BAD("touch run count exceeds the limit");
+		struct vmt_touch_run *r = scratch_alloc(s, n * sizeof(*r));
+		if (n && !r)
+			BAD("touch run count exceeds the record");
+		t->npages = 0;
+		for (uint64_t i = 0; i < n && !c->bad; i++) {
+			uint64_t v = vmt_get_varint(c);
+			r[i].pages = v >> 2;
+			r[i].state = (uint32_t)(v & 3);
+			if (r[i].pages == 0 || r[i].pages > (1ull << 40))
+				BAD("touch run length out of range");
+			t->npages += r[i].pages;
+		}
+		t->nruns = (uint32_t)n;
+		t->runs = r;
+		break;
+	}
+	case VMT_EV_FAULT: {
+		struct vmt_fault *f = &ev->u.fault;
+		f->addr = st->addr + (uint64_t)vmt_unzigzag(vmt_get_varint(c));
+		st->addr = f->addr;
+		f->ip = st->ip + (uint64_t)vmt_unzigzag(vmt_get_varint(c));
+		st->ip = f->ip;
+		uint64_t a = vmt_get_varint(c);
+		if (a > 7)
+			BAD("unknown fault access bits");
+		f->access = (uint32_t)a;
+		break;
+	}
+	case VMT_EV_STACK: {
+		uint64_t id = vmt_get_varint(c), depth = vmt_get_varint(c);
+		if (!fits_u32(id) || id == VMT_NONE)
+			BAD("stack id out of range");
+		if (depth > VMT_MAX_STACK_DEPTH || depth > (uint64_t)(c->end - c->p))
+			BAD("stack depth out of range");
+		uint64_t *ips = scratch_alloc(s, depth * sizeof(*ips));
+		if (depth && !ips)
+			BAD("stack depth out of range");
+		uint64_t prev = 0;
+		for (uint64_t i = 0; i < depth; i++) {
+			ips[i] = prev + (uint64_t)vmt_unzigzag(vmt_get_varint(c));
+			prev = ips[i];
+		}
+		ev->u.stack.id = (uint32_t)id;
+		ev->u.stack.depth = (uint32_t)depth;
+		ev->u.stack.ips = ips;
+		break;
+	}
+	case VMT_EV_SYMBOL: {
+		struct vmt_symbol *sy = &ev->u.symbol;
+		sy->ip = vmt_get_varint(c);
+		uint64_t m = vmt_get_varint(c), f = vmt_get_varint(c);
+		if (m > UINT32_MAX || f > UINT32_MAX)
+			BAD("symbol string id out of range");
+		sy->module = m ? (uint32_t)(m - 1) : VMT_NONE;
+		sy->function = f ? (uint32_t)(f - 1) : VMT_NONE;
+		sy->offset = vmt_get_varint(c);
+		break;
+	}
+	case VMT_EV_STRING: {
+		uint64_t id = vmt_get_varint(c);
+		if (!fits_u32(id) || id == VMT_NONE)
+			BAD("string id out of range");
+		ev->u.string.id = (uint32_t)id;
+		ev->u.string.str = get_str(c, s);
+		break;
+	}
+	case VMT_EV_LOST: {
+		ev->u.lost.count = vmt_get_varint(c);
+		uint64_t w = vmt_get_varint(c);
+		if (!fits_u32(w))
+			BAD("unknown lost-event kind");
+		ev->u.lost.what = (uint32_t)w;
+		break;
+	}
+	default:
+		BAD("unknown event kind");
+	}
+	if (c->bad)
+		BAD("record ends inside a field, or a string/varint is malformed");
+	return 1;
+}
+
+/* The fast path for SYSCALL records, which are nearly all of a trace:
+ * everything in locals, one pass, validated as it goes.  Anything unusual
+ * (a long varint, a bad field) returns 0 without side effects, and the
+ * general decoder then does the work and names the problem. */
+#define FV(P_, E_, out)                                                  \
+	do {                                                             \
+		if (__builtin_expect((E_) - (P_) >= 3, 1) && (P_)[0] < 0x80) { \
+			(out) = *(P_)++;                                 \
+		} else if ((E_) - (P_) >= 3 && (P_)[1] < 0x80) {         \
+			(out) = (uint64_t)((P_)[0] & 0x7f) | (uint64_t)(P_)[1] << 7; \
+			(P_) += 2;                                       \
+		} else {                                                 \
+			struct vmt_cursor t_ = { (P_), (E_), 0 };        \
+			(out) = vmt_get_varint_slow(&t_);                \
+			if (t_.bad)                                      \
+				return 0;                                \
+			(P_) = t_.p;                                     \
+		}                                                        \
+	} while (0)
+
+static inline int decode_syscall_fast(struct vmt_cursor *c, struct vmt_cursor *times,
+				      struct vmt_tmap *tm, uint16_t minor,
+				      struct vmt_event *ev)
+{
+	const uint8_t *p = c->p, *end = c->end, *tp = times->p, *tend = times->end;
+	uint64_t kind, plen, thread, proc, tsz, op, z, dur, stack, flags;
+	FV(p, end, kind);
+	if (kind != VMT_EV_SYSCALL)
+		return 0;
+	FV(p, end, plen);
+	if (plen > (uint64_t)(end - p))
+		return 0;
+	const uint8_t *rec_end = p + plen;
+	FV(p, rec_end, thread);
+	FV(p, rec_end, proc);
+	if (thread >= VMT_MAX_THREADS || proc >= VMT_MAX_THREADS)
+		return 0;
+	FV(p, rec_end, op);
+	if (op == 0 || op >= VMT_OP__COUNT || rec_end - p < 2)
+		return 0;
+	uint32_t nargs = p[0], mask = p[1];
+	p += 2;
+	if (nargs > VMT_MAX_ARGS || (mask & ~((1u << nargs) - 1) & ~VMT_MASK_RESULT))
+		return 0;
+	struct vmt_tstate *st = vmt_tmap_get(tm, (uint32_t)thread);
+	if (!st)
+		return 0;
+	uint64_t addr = st->addr;
+	struct vmt_syscall *sc = &ev->u.sc;
+	uint32_t i = 0;
+	for (; i < nargs; i++) {
+		FV(p, rec_end, z);
+		/* branch-free: an address argument is a delta from addr */
+		uint64_t is_addr = -(uint64_t)((mask >> i) & 1);
+		uint64_t v = (uint64_t)vmt_unzigzag(z) + (addr & is_addr);
+		sc->args[i] = v;
+		addr = (v & is_addr) | (addr & ~is_addr);
+	}
+	for (; i < VMT_MAX_ARGS; i++)
+		sc->args[i] = 0;
+	FV(p, rec_end, z);
+	if (mask & VMT_MASK_RESULT) {
+		addr += (uint64_t)vmt_unzigzag(z);
+		sc->result = (int64_t)addr;
+	} else {
+		sc->result = vmt_unzigzag(z);
+	}
+	FV(p, rec_end, stack);
+	FV(p, rec_end, flags);
+	if (p != rec_end && minor <= VMT_FORMAT_MINOR)
+		return 0;
+	if (stack > UINT32_MAX || (flags & ~(uint64_t)(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN)))
+		return 0;
+	FV(tp, tend, tsz);
+	FV(tp, tend, dur);
+	uint64_t ts = st->ts + (uint64_t)vmt_unzigzag(tsz);
+	if (ts + dur < ts)
+		return 0;
+	if (sc->result < -4095 && vmt_op_info((uint32_t)op)->ret != VMT_RET_ADDR)
+		return 0;
+	/* commit */
+	ev->kind = VMT_EV_SYSCALL;
+	ev->thread = (uint32_t)thread;
+	ev->proc = (uint32_t)proc;
+	ev->ts_ns = ts;
+	sc->op = (uint32_t)op;
+	sc->nargs = nargs;
+	sc->exit_ns = ts + dur;
+	sc->stack_id = stack ? (uint32_t)(stack - 1) : VMT_NONE;
+	sc->flags = (uint32_t)flags;
+	st->ts = ts;
+	st->addr = addr;
+	c->p = rec_end;
+	times->p = tp;
+	return 1;
+}
+#undef FV
+
+int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
+		     struct vmt_tmap *tm,
+		     struct vmt_scratch *s, uint16_t minor, uint32_t page_size,
+		     struct vmt_event *ev, const char **why)
+{
+	if (decode_syscall_fast(c, times, tm, minor, ev))
+		return 1;
+	uint64_t kind = vmt_get_varint(c);
+	uint64_t plen = vmt_get_varint(c);
+	if (c->bad)
+		BAD("record header is malformed");
+	if (plen > (uint64_t)(c->end - c->p))
+		BAD("record length exceeds the chunk");
+	struct vmt_cursor pc = { c->p, c->p + plen, 0 };
+	c->p += plen;
+	if (kind == 0 || kind >= VMT_EV__COUNT) {
+		if (minor > VMT_FORMAT_MINOR && kind <= UINT32_MAX) {
+			/* a kind from a newer minor version: skip it and its
+			 * time delta (new kinds add no other time fields) */
+			vmt_get_varint(times);
+			if (times->bad)
+				BAD("time section ends early");
+			return 2;
+		}
+		BAD("unknown event kind");
+	}
+	ev->kind = (uint32_t)kind;
+	uint64_t thread = vmt_get_varint(&pc), proc = vmt_get_varint(&pc);
+	if (pc.bad || thread >= VMT_MAX_THREADS || proc >= VMT_MAX_THREADS)
+		BAD("thread or process index out of range");
+	ev->thread = (uint32_t)thread;
+	ev->proc = (uint32_t)proc;
+	struct vmt_tstate *st = vmt_tmap_get(tm, ev->thread);
+	if (!st)
+		return -ENOMEM;
+	ev->ts_ns = st->ts + (uint64_t)vmt_unzigzag(vmt_get_varint(times));
+	if (times->bad)
+		BAD("time section ends early");
+	st->ts = ev->ts_ns;
+	if (s->head)
+		vmt_scratch_reset(s);
+	int err = decode_payload(&pc, times, st, s, ev, why);
+	if (err < 0)
+		return err;
+	/* Trailing payload bytes are fields of a newer minor version. */
+	if (pc.p != pc.end && minor <= VMT_FORMAT_MINOR)
+		BAD("record has trailing bytes");
+	if (ev->kind == VMT_EV_SYSCALL) {
+		/* The common case, checked here rather than by the generic
+		 * check (decode_payload checked nargs and the ranges). */
+		const struct vmt_syscall *sc = &ev->u.sc;
+		if (sc->op == 0 || sc->op >= VMT_OP__COUNT) {
+			if (minor > VMT_FORMAT_MINOR && sc->op)
+				return 2; /* an op from a newer minor version */
+			BAD("unknown syscall op");
+		}
+		if (sc->flags & ~(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN))
+			BAD("unknown syscall flags");
+		if (sc->result < 0 && sc->result < -4095 &&
+		    vmt_op_info(sc->op)->ret != VMT_RET_ADDR)
+			BAD("syscall result is neither a value nor an errno");
+		return 1;
+	}
+	err = vmt_event_check_ps(ev, page_size, why);
+	return err < 0 ? err : 1;
+}

@@ -1,0 +1,237 @@
+/*
+ * codec.h - internal to libvmtrace: the byte-level encoding shared by the
+ * writer and the reader.  The layout is specified in man/vmtrace.5; the
+ * constants here are the normative values.
+ */
+#ifndef VMT_CODEC_H
+#define VMT_CODEC_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+#include "vmtrace.h"
+
+/* zstd skippable-frame magics (0x184D2A50..0x184D2A5F are skippable). */
+#define VMT_MAGIC_HEADER 0x184D2A5Au
+#define VMT_MAGIC_CHUNK 0x184D2A5Bu
+#define VMT_MAGIC_FOOTER 0x184D2A5Cu
+#define VMT_ZSTD_MAGIC 0xFD2FB528u
+
+#define VMT_HEADER_ID "VMTR"
+#define VMT_CHUNK_ID "VMTC"
+#define VMT_FOOTER_ID "VMTF"
+#define VMT_CHUNK_DESC_SIZE 32u		/* content bytes of a chunk descriptor */
+#define VMT_MAX_HEADER_SIZE (1u << 20)	/* content bytes of header frame */
+#define VMT_MAX_FOOTER_SIZE (64u << 20) /* content bytes of footer frame */
+#define VMT_MAX_ARGV 65536u
+/* Largest accepted ratio of a chunk's raw size to its compressed size: a
+ * chunk may claim at most 4096x (plus 64 KiB) its compressed bytes, so a
+ * tiny hostile file cannot make the reader allocate 16 MiB. */
+#define VMT_MAX_RATIO 4096u
+
+/* Header field keys. */
+enum {
+	VMT_HK_ARCH = 1,
+	VMT_HK_PAGE_SIZE = 2,
+	VMT_HK_KERNEL = 3,
+	VMT_HK_HOSTNAME = 4,
+	VMT_HK_ARG = 5, /* repeated, in order */
+	VMT_HK_OPTIONS = 6,
+	VMT_HK_RECORDER = 7,
+	VMT_HK_START_REALTIME = 8,
+	VMT_HK_START_MONO = 9,
+};
+
+/* Footer field keys. */
+enum {
+	VMT_FK_EVENTS = 1,
+	VMT_FK_BY_KIND = 2,
+	VMT_FK_OP_COUNT = 3,
+	VMT_FK_OP_ERRORS = 4,
+	VMT_FK_THREADS = 5,
+	VMT_FK_PROCS = 6,
+	VMT_FK_FIRST_TS = 7,
+	VMT_FK_LAST_TS = 8,
+	VMT_FK_RAW_BYTES = 9,
+	VMT_FK_CHUNKS = 10,
+};
+
+/* SYSCALL address mask bit for the result. */
+#define VMT_MASK_RESULT 0x40u
+
+/* ---- little-endian fixed-width helpers ---------------------------------- */
+static inline void vmt_put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline uint32_t vmt_get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+static inline void vmt_put_le64(uint8_t *p, uint64_t v)
+{
+	vmt_put_le32(p, (uint32_t)v);
+	vmt_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint64_t vmt_get_le64(const uint8_t *p)
+{
+	return (uint64_t)vmt_get_le32(p) | (uint64_t)vmt_get_le32(p + 4) << 32;
+}
+
+static inline uint64_t vmt_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t vmt_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* ---- a growable byte buffer (writer side) ------------------------------- */
+struct vmt_bytes {
+	uint8_t *p;
+	size_t len, cap;
+};
+/* Make room for n more bytes.  Returns 0 or -ENOMEM. */
+int vmt_bytes_reserve(struct vmt_bytes *b, size_t n);
+void vmt_bytes_free(struct vmt_bytes *b);
+
+/* Append a varint; the caller has reserved 10 bytes. */
+static inline void vmt_put_varint(struct vmt_bytes *b, uint64_t v)
+{
+	uint8_t *p = b->p + b->len;
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	b->len = (size_t)(p - b->p);
+}
+
+/* ---- a bounded cursor (reader side) ------------------------------------- */
+struct vmt_cursor {
+	const uint8_t *p, *end;
+	int bad; /* set when reading past end or an overlong varint */
+};
+
+static inline uint64_t vmt_get_varint_slow(struct vmt_cursor *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	while (c->p < c->end) {
+		uint8_t byte = *c->p++;
+		if (shift == 63 && byte > 1) {
+			c->bad = 1;
+			return 0;
+		}
+		v |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return v;
+		shift += 7;
+		if (shift > 63) {
+			c->bad = 1;
+			return 0;
+		}
+	}
+	c->bad = 1;
+	return 0;
+}
+
+static inline uint64_t vmt_get_varint(struct vmt_cursor *c)
+{
+	const uint8_t *p = c->p;
+	if (__builtin_expect(c->end - p >= 3, 1)) {
+		if (p[0] < 0x80) {
+			c->p = p + 1;
+			return p[0];
+		}
+		if (p[1] < 0x80) {
+			c->p = p + 2;
+			return (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		}
+		if (p[2] < 0x80) {
+			c->p = p + 3;
+			return (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 |
+			       (uint64_t)p[2] << 14;
+		}
+	}
+	return vmt_get_varint_slow(c);
+}
+
+/* ---- per-thread delta state, reset at every chunk ----------------------- */
+struct vmt_tstate {
+	uint32_t thread; /* key; UINT32_MAX = empty slot */
+	uint64_t ts, addr, ip;
+};
+#define VMT_TMAP_DIRECT 256 /* threads below this index: direct slots */
+struct vmt_tmap {
+	/* Direct slots for the common small indices; a slot is live when its
+	 * generation equals the map's (a reset bumps the map's generation
+	 * instead of clearing the array). */
+	struct vmt_tstate direct[VMT_TMAP_DIRECT];
+	uint32_t gen_of[VMT_TMAP_DIRECT];
+	uint32_t gen;
+	struct vmt_tstate *slots; /* hash table for larger indices */
+	uint32_t cap, used; /* cap is a power of two */
+	struct vmt_tstate *last; /* most recently looked up */
+};
+/* State of thread t (created zeroed).  NULL on allocation failure. */
+struct vmt_tstate *vmt_tmap_get_slow(struct vmt_tmap *m, uint32_t t);
+static inline struct vmt_tstate *vmt_tmap_get(struct vmt_tmap *m, uint32_t t)
+{
+	if (t < VMT_TMAP_DIRECT) {
+		struct vmt_tstate *st = &m->direct[t];
+		if (__builtin_expect(m->gen_of[t] != m->gen + 1, 0)) {
+			m->gen_of[t] = m->gen + 1;
+			st->thread = t;
+			st->ts = st->addr = st->ip = 0;
+		}
+		return st;
+	}
+	if (m->last && m->last->thread == t)
+		return m->last;
+	return vmt_tmap_get_slow(m, t);
+}
+void vmt_tmap_reset(struct vmt_tmap *m);
+void vmt_tmap_free(struct vmt_tmap *m);
+
+/* ---- events -------------------------------------------------------------- */
+
+/* A chunk's content is a varint (length of the record section), the
+ * record section, then the time section: the time fields of the records
+ * (each record's time delta, a SYSCALL's duration), in record order.
+ * Keeping the nearly random time bits apart from the repetitive records
+ * lets zstd match whole records of a loop and entropy-code the times. */
+
+/* Append the record (kind, length, payload) of ev to out and its time
+ * fields to times.  ev must have passed vmt_event_check().  Returns 0 or
+ * -ENOMEM / VMT_E_LIMIT. */
+int vmt_encode_event(struct vmt_bytes *out, struct vmt_bytes *times,
+		     struct vmt_tmap *tm, const struct vmt_event *ev);
+
+/* Scratch memory the decoder uses for strings and arrays of one event. */
+struct vmt_scratch_block;
+struct vmt_scratch {
+	struct vmt_scratch_block *head; /* blocks of the current event */
+	struct vmt_scratch_block *spare; /* one kept for reuse */
+};
+/* Start a new event: forget what the previous one allocated. */
+void vmt_scratch_reset(struct vmt_scratch *s);
+void vmt_scratch_free(struct vmt_scratch *s);
+
+/* Decode one record from c (its time fields from times) into ev.  minor = the file's minor version
+ * (unknown kinds/fields are accepted only from a newer minor); page_size
+ * from the header.  Returns 1 = event, 2 = skipped an unknown kind, or
+ * VMT_E_CORRUPT/-ENOMEM with *why naming the problem. */
+int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
+		     struct vmt_tmap *tm,
+		     struct vmt_scratch *s, uint16_t minor, uint32_t page_size,
+		     struct vmt_event *ev, const char **why);
+
+/* vmt_event_check with the page size of the trace. */
+int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
+		       const char **why);
+
+#endif

@@ -1,0 +1,450 @@
+/*
+ * names.c - the op table and the name tables of libvmtrace: op and kind
+ * names, flag names (PROT_*, MAP_*, MADV_*, ...) and errno names.
+ *
+ * Every numeric value here is written as a literal rather than taken from
+ * the build machine's headers, for two reasons: a trace is rendered on a
+ * machine other than the one that recorded it (so the values must be the
+ * recording ABI's, which for the architectures we support, x86_64 and
+ * aarch64, are the asm-generic ones), and older libc headers lack recent
+ * macros (MADV_GUARD_INSTALL, MAP_DROPPABLE, ...).
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "vmtrace.h"
+
+/* ---- Ops ---------------------------------------------------------------- */
+
+/* Short aliases keep the table below readable. */
+#define A_ADDR VMT_ARG_ADDR
+#define A_LEN VMT_ARG_LEN
+#define A_PROT VMT_ARG_PROT
+#define A_MAPF VMT_ARG_MAP_FLAGS
+#define A_FD VMT_ARG_FD
+#define A_OFF VMT_ARG_OFF
+#define A_MADV VMT_ARG_MADV
+#define A_MLOCK2 VMT_ARG_MLOCK2
+#define A_MCL VMT_ARG_MCL
+#define A_MREMAP VMT_ARG_MREMAP
+#define A_MS VMT_ARG_MS
+#define A_INT VMT_ARG_INT
+#define A_HEX VMT_ARG_HEX
+#define A_SHM VMT_ARG_SHMFLG
+
+/*
+ * Argument lists follow the kernel prototypes (SYSCALL_DEFINEn), not the
+ * libc wrappers.  The sysname is the name libseccomp resolves on x86_64 and
+ * aarch64; both architectures have every one of these syscalls under the
+ * same name (aarch64 has mmap, not mmap2; shmat is a real syscall on both).
+ */
+static const struct vmt_op_info op_table[VMT_OP__COUNT] = {
+	[VMT_OP_MMAP] = {"mmap", "mmap", 6,
+			 {A_ADDR, A_LEN, A_PROT, A_MAPF, A_FD, A_OFF},
+			 VMT_RET_ADDR},
+	[VMT_OP_MUNMAP] = {"munmap", "munmap", 2, {A_ADDR, A_LEN},
+			   VMT_RET_INT},
+	[VMT_OP_MPROTECT] = {"mprotect", "mprotect", 3,
+			     {A_ADDR, A_LEN, A_PROT}, VMT_RET_INT},
+	/* pkey_mprotect(start, len, prot, int pkey) */
+	[VMT_OP_PKEY_MPROTECT] = {"pkey_mprotect", "pkey_mprotect", 4,
+				  {A_ADDR, A_LEN, A_PROT, A_INT},
+				  VMT_RET_INT},
+	[VMT_OP_MADVISE] = {"madvise", "madvise", 3, {A_ADDR, A_LEN, A_MADV},
+			    VMT_RET_INT},
+	/* process_madvise(int pidfd, const struct iovec *vec, size_t vlen,
+	 * int behavior, unsigned int flags); returns bytes advised, which
+	 * fits the "int or -errno" rendering. */
+	[VMT_OP_PROCESS_MADVISE] = {"process_madvise", "process_madvise", 5,
+				    {A_FD, A_ADDR, A_LEN, A_MADV, A_HEX},
+				    VMT_RET_INT},
+	[VMT_OP_MLOCK] = {"mlock", "mlock", 2, {A_ADDR, A_LEN}, VMT_RET_INT},
+	[VMT_OP_MLOCK2] = {"mlock2", "mlock2", 3, {A_ADDR, A_LEN, A_MLOCK2},
+			   VMT_RET_INT},
+	[VMT_OP_MUNLOCK] = {"munlock", "munlock", 2, {A_ADDR, A_LEN},
+			    VMT_RET_INT},
+	[VMT_OP_MLOCKALL] = {"mlockall", "mlockall", 1, {A_MCL}, VMT_RET_INT},
+	[VMT_OP_MUNLOCKALL] = {"munlockall", "munlockall", 0, {0},
+			       VMT_RET_INT},
+	/* mremap(addr, old_len, new_len, flags, new_addr) */
+	[VMT_OP_MREMAP] = {"mremap", "mremap", 5,
+			   {A_ADDR, A_LEN, A_LEN, A_MREMAP, A_ADDR},
+			   VMT_RET_ADDR},
+	[VMT_OP_BRK] = {"brk", "brk", 1, {A_ADDR}, VMT_RET_ADDR},
+	[VMT_OP_MSYNC] = {"msync", "msync", 3, {A_ADDR, A_LEN, A_MS},
+			  VMT_RET_INT},
+	/* mincore(start, len, unsigned char *vec) */
+	[VMT_OP_MINCORE] = {"mincore", "mincore", 3, {A_ADDR, A_LEN, A_ADDR},
+			    VMT_RET_INT},
+	/* remap_file_pages(start, size, prot, pgoff, flags): pgoff counts
+	 * pages, so it is shown in decimal like a length; prot must be 0
+	 * and flags may only hold MAP_NONBLOCK, but show what was passed. */
+	[VMT_OP_REMAP_FILE_PAGES] = {"remap_file_pages", "remap_file_pages", 5,
+				     {A_ADDR, A_LEN, A_PROT, A_LEN, A_MAPF},
+				     VMT_RET_INT},
+	/* shmat(int shmid, const void *shmaddr, int shmflg) */
+	[VMT_OP_SHMAT] = {"shmat", "shmat", 3, {A_INT, A_ADDR, A_SHM},
+			  VMT_RET_ADDR},
+	[VMT_OP_SHMDT] = {"shmdt", "shmdt", 1, {A_ADDR}, VMT_RET_INT},
+	/* mseal(start, len, unsigned long flags): no flags defined yet. */
+	[VMT_OP_MSEAL] = {"mseal", "mseal", 3, {A_ADDR, A_LEN, A_HEX},
+			  VMT_RET_INT},
+};
+
+const struct vmt_op_info *vmt_op_info(uint32_t op)
+{
+	if (op == 0 || op >= VMT_OP__COUNT || !op_table[op].name)
+		return NULL;
+	return &op_table[op];
+}
+
+const char *vmt_op_name(uint32_t op)
+{
+	const struct vmt_op_info *oi = vmt_op_info(op);
+
+	return oi ? oi->name : NULL;
+}
+
+uint32_t vmt_op_from_name(const char *name)
+{
+	if (!name)
+		return 0;
+	for (uint32_t op = 1; op < VMT_OP__COUNT; op++)
+		if (op_table[op].name && strcmp(op_table[op].name, name) == 0)
+			return op;
+	return 0;
+}
+
+/* ---- Kinds -------------------------------------------------------------- */
+
+static const char *const kind_names[VMT_EV__COUNT] = {
+	[VMT_EV_SYSCALL] = "syscall",
+	[VMT_EV_MAP_FILE] = "map_file",
+	[VMT_EV_THREAD_START] = "thread_start",
+	[VMT_EV_THREAD_EXIT] = "thread_exit",
+	[VMT_EV_PROCESS_START] = "process_start",
+	[VMT_EV_EXEC] = "exec",
+	[VMT_EV_PROCESS_EXIT] = "process_exit",
+	[VMT_EV_MAPS] = "maps",
+	[VMT_EV_TOUCH] = "touch",
+	[VMT_EV_FAULT] = "fault",
+	[VMT_EV_STACK] = "stack",
+	[VMT_EV_SYMBOL] = "symbol",
+	[VMT_EV_STRING] = "string",
+	[VMT_EV_LOST] = "lost",
+};
+
+const char *vmt_kind_name(uint32_t kind)
+{
+	return kind < VMT_EV__COUNT ? kind_names[kind] : NULL;
+}
+
+uint32_t vmt_kind_from_name(const char *name)
+{
+	if (!name)
+		return 0;
+	for (uint32_t k = 1; k < VMT_EV__COUNT; k++)
+		if (kind_names[k] && strcmp(kind_names[k], name) == 0)
+			return k;
+	return 0;
+}
+
+/* ---- Flags -------------------------------------------------------------- */
+
+/*
+ * Bit tables hold no zero entry: a zero value is rendered by the caller's
+ * `zero` word (PROT_NONE, ...).  Value tables (MAP type, MADV) do hold one,
+ * which is harmless because tables end at the NULL name, not the 0 value.
+ */
+const struct vmt_flag_name vmt_prot_names[] = {
+	{0x1, "PROT_READ"},
+	{0x2, "PROT_WRITE"},
+	{0x4, "PROT_EXEC"},
+	{0x8, "PROT_SEM"},
+	{0x01000000, "PROT_GROWSDOWN"},
+	{0x02000000, "PROT_GROWSUP"},
+	{0, NULL},
+};
+
+/* The MAP_TYPE field (mask 0x0f) holds a value, not bits. */
+const struct vmt_flag_name vmt_map_type_names[] = {
+	{0x01, "MAP_SHARED"},
+	{0x02, "MAP_PRIVATE"},
+	{0x03, "MAP_SHARED_VALIDATE"},
+	{0x08, "MAP_DROPPABLE"}, /* Linux 6.11 */
+	{0, NULL},
+};
+
+/*
+ * Bits outside MAP_TYPE.  The MAP_HUGE_* sizes (a 6-bit log2 field at bit
+ * 26, meaningful only with MAP_HUGETLB) are not listed because they are
+ * values that overlap MAP_UNINITIALIZED (bit 26); the renderer decodes
+ * them.  MAP_32BIT is x86-only; on aarch64 bit 0x40 is unused.
+ */
+const struct vmt_flag_name vmt_map_flag_names[] = {
+	{0x10, "MAP_FIXED"},
+	{0x20, "MAP_ANONYMOUS"},
+	{0x40, "MAP_32BIT"},
+	{0x100, "MAP_GROWSDOWN"},
+	{0x800, "MAP_DENYWRITE"},
+	{0x1000, "MAP_EXECUTABLE"},
+	{0x2000, "MAP_LOCKED"},
+	{0x4000, "MAP_NORESERVE"},
+	{0x8000, "MAP_POPULATE"},
+	{0x10000, "MAP_NONBLOCK"},
+	{0x20000, "MAP_STACK"},
+	{0x40000, "MAP_HUGETLB"},
+	{0x80000, "MAP_SYNC"},
+	{0x100000, "MAP_FIXED_NOREPLACE"},
+	{0x4000000, "MAP_UNINITIALIZED"},
+	{0, NULL},
+};
+
+const struct vmt_flag_name vmt_madv_names[] = {
+	{0, "MADV_NORMAL"},
+	{1, "MADV_RANDOM"},
+	{2, "MADV_SEQUENTIAL"},
+	{3, "MADV_WILLNEED"},
+	{4, "MADV_DONTNEED"},
+	{8, "MADV_FREE"},
+	{9, "MADV_REMOVE"},
+	{10, "MADV_DONTFORK"},
+	{11, "MADV_DOFORK"},
+	{12, "MADV_MERGEABLE"},
+	{13, "MADV_UNMERGEABLE"},
+	{14, "MADV_HUGEPAGE"},
+	{15, "MADV_NOHUGEPAGE"},
+	{16, "MADV_DONTDUMP"},
+	{17, "MADV_DODUMP"},
+	{18, "MADV_WIPEONFORK"},
+	{19, "MADV_KEEPONFORK"},
+	{20, "MADV_COLD"},
+	{21, "MADV_PAGEOUT"},
+	{22, "MADV_POPULATE_READ"},
+	{23, "MADV_POPULATE_WRITE"},
+	{24, "MADV_DONTNEED_LOCKED"},
+	{25, "MADV_COLLAPSE"},
+	{100, "MADV_HWPOISON"},
+	{101, "MADV_SOFT_OFFLINE"},
+	{102, "MADV_GUARD_INSTALL"},
+	{103, "MADV_GUARD_REMOVE"},
+	{0, NULL},
+};
+
+const struct vmt_flag_name vmt_mlock2_names[] = {
+	{0x1, "MLOCK_ONFAULT"},
+	{0, NULL},
+};
+
+const struct vmt_flag_name vmt_mcl_names[] = {
+	{0x1, "MCL_CURRENT"},
+	{0x2, "MCL_FUTURE"},
+	{0x4, "MCL_ONFAULT"},
+	{0, NULL},
+};
+
+const struct vmt_flag_name vmt_mremap_names[] = {
+	{0x1, "MREMAP_MAYMOVE"},
+	{0x2, "MREMAP_FIXED"},
+	{0x4, "MREMAP_DONTUNMAP"},
+	{0, NULL},
+};
+
+const struct vmt_flag_name vmt_ms_names[] = {
+	{0x1, "MS_ASYNC"},
+	{0x2, "MS_INVALIDATE"},
+	{0x4, "MS_SYNC"},
+	{0, NULL},
+};
+
+const struct vmt_flag_name vmt_shm_names[] = {
+	{010000, "SHM_RDONLY"},
+	{020000, "SHM_RND"},
+	{040000, "SHM_REMAP"},
+	{0100000, "SHM_EXEC"},
+	{0, NULL},
+};
+
+/* ---- errno -------------------------------------------------------------- */
+
+struct errno_entry {
+	const char *name, *text;
+};
+
+/* asm-generic numbering (x86_64 and aarch64 share it); texts as glibc. */
+static const struct errno_entry errno_table[] = {
+	[1] = {"EPERM", "Operation not permitted"},
+	[2] = {"ENOENT", "No such file or directory"},
+	[3] = {"ESRCH", "No such process"},
+	[4] = {"EINTR", "Interrupted system call"},
+	[5] = {"EIO", "Input/output error"},
+	[6] = {"ENXIO", "No such device or address"},
+	[7] = {"E2BIG", "Argument list too long"},
+	[8] = {"ENOEXEC", "Exec format error"},
+	[9] = {"EBADF", "Bad file descriptor"},
+	[10] = {"ECHILD", "No child processes"},
+	[11] = {"EAGAIN", "Resource temporarily unavailable"},
+	[12] = {"ENOMEM", "Cannot allocate memory"},
+	[13] = {"EACCES", "Permission denied"},
+	[14] = {"EFAULT", "Bad address"},
+	[15] = {"ENOTBLK", "Block device required"},
+	[16] = {"EBUSY", "Device or resource busy"},
+	[17] = {"EEXIST", "File exists"},
+	[18] = {"EXDEV", "Invalid cross-device link"},
+	[19] = {"ENODEV", "No such device"},
+	[20] = {"ENOTDIR", "Not a directory"},
+	[21] = {"EISDIR", "Is a directory"},
+	[22] = {"EINVAL", "Invalid argument"},
+	[23] = {"ENFILE", "Too many open files in system"},
+	[24] = {"EMFILE", "Too many open files"},
+	[25] = {"ENOTTY", "Inappropriate ioctl for device"},
+	[26] = {"ETXTBSY", "Text file busy"},
+	[27] = {"EFBIG", "File too large"},
+	[28] = {"ENOSPC", "No space left on device"},
+	[29] = {"ESPIPE", "Illegal seek"},
+	[30] = {"EROFS", "Read-only file system"},
+	[31] = {"EMLINK", "Too many links"},
+	[32] = {"EPIPE", "Broken pipe"},
+	[33] = {"EDOM", "Numerical argument out of domain"},
+	[34] = {"ERANGE", "Numerical result out of range"},
+	[35] = {"EDEADLK", "Resource deadlock avoided"},
+	[36] = {"ENAMETOOLONG", "File name too long"},
+	[37] = {"ENOLCK", "No locks available"},
+	[38] = {"ENOSYS", "Function not implemented"},
+	[39] = {"ENOTEMPTY", "Directory not empty"},
+	[40] = {"ELOOP", "Too many levels of symbolic links"},
+/* 41 none */
+	[42] = {"ENOMSG", "No message of desired type"},
+	[43] = {"EIDRM", "Identifier removed"},
+	[44] = {"ECHRNG", "Channel number out of range"},
+	[45] = {"EL2NSYNC", "Level 2 not synchronized"},
+	[46] = {"EL3HLT", "Level 3 halted"},
+	[47] = {"EL3RST", "Level 3 reset"},
+	[48] = {"ELNRNG", "Link number out of range"},
+	[49] = {"EUNATCH", "Protocol driver not attached"},
+	[50] = {"ENOCSI", "No CSI structure available"},
+	[51] = {"EL2HLT", "Level 2 halted"},
+	[52] = {"EBADE", "Invalid exchange"},
+	[53] = {"EBADR", "Invalid request descriptor"},
+	[54] = {"EXFULL", "Exchange full"},
+	[55] = {"ENOANO", "No anode"},
+	[56] = {"EBADRQC", "Invalid request code"},
+	[57] = {"EBADSLT", "Invalid slot"},
+/* 58 none */
+	[59] = {"EBFONT", "Bad font file format"},
+	[60] = {"ENOSTR", "Device not a stream"},
+	[61] = {"ENODATA", "No data available"},
+	[62] = {"ETIME", "Timer expired"},
+	[63] = {"ENOSR", "Out of streams resources"},
+	[64] = {"ENONET", "Machine is not on the network"},
+	[65] = {"ENOPKG", "Package not installed"},
+	[66] = {"EREMOTE", "Object is remote"},
+	[67] = {"ENOLINK", "Link has been severed"},
+	[68] = {"EADV", "Advertise error"},
+	[69] = {"ESRMNT", "Srmount error"},
+	[70] = {"ECOMM", "Communication error on send"},
+	[71] = {"EPROTO", "Protocol error"},
+	[72] = {"EMULTIHOP", "Multihop attempted"},
+	[73] = {"EDOTDOT", "RFS specific error"},
+	[74] = {"EBADMSG", "Bad message"},
+	[75] = {"EOVERFLOW", "Value too large for defined data type"},
+	[76] = {"ENOTUNIQ", "Name not unique on network"},
+	[77] = {"EBADFD", "File descriptor in bad state"},
+	[78] = {"EREMCHG", "Remote address changed"},
+	[79] = {"ELIBACC", "Can not access a needed shared library"},
+	[80] = {"ELIBBAD", "Accessing a corrupted shared library"},
+	[81] = {"ELIBSCN", ".lib section in a.out corrupted"},
+	[82] = {"ELIBMAX", "Attempting to link in too many shared libraries"},
+	[83] = {"ELIBEXEC", "Cannot exec a shared library directly"},
+	[84] = {"EILSEQ", "Invalid or incomplete multibyte or wide character"},
+	[85] = {"ERESTART", "Interrupted system call should be restarted"},
+	[86] = {"ESTRPIPE", "Streams pipe error"},
+	[87] = {"EUSERS", "Too many users"},
+	[88] = {"ENOTSOCK", "Socket operation on non-socket"},
+	[89] = {"EDESTADDRREQ", "Destination address required"},
+	[90] = {"EMSGSIZE", "Message too long"},
+	[91] = {"EPROTOTYPE", "Protocol wrong type for socket"},
+	[92] = {"ENOPROTOOPT", "Protocol not available"},
+	[93] = {"EPROTONOSUPPORT", "Protocol not supported"},
+	[94] = {"ESOCKTNOSUPPORT", "Socket type not supported"},
+	[95] = {"EOPNOTSUPP", "Operation not supported"},
+	[96] = {"EPFNOSUPPORT", "Protocol family not supported"},
+	[97] = {"EAFNOSUPPORT", "Address family not supported by protocol"},
+	[98] = {"EADDRINUSE", "Address already in use"},
+	[99] = {"EADDRNOTAVAIL", "Cannot assign requested address"},
+	[100] = {"ENETDOWN", "Network is down"},
+	[101] = {"ENETUNREACH", "Network is unreachable"},
+	[102] = {"ENETRESET", "Network dropped connection on reset"},
+	[103] = {"ECONNABORTED", "Software caused connection abort"},
+	[104] = {"ECONNRESET", "Connection reset by peer"},
+	[105] = {"ENOBUFS", "No buffer space available"},
+	[106] = {"EISCONN", "Transport endpoint is already connected"},
+	[107] = {"ENOTCONN", "Transport endpoint is not connected"},
+	[108] = {"ESHUTDOWN", "Cannot send after transport endpoint shutdown"},
+	[109] = {"ETOOMANYREFS", "Too many references: cannot splice"},
+	[110] = {"ETIMEDOUT", "Connection timed out"},
+	[111] = {"ECONNREFUSED", "Connection refused"},
+	[112] = {"EHOSTDOWN", "Host is down"},
+	[113] = {"EHOSTUNREACH", "No route to host"},
+	[114] = {"EALREADY", "Operation already in progress"},
+	[115] = {"EINPROGRESS", "Operation now in progress"},
+	[116] = {"ESTALE", "Stale file handle"},
+	[117] = {"EUCLEAN", "Structure needs cleaning"},
+	[118] = {"ENOTNAM", "Not a XENIX named type file"},
+	[119] = {"ENAVAIL", "No XENIX semaphores available"},
+	[120] = {"EISNAM", "Is a named type file"},
+	[121] = {"EREMOTEIO", "Remote I/O error"},
+	[122] = {"EDQUOT", "Disk quota exceeded"},
+	[123] = {"ENOMEDIUM", "No medium found"},
+	[124] = {"EMEDIUMTYPE", "Wrong medium type"},
+	[125] = {"ECANCELED", "Operation canceled"},
+	[126] = {"ENOKEY", "Required key not available"},
+	[127] = {"EKEYEXPIRED", "Key has expired"},
+	[128] = {"EKEYREVOKED", "Key has been revoked"},
+	[129] = {"EKEYREJECTED", "Key was rejected by service"},
+	[130] = {"EOWNERDEAD", "Owner died"},
+	[131] = {"ENOTRECOVERABLE", "State not recoverable"},
+	[132] = {"ERFKILL", "Operation not possible due to RF-kill"},
+	[133] = {"EHWPOISON", "Memory page has hardware error"},
+};
+
+/*
+ * Kernel-internal codes that never reach user space but that a tracer sees
+ * in the return register at the exit stop of an interrupted syscall.
+ */
+static const struct errno_entry restart_table[] = {
+	[0] = {"ERESTARTSYS", "To be restarted if SA_RESTART is set"},
+	[1] = {"ERESTARTNOINTR", "To be restarted"},
+	[2] = {"ERESTARTNOHAND", "To be restarted if no handler"},
+	[3] = {"ENOIOCTLCMD", "No ioctl command"},
+	[4] = {"ERESTART_RESTARTBLOCK", "Interrupted by signal"},
+};
+
+static const struct errno_entry *errno_lookup(int err)
+{
+	const size_t n = sizeof(errno_table) / sizeof(errno_table[0]);
+	const size_t nr = sizeof(restart_table) / sizeof(restart_table[0]);
+
+	/* Accept -errno too: results are stored negated. */
+	if (err < 0 && err != INT_MIN)
+		err = -err;
+	if (err > 0 && (size_t)err < n && errno_table[err].name)
+		return &errno_table[err];
+	if (err >= 512 && (size_t)(err - 512) < nr)
+		return &restart_table[err - 512];
+	return NULL;
+}
+
+const char *vmt_errno_name(int err)
+{
+	const struct errno_entry *e = errno_lookup(err);
+
+	return e ? e->name : NULL;
+}
+
+const char *vmt_errno_text(int err)
+{
+	const struct errno_entry *e = errno_lookup(err);
+
+	return e ? e->text : NULL;
+}

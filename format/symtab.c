@@ -1,0 +1,309 @@
+/*
+ * symtab.c - the STACK, SYMBOL and STRING tables of a trace, rebuilt from
+ * its events for rendering stacks (vmtrace dump --stacks) and analyses.
+ *
+ * Input is untrusted: ids come from the file.  Stack and string ids must be
+ * dense (each new id equal to the current count), so memory grows only with
+ * events actually read, never with the value of a hostile id.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmtrace.h"
+
+/* A SYMBOL may name a string that has not arrived yet (the format does not
+ * order them); ids further ahead than this are garbage, not forward
+ * references. */
+#define MAX_ID_AHEAD 1000000u
+
+/* Copies live in an arena of blocks that never move, so the pointers
+ * vmt_symtab_stack() hands out stay valid until vmt_symtab_free(). */
+#define ARENA_BLOCK (64u << 10)
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, cap;
+	_Alignas(uint64_t) unsigned char data[];
+};
+
+struct stack_ent {
+	const uint64_t *ips;
+	uint32_t depth;
+};
+
+struct sym_ent {
+	uint64_t ip;
+	uint64_t offset;
+	uint32_t module, function;
+	int used;
+};
+
+struct vmt_symtab {
+	struct arena_block *arena;
+	struct stack_ent *stacks;
+	uint32_t nstacks, capstacks;
+	const char **strings;
+	uint32_t nstrings, capstrings;
+	struct sym_ent *syms; /* open addressing, linear probing */
+	size_t nsyms, capsyms; /* capsyms is 0 or a power of two */
+};
+
+static void *arena_alloc(vmt_symtab *t, size_t size)
+{
+	struct arena_block *blk = t->arena;
+	size_t need = (size + 7) & ~(size_t)7; /* keep uint64_t alignment */
+
+	if (need < size)
+		return NULL;
+	if (!blk || blk->cap - blk->used < need) {
+		/* An oversized request gets a block of its own, placed second
+		 * so the partly used current block keeps serving small ones. */
+		size_t cap = need > ARENA_BLOCK ? need : ARENA_BLOCK;
+		struct arena_block *nb = malloc(sizeof(*nb) + cap);
+
+		if (!nb)
+			return NULL;
+		nb->used = 0;
+		nb->cap = cap;
+		if (blk && need > ARENA_BLOCK) {
+			nb->next = blk->next;
+			blk->next = nb;
+		} else {
+			nb->next = blk;
+			t->arena = nb;
+		}
+		blk = nb;
+	}
+	blk->used += need;
+	return blk->data + blk->used - need;
+}
+
+/* Make room for index `n` in a dense array, doubling. */
+static int grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
+{
+	uint32_t nc;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap : 16;
+	while (nc <= n)
+		nc = nc > UINT32_MAX / 2 ? UINT32_MAX : nc * 2;
+	if ((size_t)nc > SIZE_MAX / elem)
+		return -ENOMEM;
+	p = realloc(*arr, (size_t)nc * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+vmt_symtab *vmt_symtab_new(void)
+{
+	return calloc(1, sizeof(vmt_symtab));
+}
+
+static int add_stack(vmt_symtab *t, const struct vmt_stack *s)
+{
+	uint64_t *ips = NULL;
+
+	if (s->id != t->nstacks || s->id == VMT_NONE)
+		return VMT_E_CORRUPT;
+	if (s->depth > VMT_MAX_STACK_DEPTH || (s->depth && !s->ips))
+		return VMT_E_CORRUPT;
+	if (grow((void **)&t->stacks, &t->capstacks, t->nstacks,
+		 sizeof(*t->stacks)) < 0)
+		return -ENOMEM;
+	if (s->depth) {
+		ips = arena_alloc(t, (size_t)s->depth * sizeof(*ips));
+		if (!ips)
+			return -ENOMEM;
+		memcpy(ips, s->ips, (size_t)s->depth * sizeof(*ips));
+	}
+	t->stacks[t->nstacks].ips = ips;
+	t->stacks[t->nstacks].depth = s->depth;
+	t->nstacks++;
+	return 0;
+}
+
+static int add_string(vmt_symtab *t, const struct vmt_string *s)
+{
+	size_t len;
+	char *copy;
+
+	if (s->id != t->nstrings || s->id == VMT_NONE || !s->str)
+		return VMT_E_CORRUPT;
+	len = strnlen(s->str, VMT_MAX_STRING + 1);
+	if (len > VMT_MAX_STRING)
+		return VMT_E_CORRUPT;
+	if (grow((void **)&t->strings, &t->capstrings, t->nstrings,
+		 sizeof(*t->strings)) < 0)
+		return -ENOMEM;
+	copy = arena_alloc(t, len + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, s->str, len + 1);
+	t->strings[t->nstrings++] = copy;
+	return 0;
+}
+
+static size_t sym_hash(uint64_t ip, size_t cap)
+{
+	/* Fibonacci hashing: ips of one module share their high bits and
+	 * differ in the low ones; the multiply mixes them upward. */
+	return (size_t)((ip * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+static struct sym_ent *sym_slot(const struct sym_ent *syms, size_t cap,
+				uint64_t ip)
+{
+	size_t i = sym_hash(ip, cap);
+
+	/* The table is never more than half full, so this ends. */
+	while (syms[i].used && syms[i].ip != ip)
+		i = (i + 1) & (cap - 1);
+	return (struct sym_ent *)&syms[i];
+}
+
+static int sym_grow(vmt_symtab *t)
+{
+	size_t nc = t->capsyms ? t->capsyms * 2 : 256;
+	struct sym_ent *ns;
+
+	if (nc > SIZE_MAX / sizeof(*ns))
+		return -ENOMEM;
+	ns = calloc(nc, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->capsyms; i++)
+		if (t->syms[i].used)
+			*sym_slot(ns, nc, t->syms[i].ip) = t->syms[i];
+	free(t->syms);
+	t->syms = ns;
+	t->capsyms = nc;
+	return 0;
+}
+
+static int ref_ok(const vmt_symtab *t, uint32_t id)
+{
+	return id == VMT_NONE ||
+	       (uint64_t)id < (uint64_t)t->nstrings + MAX_ID_AHEAD;
+}
+
+static int add_symbol(vmt_symtab *t, const struct vmt_symbol *s)
+{
+	struct sym_ent *e;
+
+	if (!ref_ok(t, s->module) || !ref_ok(t, s->function))
+		return VMT_E_CORRUPT;
+	if ((t->nsyms + 1) * 2 > t->capsyms && sym_grow(t) < 0)
+		return -ENOMEM;
+	e = sym_slot(t->syms, t->capsyms, s->ip);
+	if (!e->used)
+		t->nsyms++;
+	/* A repeated ip replaces the earlier symbolization. */
+	e->used = 1;
+	e->ip = s->ip;
+	e->module = s->module;
+	e->function = s->function;
+	e->offset = s->offset;
+	return 0;
+}
+
+int vmt_symtab_add(vmt_symtab *t, const struct vmt_event *ev)
+{
+	switch (ev->kind) {
+	case VMT_EV_STACK:
+		return add_stack(t, &ev->u.stack);
+	case VMT_EV_STRING:
+		return add_string(t, &ev->u.string);
+	case VMT_EV_SYMBOL:
+		return add_symbol(t, &ev->u.symbol);
+	default:
+		return 0;
+	}
+}
+
+const uint64_t *vmt_symtab_stack(const vmt_symtab *t, uint32_t id,
+				 uint32_t *depth)
+{
+	/* A known stack of depth 0 still gets a non-NULL pointer, so that
+	 * NULL always means "unknown id". */
+	static const uint64_t empty[1];
+
+	if (!t || id >= t->nstacks) {
+		if (depth)
+			*depth = 0;
+		return NULL;
+	}
+	if (depth)
+		*depth = t->stacks[id].depth;
+	return t->stacks[id].ips ? t->stacks[id].ips : empty;
+}
+
+static const struct sym_ent *sym_find(const vmt_symtab *t, uint64_t ip)
+{
+	const struct sym_ent *e;
+
+	if (!t || !t->capsyms)
+		return NULL;
+	e = sym_slot(t->syms, t->capsyms, ip);
+	return e->used ? e : NULL;
+}
+
+static const char *string_of(const vmt_symtab *t, uint32_t id)
+{
+	return id < t->nstrings ? t->strings[id] : NULL;
+}
+
+const char *vmt_symtab_function(const vmt_symtab *t, uint64_t ip)
+{
+	const struct sym_ent *e = sym_find(t, ip);
+
+	return e ? string_of(t, e->function) : NULL;
+}
+
+void vmt_symtab_render_ip(const vmt_symtab *t, struct vmt_buf *b, uint64_t ip)
+{
+	const struct sym_ent *e = sym_find(t, ip);
+	const char *func = e ? string_of(t, e->function) : NULL;
+	const char *mod = e ? string_of(t, e->module) : NULL;
+	const char *slash;
+
+	/* The module's file name is enough to tell libraries apart in a
+	 * stack listing, and keeps frames short. */
+	if (mod && (slash = strrchr(mod, '/')) && slash[1])
+		mod = slash + 1;
+	if (func) {
+		vmt_buf_puts(b, func);
+		if (e->offset)
+			vmt_buf_printf(b, "+%#llx",
+				       (unsigned long long)e->offset);
+		if (mod)
+			vmt_buf_printf(b, " (%s)", mod);
+	} else if (mod) {
+		/* The offset is then relative to the module base. */
+		vmt_buf_printf(b, "%#llx (%s+%#llx)", (unsigned long long)ip,
+			       mod, (unsigned long long)e->offset);
+	} else {
+		vmt_buf_printf(b, "%#llx", (unsigned long long)ip);
+	}
+}
+
+void vmt_symtab_free(vmt_symtab *t)
+{
+	struct arena_block *blk, *next;
+
+	if (!t)
+		return;
+	for (blk = t->arena; blk; blk = next) {
+		next = blk->next;
+		free(blk);
+	}
+	free(t->stacks);
+	free(t->strings);
+	free(t->syms);
+	free(t);
+}

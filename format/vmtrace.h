@@ -1,0 +1,529 @@
+/*
+ * vmtrace.h - libvmtrace: the event model, trace writer and reader, name
+ * tables and strace-style rendering of vmrec traces.
+ *
+ * The on-disk layout is specified in man/vmtrace.5.  In short: a trace is a
+ * header (zstd skippable frame), a sequence of chunks (a small skippable
+ * frame describing the chunk, then one independent zstd frame holding its
+ * events), and a footer (skippable frame).  `zstd -d` decodes the event
+ * bytes of every chunk and ignores the rest.
+ *
+ * Conventions: functions return 0 (or a count) on success and a negative
+ * value on failure: -errno for system errors, or one of VMT_E_* below for
+ * trace-content errors.  No function prints or exits.  Handles are opaque;
+ * every *_free() accepts NULL.
+ *
+ * Pointers inside an event returned by the reader (strings, arrays) stay
+ * valid until the next call to vmt_reader_next() or vmt_reader_free().
+ */
+#ifndef VMTRACE_H
+#define VMTRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Format version written by this library.  A reader accepts any file with
+ * the same major version; it refuses a newer major version. */
+#define VMT_FORMAT_MAJOR 1
+#define VMT_FORMAT_MINOR 0
+
+/* ---- Event kinds (values are on-disk; never renumber) ------------------ */
+enum vmt_kind {
+	VMT_EV_SYSCALL = 1,
+	VMT_EV_MAP_FILE = 2,
+	VMT_EV_THREAD_START = 3,
+	VMT_EV_THREAD_EXIT = 4,
+	VMT_EV_PROCESS_START = 5,
+	VMT_EV_EXEC = 6,
+	VMT_EV_PROCESS_EXIT = 7,
+	VMT_EV_MAPS = 8,
+	VMT_EV_TOUCH = 9,
+	VMT_EV_FAULT = 10,
+	VMT_EV_STACK = 11,
+	VMT_EV_SYMBOL = 12,
+	VMT_EV_STRING = 13,
+	VMT_EV_LOST = 14,
+	VMT_EV__COUNT /* one past the largest kind this version knows */
+};
+
+/* ---- Operations (values are on-disk; never renumber) ------------------- */
+enum vmt_op {
+	VMT_OP_MMAP = 1,
+	VMT_OP_MUNMAP = 2,
+	VMT_OP_MPROTECT = 3,
+	VMT_OP_PKEY_MPROTECT = 4,
+	VMT_OP_MADVISE = 5,
+	VMT_OP_PROCESS_MADVISE = 6,
+	VMT_OP_MLOCK = 7,
+	VMT_OP_MLOCK2 = 8,
+	VMT_OP_MUNLOCK = 9,
+	VMT_OP_MLOCKALL = 10,
+	VMT_OP_MUNLOCKALL = 11,
+	VMT_OP_MREMAP = 12,
+	VMT_OP_BRK = 13,
+	VMT_OP_MSYNC = 14,
+	VMT_OP_MINCORE = 15,
+	VMT_OP_REMAP_FILE_PAGES = 16,
+	VMT_OP_SHMAT = 17,
+	VMT_OP_SHMDT = 18,
+	VMT_OP_MSEAL = 19,
+	VMT_OP__COUNT /* one past the largest op this version knows */
+};
+
+#define VMT_MAX_ARGS 6
+#define VMT_NONE UINT32_MAX /* "no thread/process/stack" */
+
+/* Limits a reader enforces (and a writer respects). */
+#define VMT_MAX_THREADS (1u << 22)
+#define VMT_MAX_STACK_DEPTH 1024u
+#define VMT_MAX_CHUNK_BYTES (16u << 20) /* uncompressed bytes of one chunk */
+#define VMT_MAX_STRING 65535u		/* bytes of one string */
+#define VMT_MAX_MAPS_ENTRIES (1u << 20) /* entries of one MAPS event */
+#define VMT_MAX_TOUCH_RUNS (1u << 20)	/* runs of one TOUCH event: a writer
+					   splits larger bitmaps */
+
+/* ---- Event payloads ----------------------------------------------------- */
+
+/* Flags of a SYSCALL event. */
+#define VMT_SC_NO_RESULT 0x1u /* no exit stop was seen (task died/detached);
+				 result and exit_ns are meaningless */
+#define VMT_SC_REWRITTEN 0x2u /* produced by a rewrite rule; result not
+				 comparable with a recording */
+
+struct vmt_syscall {
+	uint32_t op;	    /* enum vmt_op */
+	uint32_t nargs;	    /* number of args[] that are meaningful (<= 6) */
+	uint64_t args[VMT_MAX_ARGS]; /* raw register values, recording arch */
+	int64_t result;	    /* return value, or -errno */
+	uint64_t exit_ns;   /* monotonic ns at the exit stop (>= event ts) */
+	uint32_t stack_id;  /* VMT_NONE, or the id of an earlier STACK event */
+	uint32_t flags;	    /* VMT_SC_* */
+};
+
+/* Identity of the file behind a file-backed mmap.  It describes the next
+ * SYSCALL event of the same thread (written immediately before it). */
+struct vmt_map_file {
+	const char *path; /* NUL-terminated; "" when unknown */
+	uint64_t dev;	  /* st_dev as a userland dev_t (makedev()) */
+	uint64_t ino;
+	uint64_t size;	  /* st_size at the entry stop */
+	uint32_t open_flags; /* the fd's O_* flags (from /proc/PID/fdinfo) */
+	uint32_t mode;	  /* st_mode */
+};
+
+struct vmt_thread_start {
+	uint32_t parent_thread; /* creating thread, or VMT_NONE */
+	int32_t os_tid;		/* tid on the recording machine */
+};
+
+struct vmt_thread_exit {
+	int32_t status; /* exit code, or 128+signal when killed */
+};
+
+enum vmt_proc_kind {
+	VMT_PROC_ROOT = 0,   /* the launched program */
+	VMT_PROC_FORK = 1,
+	VMT_PROC_VFORK = 2,
+	VMT_PROC_CLONE = 3,  /* clone() without CLONE_VM */
+	VMT_PROC_ATTACH = 4, /* attached with -p */
+};
+
+/* A new address space.  The event's `proc` is the new process; its
+ * `thread` is the new process's first thread (whose THREAD_START follows). */
+struct vmt_process_start {
+	uint32_t parent_proc; /* VMT_NONE for a root */
+	int32_t os_pid;
+	uint32_t how; /* enum vmt_proc_kind */
+};
+
+struct vmt_exec {
+	const char *path; /* program path after exec */
+};
+
+struct vmt_process_exit {
+	int32_t status; /* raw wait status (WIFEXITED etc. apply) */
+};
+
+/* One mapping of a MAPS snapshot (as /proc/PID/maps shows it). */
+#define VMT_PROT_R 0x1u
+#define VMT_PROT_W 0x2u
+#define VMT_PROT_X 0x4u
+#define VMT_MAPS_SHARED 0x8u /* 's' instead of 'p' */
+struct vmt_map_entry {
+	uint64_t start, end; /* [start, end), page aligned, start < end */
+	uint64_t offset;
+	uint64_t dev; /* makedev(major, minor) */
+	uint64_t ino;
+	uint32_t perms; /* VMT_PROT_* | VMT_MAPS_SHARED */
+	const char *path; /* "" for anonymous, "[heap]", "[stack]", ... */
+};
+
+struct vmt_maps {
+	uint32_t count;
+	const struct vmt_map_entry *entries; /* sorted, non-overlapping */
+};
+
+/* Page states in a TOUCH bitmap. */
+enum vmt_page_state {
+	VMT_PAGE_ABSENT = 0,  /* not present (never touched, or discarded) */
+	VMT_PAGE_PRESENT = 1, /* present; whether written is unknown */
+	VMT_PAGE_READ = 2,    /* present, only read (e.g. the zero page) */
+	VMT_PAGE_WRITTEN = 3, /* present and written */
+};
+
+struct vmt_touch_run {
+	uint64_t pages; /* >= 1 */
+	uint32_t state; /* enum vmt_page_state */
+};
+
+enum vmt_touch_reason {
+	VMT_TOUCH_BEFORE_OP = 0, /* state just before the next SYSCALL of this
+				    thread (a discarding op) */
+	VMT_TOUCH_EXIT = 1,	 /* state at process exit */
+	VMT_TOUCH_SNAPSHOT = 2,	 /* other */
+};
+
+struct vmt_touch {
+	uint64_t start;	 /* first page's address (page aligned) */
+	uint64_t npages; /* sum of runs[].pages */
+	uint32_t reason; /* enum vmt_touch_reason */
+	uint32_t nruns;
+	const struct vmt_touch_run *runs;
+};
+
+#define VMT_FAULT_READ 0x1u
+#define VMT_FAULT_WRITE 0x2u
+#define VMT_FAULT_EXEC 0x4u
+struct vmt_fault {
+	uint64_t addr;
+	uint64_t ip;
+	uint32_t access; /* VMT_FAULT_*; 0 when the kernel did not say */
+};
+
+/* An interned call stack.  Stack ids are dense from 0 in order of first
+ * appearance; a SYSCALL refers to a stack id that appeared earlier. */
+struct vmt_stack {
+	uint32_t id;
+	uint32_t depth;	    /* <= VMT_MAX_STACK_DEPTH */
+	const uint64_t *ips; /* innermost first */
+};
+
+/* Symbolization of one ip (written when recording ends). */
+struct vmt_symbol {
+	uint64_t ip;
+	uint32_t module; /* STRING id of the module path, or VMT_NONE */
+	uint32_t function; /* STRING id of the function name, or VMT_NONE */
+	uint64_t offset; /* ip - function start (or - module base if no
+			    function) */
+};
+
+/* An interned string (used by SYMBOL).  Ids are dense from 0. */
+struct vmt_string {
+	uint32_t id;
+	const char *str;
+};
+
+enum vmt_lost_what {
+	VMT_LOST_FAULTS = 1, /* fault samples dropped by the kernel ring */
+	VMT_LOST_EVENTS = 2, /* other events the recorder could not capture */
+};
+
+struct vmt_lost {
+	uint64_t count;
+	uint32_t what; /* enum vmt_lost_what */
+};
+
+/* One event.  `thread` and `proc` are small dense indices assigned by the
+ * recorder (the OS ids are in THREAD_START/PROCESS_START). */
+struct vmt_event {
+	uint32_t kind;	 /* enum vmt_kind */
+	uint32_t thread; /* < VMT_MAX_THREADS */
+	uint32_t proc;	 /* < VMT_MAX_THREADS */
+	uint64_t ts_ns;	 /* CLOCK_MONOTONIC ns (entry time for SYSCALL) */
+	union {
+		struct vmt_syscall sc;
+		struct vmt_map_file file;
+		struct vmt_thread_start thread_start;
+		struct vmt_thread_exit thread_exit;
+		struct vmt_process_start process_start;
+		struct vmt_exec exec;
+		struct vmt_process_exit process_exit;
+		struct vmt_maps maps;
+		struct vmt_touch touch;
+		struct vmt_fault fault;
+		struct vmt_stack stack;
+		struct vmt_symbol symbol;
+		struct vmt_string string;
+		struct vmt_lost lost;
+	} u;
+};
+
+/* ---- Trace header ------------------------------------------------------- */
+struct vmt_header {
+	uint16_t major, minor;	 /* filled by the reader; ignored by writer */
+	const char *arch;	 /* "x86_64", "aarch64", ... */
+	uint32_t page_size;
+	const char *kernel;	 /* uname -r */
+	const char *hostname;
+	uint32_t argc;		 /* recorded command line */
+	const char *const *argv;
+	const char *options;	 /* recording options, e.g. "touch=resident" */
+	const char *recorder;	 /* e.g. "vmrec 0.1" */
+	uint64_t start_realtime_ns; /* CLOCK_REALTIME at start */
+	uint64_t start_mono_ns;	    /* CLOCK_MONOTONIC at start (time 0) */
+};
+
+/* Fill arch, page size, kernel release, host name and start times of *h
+ * from this machine.  Strings point to static storage. */
+void vmt_header_from_host(struct vmt_header *h);
+
+/* ---- Footer (summary) --------------------------------------------------- */
+struct vmt_chunk_info {
+	uint64_t offset;      /* file offset of the chunk's descriptor frame */
+	uint64_t first_event; /* ordinal of its first event */
+	uint32_t events;
+	uint64_t first_ts_ns; /* ts of its first event */
+};
+
+struct vmt_footer {
+	uint64_t events;
+	uint64_t by_kind[VMT_EV__COUNT];
+	uint64_t op_count[VMT_OP__COUNT];
+	uint64_t op_errors[VMT_OP__COUNT];
+	uint32_t threads;     /* largest thread index + 1 */
+	uint32_t procs;	      /* largest proc index + 1 */
+	uint64_t first_ts_ns, last_ts_ns;
+	uint64_t raw_bytes;   /* uncompressed event bytes */
+	uint32_t nchunks;
+	const struct vmt_chunk_info *chunks;
+};
+
+/* ---- Errors ------------------------------------------------------------- */
+enum vmt_error {
+	VMT_E_TRUNC = -1000,   /* file ends inside a chunk, or without footer */
+	VMT_E_CORRUPT = -1001, /* a field is invalid or inconsistent */
+	VMT_E_MAGIC = -1002,   /* not a vmtrace file */
+	VMT_E_VERSION = -1003, /* newer major version */
+	VMT_E_LIMIT = -1004,   /* a length or count exceeds a format limit */
+	VMT_E_STATE = -1005,   /* API misuse (e.g. append after finish) */
+};
+
+/* Human-readable text for a VMT_E_* code or a negative errno. */
+const char *vmt_strerror(int err);
+
+/* ---- Writer ------------------------------------------------------------- */
+typedef struct vmt_writer vmt_writer;
+
+struct vmt_writer_opts {
+	size_t chunk_bytes; /* flush when this many event bytes are buffered
+			       (0: default 256 KiB) */
+	uint32_t flush_ms;  /* flush when the oldest buffered event was
+			       appended this long ago (0: default 100) */
+	int level;	    /* zstd level (0: default 3) */
+};
+
+/* Start a trace on fd (which the writer does not close), writing the
+ * header at once.  opts may be NULL.  Returns NULL and sets *err (negative)
+ * on failure. */
+vmt_writer *vmt_writer_create(int fd, const struct vmt_header *h,
+			      const struct vmt_writer_opts *opts, int *err);
+
+/* Append one event.  Validates it (same rules as the reader) and returns
+ * -EINVAL/VMT_E_LIMIT for an invalid one.  May write a chunk (by size, or
+ * by time: see flush_ms).  Returns 0 or a negative error; after a write
+ * error every later call returns the same error. */
+int vmt_writer_append(vmt_writer *w, const struct vmt_event *ev);
+
+/* Write the buffered events as a chunk if the oldest of them is older than
+ * flush_ms.  Call it periodically when no events arrive.  Returns 0/-err. */
+int vmt_writer_tick(vmt_writer *w);
+
+/* Write the buffered events as a chunk now.  Returns 0 or -err. */
+int vmt_writer_flush(vmt_writer *w);
+
+/* Flush, then write the footer.  No event may be appended after.  Returns
+ * 0 or -err. */
+int vmt_writer_finish(vmt_writer *w);
+
+struct vmt_writer_stats {
+	uint64_t events;
+	uint64_t raw_bytes;	/* uncompressed event bytes */
+	uint64_t file_bytes;	/* bytes written to the file so far */
+	uint32_t chunks;
+};
+void vmt_writer_get_stats(const vmt_writer *w, struct vmt_writer_stats *st);
+
+/* Free the writer.  Buffered events are NOT written unless flushed or
+ * finished before (so a caller that wants them calls finish first). */
+void vmt_writer_free(vmt_writer *w);
+
+/* ---- Reader ------------------------------------------------------------- */
+typedef struct vmt_reader vmt_reader;
+
+/* Open a trace on fd (not closed by the reader) and read its header.
+ * Returns NULL and sets *err on failure; then, if errmsg is not NULL, a
+ * message (with byte offset) is copied to errmsg[0..errlen). */
+vmt_reader *vmt_reader_open_fd(int fd, int *err, char *errmsg, size_t errlen);
+
+/* The trace header (valid for the reader's lifetime). */
+const struct vmt_header *vmt_reader_header(const vmt_reader *r);
+
+/* Read the next event into *ev.  Returns 1 for an event, 0 at the clean end
+ * of the trace (footer read and consistent), or a negative error; after an
+ * error the reader stays in that error. */
+int vmt_reader_next(vmt_reader *r, struct vmt_event *ev);
+
+/* The message of the last error: what was wrong and at which byte offset,
+ * e.g. "truncated at byte 1234: chunk needs 5000 bytes, 3000 left". */
+const char *vmt_reader_errmsg(const vmt_reader *r);
+
+/* The footer, once vmt_reader_next() has returned 0; else NULL. */
+const struct vmt_footer *vmt_reader_footer(const vmt_reader *r);
+
+/* Ordinal of the next event (= events returned so far), and the file
+ * offset of the chunk being read. */
+uint64_t vmt_reader_event_index(const vmt_reader *r);
+uint64_t vmt_reader_offset(const vmt_reader *r);
+
+void vmt_reader_free(vmt_reader *r);
+
+/* Validate one event against the format rules (used by writer and reader).
+ * Returns 0, or VMT_E_CORRUPT/VMT_E_LIMIT; *why (if not NULL) names the
+ * field. */
+int vmt_event_check(const struct vmt_event *ev, const char **why);
+
+/* ---- Names -------------------------------------------------------------- */
+
+/* Kinds of syscall arguments, for decoding and rendering. */
+enum vmt_arg_type {
+	VMT_ARG_ADDR = 1, /* an address in the tracee (hex, NULL) */
+	VMT_ARG_LEN,	  /* a byte count (decimal) */
+	VMT_ARG_PROT,	  /* PROT_* */
+	VMT_ARG_MAP_FLAGS, /* MAP_* */
+	VMT_ARG_FD,	  /* int fd */
+	VMT_ARG_OFF,	  /* file offset (hex) */
+	VMT_ARG_MADV,	  /* MADV_* */
+	VMT_ARG_MLOCK2,	  /* MLOCK_* */
+	VMT_ARG_MCL,	  /* MCL_* */
+	VMT_ARG_MREMAP,	  /* MREMAP_* */
+	VMT_ARG_MS,	  /* MS_* */
+	VMT_ARG_INT,	  /* a signed int */
+	VMT_ARG_HEX,	  /* an unsigned value shown in hex */
+	VMT_ARG_SHMFLG,	  /* SHM_* for shmat */
+};
+
+enum vmt_ret_type {
+	VMT_RET_INT = 1,  /* int result: 0 or -errno */
+	VMT_RET_ADDR,	  /* address result (mmap, mremap, brk, shmat) */
+};
+
+struct vmt_op_info {
+	const char *name;    /* normalized op name, e.g. "mmap" */
+	const char *sysname; /* kernel syscall name (libseccomp), e.g. "mmap" */
+	uint32_t nargs;
+	uint8_t arg[VMT_MAX_ARGS]; /* enum vmt_arg_type */
+	uint8_t ret;		   /* enum vmt_ret_type */
+};
+
+/* Table entry of an op, or NULL for an unknown op. */
+const struct vmt_op_info *vmt_op_info(uint32_t op);
+/* Op name, or NULL.  vmt_op_from_name returns the op or 0 if unknown. */
+const char *vmt_op_name(uint32_t op);
+uint32_t vmt_op_from_name(const char *name);
+/* Kind name ("syscall", "map_file", ...) or NULL for an unknown kind. */
+const char *vmt_kind_name(uint32_t kind);
+uint32_t vmt_kind_from_name(const char *name);
+
+/* Flag name tables: value/name pairs, terminated by {0, NULL}. */
+struct vmt_flag_name {
+	uint64_t value;
+	const char *name;
+};
+extern const struct vmt_flag_name vmt_prot_names[];
+extern const struct vmt_flag_name vmt_map_flag_names[];
+extern const struct vmt_flag_name vmt_map_type_names[]; /* MAP_TYPE field */
+extern const struct vmt_flag_name vmt_madv_names[];	/* values, not bits */
+extern const struct vmt_flag_name vmt_mlock2_names[];
+extern const struct vmt_flag_name vmt_mcl_names[];
+extern const struct vmt_flag_name vmt_mremap_names[];
+extern const struct vmt_flag_name vmt_ms_names[];
+extern const struct vmt_flag_name vmt_shm_names[];
+
+/* errno name ("ENOMEM"), or NULL if unknown. */
+const char *vmt_errno_name(int err);
+
+/* ---- Rendering ---------------------------------------------------------- */
+
+/* A growable string.  Functions that append to it never fail visibly; on
+ * allocation failure `oom` is set and the text is truncated. */
+struct vmt_buf {
+	char *data; /* NUL-terminated when len > 0 */
+	size_t len, cap;
+	int oom;
+};
+void vmt_buf_printf(struct vmt_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void vmt_buf_puts(struct vmt_buf *b, const char *s);
+/* Append s as a JSON string literal (with quotes and escapes). */
+void vmt_buf_json_str(struct vmt_buf *b, const char *s);
+void vmt_buf_reset(struct vmt_buf *b); /* len = 0, keeps memory */
+void vmt_buf_free(struct vmt_buf *b);
+
+/* Append `flags` rendered with table t ("PROT_READ|PROT_WRITE", unknown
+ * bits as hex, 0 as `zero` when given, else "0"). */
+void vmt_render_flags(struct vmt_buf *b, const struct vmt_flag_name *t,
+		      uint64_t flags, const char *zero);
+
+/* Append the strace-style text of an event, without time/thread prefix and
+ * without newline, e.g.
+ *   mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f3a2c000000
+ *   munmap(0x7f3a2c000000, 4096) = -1 EINVAL (Invalid argument)
+ * Non-syscall events render as "+++ thread_start parent=0 tid=1234 +++"
+ * style lines. */
+void vmt_render_text(struct vmt_buf *b, const struct vmt_event *ev);
+
+/* Append the event as one JSON object (no newline).  Keys: "kind", "ts_ns",
+ * "thread", "proc", then kind-specific keys (see man/vmtrace.1). */
+void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev);
+
+/* Append an op's arguments only ("NULL, 4096, PROT_READ, ...") */
+void vmt_render_args(struct vmt_buf *b, const struct vmt_syscall *sc);
+
+/* ---- Symbol tables (for dump --stacks and analyses) --------------------- */
+typedef struct vmt_symtab vmt_symtab;
+
+/* An empty table.  NULL on allocation failure. */
+vmt_symtab *vmt_symtab_new(void);
+/* Take in a STACK, SYMBOL or STRING event (others are ignored).  Copies
+ * what it keeps.  Returns 0 or -ENOMEM / VMT_E_CORRUPT (bad id). */
+int vmt_symtab_add(vmt_symtab *t, const struct vmt_event *ev);
+/* The ips of stack `id` (NULL if unknown); *depth set. */
+const uint64_t *vmt_symtab_stack(const vmt_symtab *t, uint32_t id,
+				 uint32_t *depth);
+/* Append "func+0x12 (module)" or "0x401234" for ip. */
+void vmt_symtab_render_ip(const vmt_symtab *t, struct vmt_buf *b, uint64_t ip);
+/* The function name of ip, or NULL. */
+const char *vmt_symtab_function(const vmt_symtab *t, uint64_t ip);
+void vmt_symtab_free(vmt_symtab *t);
+
+/* ---- Helpers (added with names.c/buf.c) --------------------------------- */
+
+/* errno description ("Cannot allocate memory") for err or -err, in the
+ * recording ABI's numbering, or NULL if unknown.  Independent of the
+ * build machine's libc, unlike strerror(). */
+const char *vmt_errno_text(int err);
+
+/* Append s as a C-style quoted string for text output: quotes, backslash,
+ * control characters and invalid UTF-8 bytes escaped ("\n", "\x1b");
+ * NULL renders as NULL. */
+void vmt_buf_quote(struct vmt_buf *b, const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VMTRACE_H */

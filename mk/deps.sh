@@ -1,0 +1,32 @@
+#!/bin/sh
+# Checks the build dependencies of vmrec; as root on Debian, installs the
+# missing ones.  Otherwise prints the exact command to run and fails.
+# Usage: mk/deps.sh   (called by the Makefile)
+set -u
+missing=""
+need() { # $1 = Debian package, $2 = test command
+	if ! sh -c "$2" >/dev/null 2>&1; then missing="$missing $1"; fi
+}
+need pkg-config      'command -v pkg-config'
+need libzstd-dev     'pkg-config --exists libzstd'
+need libseccomp-dev  'pkg-config --exists libseccomp'
+need libunwind-dev   'pkg-config --exists libunwind-ptrace'
+need libcmocka-dev   'pkg-config --exists cmocka'
+need zstd            'command -v zstd'
+need strace          'command -v strace'
+need clang           'command -v clang'
+need libclang-rt-14-dev 'test -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)"'
+[ -z "$missing" ] && exit 0
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "deps: installing$missing" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >&2 || { echo "deps: apt-get update failed" >&2; exit 1; }
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >&2 || {
+		echo "deps: '$cmd' failed" >&2; exit 1; }
+	exit 0
+fi
+echo "deps: missing build dependencies:$missing" >&2
+echo "deps: run as root:  apt-get update && $cmd" >&2
+exit 1

@@ -1,0 +1,498 @@
+/*
+ * test_format.c - libvmtrace writer and reader: round trips of every event
+ * kind, chunking, truncation at every byte, corruption, bad headers, time
+ * based flushing and a writer killed with SIGKILL.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+#include "tgen.h"
+
+/* Write n events of `kind` (0: mixed) generated from seed; returns fd. */
+static int write_trace(uint64_t seed, uint32_t kind, uint64_t n, size_t chunk_bytes, int finish)
+{
+	struct vmt_header h;
+	struct vmt_writer_opts o = { chunk_bytes, 100000, 0 };
+	int fd = tg_memfd("trace"), err = 0;
+	tg_header(&h);
+	vmt_writer *w = vmt_writer_create(fd, &h, &o, &err);
+	assert_non_null(w);
+	struct tg_store st;
+	struct vmt_event ev;
+	for (uint64_t i = 0; i < n; i++) {
+		tg_event(&seed, kind, &ev, &st);
+		assert_int_equal(vmt_writer_append(w, &ev), 0);
+	}
+	if (finish)
+		assert_int_equal(vmt_writer_finish(w), 0);
+	else
+		assert_int_equal(vmt_writer_flush(w), 0);
+	vmt_writer_free(w);
+	return fd;
+}
+
+/* Read fd back and compare with the events regenerated from seed. */
+static void check_trace(int fd, uint64_t seed, uint32_t kind, uint64_t n)
+{
+	char msg[320];
+	int err = 0;
+	lseek(fd, 0, SEEK_SET);
+	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
+	if (!r)
+		fail_msg("open: %s", msg);
+	const struct vmt_header *h = vmt_reader_header(r);
+	assert_string_equal(h->arch, "x86_64");
+	assert_string_equal(h->hostname, "testhost");
+	assert_int_equal(h->argc, 3);
+	assert_string_equal(h->argv[2], "arg with space");
+	assert_int_equal(h->page_size, 4096);
+	assert_int_equal(h->start_mono_ns, 1000000000ull);
+	assert_int_equal(h->major, VMT_FORMAT_MAJOR);
+
+	struct tg_store st;
+	struct vmt_event want, got;
+	uint64_t by_kind[VMT_EV__COUNT] = { 0 };
+	for (uint64_t i = 0; i < n; i++) {
+		tg_event(&seed, kind, &want, &st);
+		int rc = vmt_reader_next(r, &got);
+		if (rc != 1)
+			fail_msg("event %llu: rc %d: %s", (unsigned long long)i, rc, vmt_reader_errmsg(r));
+		if (!tg_event_equal(&want, &got))
+			fail_msg("event %llu (kind %u) differs after the round trip",
+				 (unsigned long long)i, want.kind);
+		by_kind[want.kind]++;
+	}
+	assert_int_equal(vmt_reader_next(r, &got), 0);
+	const struct vmt_footer *f = vmt_reader_footer(r);
+	assert_non_null(f);
+	assert_int_equal(f->events, n);
+	for (uint32_t k = 0; k < VMT_EV__COUNT; k++)
+		assert_int_equal(f->by_kind[k], by_kind[k]);
+	vmt_reader_free(r);
+}
+
+static void test_roundtrip_each_kind(void **state)
+{
+	for (uint32_t k = 1; k < VMT_EV__COUNT; k++) {
+		int fd = write_trace(1000 + k, k, 3000, 4096, 1);
+		check_trace(fd, 1000 + k, k, 3000);
+		close(fd);
+	}
+}
+
+static void test_roundtrip_million(void **state)
+{
+	const uint64_t n = 1000000;
+	int fd = write_trace(42, 0, n, 0, 1);
+	check_trace(fd, 42, 0, n);
+	close(fd);
+}
+
+static void test_empty_trace(void **state)
+{
+	int fd = write_trace(1, 0, 0, 0, 1);
+	uint64_t n;
+	char msg[320];
+	assert_int_equal(tg_count_events(fd, &n, msg, sizeof(msg)), 0);
+	assert_int_equal(n, 0);
+	close(fd);
+}
+
+/* Cut a multi-chunk trace at every byte: every event of every complete
+ * chunk comes back, then a clean "truncated" error. */
+static void cut_everywhere(const uint8_t *buf, size_t len)
+{
+	/* Chunk boundaries from the complete trace's footer. */
+	int fd = tg_memfd_with(buf, len);
+	int err;
+	char msg[320];
+	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
+	if (!r)
+		fail_msg("open: %s", msg);
+	struct vmt_event ev;
+	while (vmt_reader_next(r, &ev) == 1)
+		;
+	const struct vmt_footer *f = vmt_reader_footer(r);
+	assert_non_null(f);
+	assert_true(f->nchunks >= 3);
+	uint32_t nch = f->nchunks;
+	uint64_t *end = calloc(nch, sizeof(*end)), *upto = calloc(nch, sizeof(*upto));
+	for (uint32_t i = 0; i < nch; i++) {
+		end[i] = i + 1 < nch ? f->chunks[i + 1].offset : 0;
+		upto[i] = f->chunks[i].first_event + f->chunks[i].events;
+	}
+	vmt_reader_free(r);
+	close(fd);
+	/* the last chunk ends where the footer starts: the footer is the
+	 * last frame, its size is in the last 4 bytes */
+	uint32_t footer_len = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 |
+			      (uint32_t)buf[len - 2] << 16 | (uint32_t)buf[len - 1] << 24;
+	end[nch - 1] = len - footer_len;
+
+	for (size_t cut = 0; cut < len; cut++) {
+		int cfd = tg_memfd_with(buf, cut);
+		uint64_t n;
+		int rc = tg_count_events(cfd, &n, msg, sizeof(msg));
+		close(cfd);
+		uint64_t want = 0;
+		for (uint32_t i = 0; i < nch; i++)
+			if (end[i] <= cut)
+				want = upto[i];
+		if (cut < 8) {
+			if (rc != VMT_E_MAGIC)
+				fail_msg("cut %zu: rc %d (%s)", cut, rc, msg);
+			continue;
+		}
+		if (rc != VMT_E_TRUNC || n != want)
+			fail_msg("cut at %zu: rc %d, %llu events (want truncated, %llu): %s", cut, rc,
+				 (unsigned long long)n, (unsigned long long)want, msg);
+		if (!strstr(msg, "truncated at byte"))
+			fail_msg("cut at %zu: message lacks offset: %s", cut, msg);
+	}
+	free(end);
+	free(upto);
+}
+
+static void test_cut_every_offset(void **state)
+{
+	int fd = write_trace(7, 0, 400, 1024, 1);
+	size_t len;
+	uint8_t *buf = tg_slurp(fd, &len);
+	close(fd);
+	cut_everywhere(buf, len);
+	free(buf);
+}
+
+static void test_cut_golden(void **state)
+{
+	const char *path = "tests/data/every-kind.zst";
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		fail_msg("cannot open %s (run from the source root): %s", path, strerror(errno));
+	}
+	size_t len;
+	uint8_t *buf = tg_slurp(fd, &len);
+	close(fd);
+	cut_everywhere(buf, len);
+	free(buf);
+}
+
+/* Random corruption: the reader returns events or a clean error, never
+ * crashes, hangs or over-allocates (run under ASan in CI). */
+static void test_byte_flips(void **state)
+{
+	int fd = write_trace(9, 0, 600, 2048, 1);
+	size_t len;
+	uint8_t *orig = tg_slurp(fd, &len);
+	close(fd);
+	uint8_t *buf = malloc(len);
+	uint64_t rng = 12345;
+	size_t first_chunk = 8 + ((size_t)orig[4] | (size_t)orig[5] << 8);
+	unsigned errors = 0, clean = 0;
+	for (int iter = 0; iter < 3000; iter++) {
+		memcpy(buf, orig, len);
+		int flips = 1 + (int)(tg_rand(&rng) % 4);
+		for (int i = 0; i < flips; i++) {
+			size_t at = tg_rand(&rng) % len;
+			/* half the flips go into the first chunk descriptor */
+			if (iter % 2)
+				at = first_chunk + tg_rand(&rng) % 40;
+			buf[at] ^= (uint8_t)(1u << (tg_rand(&rng) % 8));
+		}
+		int cfd = tg_memfd_with(buf, len);
+		uint64_t n;
+		char msg[320] = "";
+		int rc = tg_count_events(cfd, &n, msg, sizeof(msg));
+		close(cfd);
+		if (rc < 0) {
+			errors++;
+			assert_true(strstr(msg, " at byte ") != NULL);
+		} else {
+			clean++;
+		}
+	}
+	/* zstd checksums catch nearly every flip in compressed data */
+	assert_true(errors > 2500);
+	print_message("byte flips: %u clean errors, %u still valid\n", errors, clean);
+	free(buf);
+	free(orig);
+}
+
+static int open_bytes(const uint8_t *b, size_t n, char *msg, size_t msglen)
+{
+	int fd = tg_memfd_with(b, n), err = 0;
+	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, msglen);
+	if (r) {
+		struct vmt_event ev;
+		while ((err = vmt_reader_next(r, &ev)) == 1)
+			;
+		if (err < 0)
+			snprintf(msg, msglen, "%s", vmt_reader_errmsg(r));
+	}
+	vmt_reader_free(r);
+	close(fd);
+	return err;
+}
+
+static void test_bad_headers(void **state)
+{
+	char msg[320];
+	assert_int_equal(open_bytes((const uint8_t *)"", 0, msg, sizeof(msg)), VMT_E_MAGIC);
+	assert_non_null(strstr(msg, "empty"));
+	assert_int_equal(open_bytes((const uint8_t *)"hello world\n", 12, msg, sizeof(msg)), VMT_E_MAGIC);
+	assert_non_null(strstr(msg, "at byte 0"));
+
+	/* a plain zstd file */
+	uint8_t z[64];
+	size_t zn = ZSTD_compress(z, sizeof(z), "abc", 3, 1);
+	assert_int_equal(open_bytes(z, zn, msg, sizeof(msg)), VMT_E_MAGIC);
+	assert_non_null(strstr(msg, "plain zstd"));
+
+	int fd = write_trace(3, 0, 50, 0, 1);
+	size_t len;
+	uint8_t *buf = tg_slurp(fd, &len);
+	close(fd);
+
+	/* newer major version */
+	uint8_t *b = malloc(len);
+	memcpy(b, buf, len);
+	b[12] = 2;
+	assert_int_equal(open_bytes(b, len, msg, sizeof(msg)), VMT_E_VERSION);
+	assert_non_null(strstr(msg, "2.0"));
+
+	/* absurd header length */
+	memcpy(b, buf, len);
+	b[7] = 0x7f;
+	int rc = open_bytes(b, len, msg, sizeof(msg));
+	assert_true(rc == VMT_E_LIMIT || rc == VMT_E_TRUNC);
+
+	/* absurd chunk sizes: find the chunk descriptor after the header */
+	uint32_t hsize = (uint32_t)buf[4] | (uint32_t)buf[5] << 8 | (uint32_t)buf[6] << 16;
+	size_t d = 8 + hsize;
+	assert_int_equal(buf[d], 0x5B);
+	memcpy(b, buf, len);
+	b[d + 8 + 7] = 0x7f; /* raw size ~2 GiB */
+	rc = open_bytes(b, len, msg, sizeof(msg));
+	assert_true(rc == VMT_E_LIMIT || rc == VMT_E_CORRUPT);
+	memcpy(b, buf, len);
+	b[d + 8 + 11] = 0x7f; /* compressed size ~2 GiB */
+	rc = open_bytes(b, len, msg, sizeof(msg));
+	assert_true(rc == VMT_E_CORRUPT || rc == VMT_E_TRUNC);
+	memcpy(b, buf, len);
+	b[d + 8 + 15] = 0x7f; /* event count */
+	assert_int_equal(open_bytes(b, len, msg, sizeof(msg)), VMT_E_CORRUPT);
+
+	/* data after the footer */
+	uint8_t *longer = malloc(len + 1);
+	memcpy(longer, buf, len);
+	longer[len] = 0;
+	assert_int_equal(open_bytes(longer, len + 1, msg, sizeof(msg)), VMT_E_CORRUPT);
+	assert_non_null(strstr(msg, "after the footer"));
+	free(longer);
+	free(b);
+	free(buf);
+}
+
+/* Events must not sit in memory longer than flush_ms. */
+static void test_time_flush(void **state)
+{
+	struct vmt_header h;
+	struct vmt_writer_opts o = { 0, 50, 0 };
+	int fd = tg_memfd("t"), err;
+	tg_header(&h);
+	vmt_writer *w = vmt_writer_create(fd, &h, &o, &err);
+	assert_non_null(w);
+	uint64_t seed = 5;
+	struct tg_store st;
+	struct vmt_event ev;
+	tg_event(&seed, VMT_EV_SYSCALL, &ev, &st);
+	assert_int_equal(vmt_writer_append(w, &ev), 0);
+	uint64_t n;
+	char msg[320];
+	assert_int_equal(tg_count_events(fd, &n, msg, sizeof(msg)), VMT_E_TRUNC);
+	assert_int_equal(n, 0);
+	assert_int_equal(vmt_writer_tick(w), 0); /* too early: nothing */
+	assert_int_equal(tg_count_events(fd, &n, msg, sizeof(msg)), VMT_E_TRUNC);
+	assert_int_equal(n, 0);
+	struct timespec ts = { 0, 80 * 1000000 };
+	nanosleep(&ts, NULL);
+	assert_int_equal(vmt_writer_tick(w), 0);
+	assert_int_equal(tg_count_events(fd, &n, msg, sizeof(msg)), VMT_E_TRUNC);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(msg, "without a footer"));
+	vmt_writer_free(w);
+	close(fd);
+}
+
+/* A writer killed with SIGKILL leaves every complete chunk readable. */
+static void test_kill9_writer(void **state)
+{
+	char path[] = "/tmp/vmt-kill9-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct vmt_header h;
+		struct vmt_writer_opts o = { 8192, 20, 0 };
+		int err;
+		tg_header(&h);
+		vmt_writer *w = vmt_writer_create(fd, &h, &o, &err);
+		uint64_t seed = 77;
+		struct tg_store st;
+		struct vmt_event ev;
+		for (;;) {
+			tg_event(&seed, 0, &ev, &st);
+			if (vmt_writer_append(w, &ev))
+				_exit(1);
+			if (tg_rand(&seed) % 64 == 0)
+				usleep(1000);
+		}
+	}
+	struct timespec ts = { 0, 300 * 1000000 };
+	nanosleep(&ts, NULL);
+	kill(pid, SIGKILL);
+	int status;
+	waitpid(pid, &status, 0);
+	assert_true(WIFSIGNALED(status));
+	char msg[320];
+	int err;
+	lseek(fd, 0, SEEK_SET);
+	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
+	if (!r)
+		fail_msg("open: %s", msg);
+	uint64_t seed = 77, n = 0;
+	struct tg_store st;
+	struct vmt_event want, got;
+	int rc;
+	while ((rc = vmt_reader_next(r, &got)) == 1) {
+		tg_event(&seed, 0, &want, &st);
+		(void)tg_rand(&seed); /* the child's sleep draw */
+		assert_true(tg_event_equal(&want, &got));
+		n++;
+	}
+	assert_int_equal(rc, VMT_E_TRUNC);
+	assert_true(n > 100);
+	print_message("killed writer left %llu readable events\n", (unsigned long long)n);
+	vmt_reader_free(r);
+	close(fd);
+}
+
+/* Invalid events are refused by the writer. */
+static void test_writer_validates(void **state)
+{
+	struct vmt_header h;
+	int fd = tg_memfd("v"), err;
+	tg_header(&h);
+	vmt_writer *w = vmt_writer_create(fd, &h, NULL, &err);
+	struct vmt_event ev = { 0 };
+	ev.kind = VMT_EV_SYSCALL;
+	ev.u.sc.op = 999;
+	assert_int_equal(vmt_writer_append(w, &ev), -EINVAL);
+	ev.kind = 77;
+	assert_int_equal(vmt_writer_append(w, &ev), -EINVAL);
+	ev.kind = VMT_EV_TOUCH;
+	struct vmt_touch_run run = { 3, VMT_PAGE_WRITTEN };
+	ev.u.touch = (struct vmt_touch){ 0x1000, 4, 0, 1, &run };
+	assert_int_equal(vmt_writer_append(w, &ev), -EINVAL); /* 3 != 4 */
+	ev.u.touch.npages = 3;
+	assert_int_equal(vmt_writer_append(w, &ev), 0);
+	ev.u.touch.start = 0x1001;
+	assert_int_equal(vmt_writer_append(w, &ev), -EINVAL);
+	ev.kind = VMT_EV_SYSCALL;
+	ev.u.sc = (struct vmt_syscall){ VMT_OP_MUNMAP, 2, { 0x1000, 4096 }, 0, 5, VMT_NONE, 0 };
+	ev.ts_ns = 10;
+	assert_int_equal(vmt_writer_append(w, &ev), -EINVAL); /* exit before entry */
+	assert_int_equal(vmt_writer_finish(w), 0);
+	assert_int_equal(vmt_writer_append(w, &ev), VMT_E_STATE);
+	vmt_writer_free(w);
+	vmt_writer_free(NULL);
+	vmt_reader_free(NULL);
+	close(fd);
+}
+
+/* A newer minor version may add kinds: an old reader skips them. */
+static void test_newer_minor_skips_unknown(void **state)
+{
+	/* Build a chunk by hand: an unknown kind 200 (with a payload byte an
+	 * old reader cannot know), then a lost event; then the time section
+	 * with one time delta per record. */
+	static const uint8_t raw[] = {
+		12,			     /* record section length */
+		0xc8, 0x01, 3, 0, 0, 0x55,   /* kind 200, len 3: thread, proc, ? */
+		VMT_EV_LOST, 4, 0, 0, 9, 1,  /* lost: count 9, faults */
+		0, 0,			     /* time section */
+	};
+	size_t n = sizeof(raw);
+	uint8_t comp[256];
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	size_t cn = ZSTD_compress2(cc, comp, sizeof(comp), raw, n);
+	ZSTD_freeCCtx(cc);
+	assert_false(ZSTD_isError(cn));
+
+	int fd = write_trace(1, 0, 0, 0, 0); /* header only */
+	size_t hlen;
+	uint8_t *hdr = tg_slurp(fd, &hlen);
+	close(fd);
+	uint8_t file[1024];
+	memcpy(file, hdr, hlen);
+	free(hdr);
+	size_t at = hlen;
+	uint8_t d[40] = { 0x5B, 0x2A, 0x4D, 0x18, 32, 0, 0, 0, 'V', 'M', 'T', 'C' };
+	d[12] = (uint8_t)n;
+	d[16] = (uint8_t)cn;
+	d[20] = 2; /* two events */
+	memcpy(file + at, d, 40);
+	at += 40;
+	memcpy(file + at, comp, cn);
+	at += cn;
+
+	char msg[320];
+	/* as minor 0: an unknown kind is corruption */
+	assert_int_equal(open_bytes(file, at, msg, sizeof(msg)), VMT_E_CORRUPT);
+	assert_non_null(strstr(msg, "unknown event kind"));
+	/* as a newer minor: skipped; the lost event is read, then truncated */
+	file[8 + 6] = 1;
+	int mfd = tg_memfd_with(file, at), err;
+	vmt_reader *r = vmt_reader_open_fd(mfd, &err, msg, sizeof(msg));
+	assert_non_null(r);
+	struct vmt_event ev;
+	assert_int_equal(vmt_reader_next(r, &ev), 1);
+	assert_int_equal(ev.kind, VMT_EV_LOST);
+	assert_int_equal(ev.u.lost.count, 9);
+	assert_int_equal(vmt_reader_next(r, &ev), VMT_E_TRUNC);
+	vmt_reader_free(r);
+	close(mfd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_each_kind),
+		cmocka_unit_test(test_roundtrip_million),
+		cmocka_unit_test(test_empty_trace),
+		cmocka_unit_test(test_cut_every_offset),
+		cmocka_unit_test(test_cut_golden),
+		cmocka_unit_test(test_byte_flips),
+		cmocka_unit_test(test_bad_headers),
+		cmocka_unit_test(test_time_flush),
+		cmocka_unit_test(test_kill9_writer),
+		cmocka_unit_test(test_writer_validates),
+		cmocka_unit_test(test_newer_minor_skips_unknown),
+	};
+	return cmocka_run_group_tests_name("format", tests, NULL, NULL);
+}
