@@ -75,6 +75,7 @@ MANPAGES := $(wildcard man/*.1 man/*.5)
 
 .PHONY: all check unit e2e fuzz demo install uninstall clean deps bench golden
 .DELETE_ON_ERROR:
+.SECONDARY:
 
 all: $(LIBS) $(PROGS) $(WORKLOADS)
 

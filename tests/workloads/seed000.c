@@ -1,0 +1,538 @@
+/*
+ * seed000 - glibc's old way of freeing memory (mprotect RW, touch,
+ * mmap PROT_NONE MAP_FIXED) versus touch + madvise(MADV_DONTNEED), in N
+ * threads at once.  Models seed 000 (Nick Piggin, linux-mm, April 2007).
+ * See --help and tests/workloads/README.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ==== Common scaffolding.  This block is repeated verbatim in every
+ * workload program: the workloads are self-contained on purpose, so that the
+ * programs under test link against nothing of vmrec. ==== */
+
+#if !defined(__LP64__)
+#error "the workloads log raw 64-bit syscall arguments: build them for a 64-bit target"
+#endif
+
+#define UNUSED __attribute__((unused))
+#define MAX_ARGS 6
+
+/* The memory-management ops of DESIGN.md section 3, in that order. */
+enum mm_op {
+	OP_MMAP, OP_MUNMAP, OP_MPROTECT, OP_PKEY_MPROTECT, OP_MADVISE,
+	OP_PROCESS_MADVISE, OP_MLOCK, OP_MLOCK2, OP_MUNLOCK, OP_MLOCKALL,
+	OP_MUNLOCKALL, OP_MREMAP, OP_BRK, OP_MSYNC, OP_MINCORE,
+	OP_REMAP_FILE_PAGES, OP_SHMAT, OP_SHMDT, OP_MSEAL, OP__COUNT
+};
+
+/* How each argument is printed in --log lines: x = hex with 0x (addresses,
+ * flag sets), u = unsigned decimal (lengths, counts, page offsets), i = C int
+ * (fds, advice, keys, ids), l = signed 64-bit decimal (file offsets).  The
+ * result: a = hex address, i = decimal; -errno is always negative decimal. */
+static const struct {
+	const char *name, *args;
+	char res;
+} op_info[OP__COUNT] = {
+	[OP_MMAP] = { "mmap", "xuxxil", 'a' },
+	[OP_MUNMAP] = { "munmap", "xu", 'i' },
+	[OP_MPROTECT] = { "mprotect", "xux", 'i' },
+	[OP_PKEY_MPROTECT] = { "pkey_mprotect", "xuxi", 'i' },
+	[OP_MADVISE] = { "madvise", "xui", 'i' },
+	[OP_PROCESS_MADVISE] = { "process_madvise", "ixuix", 'i' },
+	[OP_MLOCK] = { "mlock", "xu", 'i' },
+	[OP_MLOCK2] = { "mlock2", "xux", 'i' },
+	[OP_MUNLOCK] = { "munlock", "xu", 'i' },
+	[OP_MLOCKALL] = { "mlockall", "x", 'i' },
+	[OP_MUNLOCKALL] = { "munlockall", "", 'i' },
+	[OP_MREMAP] = { "mremap", "xuuxx", 'a' },
+	[OP_BRK] = { "brk", "x", 'a' },
+	[OP_MSYNC] = { "msync", "xux", 'i' },
+	[OP_MINCORE] = { "mincore", "xux", 'i' },
+	[OP_REMAP_FILE_PAGES] = { "remap_file_pages", "xuxux", 'i' },
+	[OP_SHMAT] = { "shmat", "ixx", 'a' },
+	[OP_SHMDT] = { "shmdt", "x", 'i' },
+	[OP_MSEAL] = { "mseal", "xux", 'i' },
+};
+
+/* One memory call as the kernel saw it. */
+struct mm_rec {
+	uint32_t op;
+	int64_t res; /* return value, or -errno */
+	uint64_t arg[MAX_ARGS];
+};
+
+/* Accounting of the memory calls one thread (or process) issued itself.
+ * Logging: cap > 0 buffers records in rec[] (printed later, e.g. after a
+ * join); else out != NULL prints each call at once; else it only counts. */
+struct mm_log {
+	unsigned long calls, errors, per_op[OP__COUNT];
+	struct mm_rec *rec;
+	size_t nrec, cap;
+	int overflow;
+	FILE *out;
+	const char *prefix; /* "" or e.g. "thread=1 " */
+};
+
+static const char *prog; /* program name for messages */
+
+#define P2U(p) ((uint64_t)(uintptr_t)(p))
+#define I2U(v) ((uint64_t)(int64_t)(v))
+#define NOTE(l, op, res, ...) mm_note((l), (op), (res), (const uint64_t[MAX_ARGS]){ __VA_ARGS__ })
+
+static UNUSED int is_errno(int64_t r)
+{
+	return r < 0 && r >= -4095;
+}
+
+/* The result of a libc call that returns -1 and sets errno on failure
+ * (raw syscall(2) included): what the kernel returned. */
+static UNUSED int64_t res_int(long r)
+{
+	return r == -1 ? -(int64_t)errno : (int64_t)r;
+}
+
+static UNUSED int64_t res_ptr(void *p)
+{
+	return p == MAP_FAILED ? -(int64_t)errno : (int64_t)(uintptr_t)p;
+}
+
+static UNUSED void rec_print(FILE *f, const char *prefix, const struct mm_rec *r)
+{
+	const char *fmt = op_info[r->op].args;
+
+	fprintf(f, "%sop=%s args=", prefix, op_info[r->op].name);
+	for (int i = 0; fmt[i]; i++) {
+		uint64_t v = r->arg[i];
+
+		if (i)
+			fputc(',', f);
+		switch (fmt[i]) {
+		case 'x': fprintf(f, "0x%" PRIx64, v); break;
+		case 'u': fprintf(f, "%" PRIu64, v); break;
+		case 'i': fprintf(f, "%d", (int)(int32_t)(uint32_t)v); break;
+		default: fprintf(f, "%" PRId64, (int64_t)v); break;
+		}
+	}
+	if (op_info[r->op].res == 'a' && !is_errno(r->res))
+		fprintf(f, " result=0x%" PRIx64 "\n", (uint64_t)r->res);
+	else
+		fprintf(f, " result=%" PRId64 "\n", r->res);
+}
+
+static UNUSED void mm_note(struct mm_log *l, enum mm_op op, int64_t res,
+			   const uint64_t *arg)
+{
+	l->calls++;
+	l->per_op[op]++;
+	if (is_errno(res))
+		l->errors++;
+	if (l->cap) {
+		if (l->nrec == l->cap) {
+			l->overflow = 1;
+			return;
+		}
+		struct mm_rec *r = &l->rec[l->nrec++];
+		r->op = op;
+		r->res = res;
+		memcpy(r->arg, arg, sizeof r->arg);
+	} else if (l->out) {
+		struct mm_rec r = { .op = op, .res = res };
+		memcpy(r.arg, arg, sizeof r.arg);
+		rec_print(l->out, l->prefix ? l->prefix : "", &r);
+	}
+}
+
+static UNUSED void mm_log_print(FILE *f, const struct mm_log *l)
+{
+	for (size_t i = 0; i < l->nrec; i++)
+		rec_print(f, l->prefix ? l->prefix : "", &l->rec[i]);
+}
+
+/* Resource usage and time at one instant. */
+struct mark {
+	struct rusage ru;
+	struct timespec ts;
+};
+
+static UNUSED void mark_now(struct mark *m, int who)
+{
+	getrusage(who, &m->ru);
+	clock_gettime(CLOCK_MONOTONIC, &m->ts);
+}
+
+static UNUSED int64_t ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000 + (b->tv_nsec - a->tv_nsec);
+}
+
+struct summary {
+	unsigned long calls, errors, per_op[OP__COUNT];
+	long minflt, majflt, nvcsw, nivcsw;
+	int64_t wall_ns;
+	int threads, procs;
+};
+
+/* Add the rusage counters that grew from a to b. */
+static UNUSED void summary_add_usage(struct summary *s, const struct rusage *a,
+				     const struct rusage *b)
+{
+	s->minflt += b->ru_minflt - a->ru_minflt;
+	s->majflt += b->ru_majflt - a->ru_majflt;
+	s->nvcsw += b->ru_nvcsw - a->ru_nvcsw;
+	s->nivcsw += b->ru_nivcsw - a->ru_nivcsw;
+}
+
+static UNUSED void summary_add_calls(struct summary *s, const struct mm_log *l)
+{
+	s->calls += l->calls;
+	s->errors += l->errors;
+	for (int i = 0; i < OP__COUNT; i++)
+		s->per_op[i] += l->per_op[i];
+}
+
+/* "summary: calls= minflt= majflt= nvcsw= nivcsw= wall_ns= threads= procs=
+ * errors=", then `extra` (" key=value ..." or ""), then ops=NAME:N,... */
+static UNUSED void summary_print(FILE *f, const char *prefix, const struct summary *s,
+				 const char *extra)
+{
+	fprintf(f, "%ssummary: calls=%lu minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld"
+		" wall_ns=%" PRId64 " threads=%d procs=%d errors=%lu%s ops=",
+		prefix, s->calls, s->minflt, s->majflt, s->nvcsw, s->nivcsw,
+		s->wall_ns, s->threads, s->procs, s->errors, extra ? extra : "");
+	for (int i = 0, n = 0; i < OP__COUNT; i++)
+		if (s->per_op[i])
+			fprintf(f, "%s%s:%lu", n++ ? "," : "", op_info[i].name, s->per_op[i]);
+	fputc('\n', f);
+}
+
+static UNUSED __attribute__((noreturn)) void die(const char *what)
+{
+	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
+	exit(1);
+}
+
+static UNUSED __attribute__((noreturn, format(printf, 1, 2))) void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", prog);
+	exit(2);
+}
+
+static UNUSED __attribute__((noreturn)) void try_help(void)
+{
+	fprintf(stderr, "Try '%s --help' for more information.\n", prog);
+	exit(2);
+}
+
+static UNUSED unsigned long parse_num(const char *opt, const char *s, unsigned long min,
+				      unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		usage_error("%s: '%s' is not a number from %lu to %lu", opt, s, min, max);
+	return v;
+}
+
+/* Run before anything else in main, whatever the options (--help too):
+ * a static stdout buffer, so stdio never allocates, and glibc's malloc heap
+ * initialised now (brk(NULL), brk(+132 KiB)).  Then the libc-internal memory
+ * calls after startup are the same for every run of every workload (later
+ * small allocations such as a thread's DTV fit in that heap), and a test
+ * can subtract a recorded `--help` run as the baseline. */
+static UNUSED void libc_warmup(void)
+{
+	static char stdout_buf[1 << 16];
+	void *volatile p;
+
+	setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
+	p = malloc(1);
+	free(p);
+}
+
+/* ==== end of common scaffolding ==== */
+
+#define STACK_SIZE (256 * 1024)
+
+static const char usage_text[] =
+"Usage: seed000 [--threads N] [--iterations K] [--mode old|new] [--pages P]\n"
+"               [--log]\n"
+"\n"
+"Models seed 000 (Nick Piggin, linux-mm, April 2007, \"missing madvise\n"
+"functionality\"): glibc's way of giving a page back, mprotect(PROT_READ|\n"
+"PROT_WRITE), touch, mmap(PROT_NONE, MAP_FIXED) over it, versus touch +\n"
+"madvise(MADV_DONTNEED).\n"
+"With 2 threads and 1,000,000 iterations the old way made ~140,000 context\n"
+"switches/s, >2 million faults and took ~80 s; the new way <100 context\n"
+"switches and ~8 s (1 thread: 9.88 s vs 4.55 s).\n"
+"\n"
+"Each of N threads mmaps its own P-page region (the old mode reserves it\n"
+"PROT_NONE, the new mode maps it read-write), then all start together and\n"
+"run K iterations:\n"
+"  old: mprotect(region, len, PROT_READ|PROT_WRITE); write one byte to every\n"
+"       page; mmap(region, len, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED)\n"
+"  new: write one byte to every page; madvise(region, len, MADV_DONTNEED)\n"
+"then munmap their region.  The main thread mmaps the threads' stacks (one\n"
+"mapping, so glibc allocates none) and, with --log, the log buffers.\n"
+"\n"
+"Options:\n"
+"  --threads N      worker threads (default 2, 1..1024)\n"
+"  --iterations K   iterations per thread (default 2000; 0 is allowed)\n"
+"  --mode old|new   old: mprotect+touch+mmap(PROT_NONE); new: touch+madvise\n"
+"                   (default old)\n"
+"  --pages P        pages per thread region (default 1)\n"
+"  --log            print one line per memory call: main thread's lines\n"
+"                   unprefixed, worker i's lines prefixed \"thread=<i> \" (buffered\n"
+"                   per thread, printed after the join; the buffers are mmapped\n"
+"                   with MAP_POPULATE and those calls are logged and counted too)\n"
+"  --help           this text\n"
+"\n"
+"Output: with --log, lines \"op=NAME args=A,B,... result=R\" (addresses and flag\n"
+"sets hex 0x.., lengths, fds, ints and offsets decimal, -errno negative\n"
+"decimal; mmap's result hex), then always one line\n"
+"  summary: calls= minflt= majflt= nvcsw= nivcsw= wall_ns= threads= procs=\n"
+"           errors= mode= iterations= pages= ops=NAME:N,...\n"
+"calls counts every memory call this program's code issued (not glibc's\n"
+"startup ones); minflt..nivcsw are getrusage(RUSAGE_SELF) deltas and wall_ns\n"
+"the time between the start barrier and the moment all workers finished the\n"
+"loop (region mmap/munmap excluded); threads counts the main thread.\n"
+"Memory calls glibc makes on its own are not counted: its startup calls and\n"
+"the brk(NULL), brk(+132 KiB) of malloc's first use, which every workload\n"
+"makes at the start of main, so that a --help run makes exactly those.\n";
+
+enum mode { MODE_OLD, MODE_NEW };
+
+static struct {
+	unsigned long threads, iterations, pages;
+	enum mode mode;
+	int log;
+} opt = { 2, 2000, 1, MODE_OLD, 0 };
+
+static size_t page_size;
+static pthread_barrier_t ready_barrier, go_barrier, done_barrier;
+
+struct worker {
+	pthread_t tid;
+	int index;
+	char prefix[32];
+	struct mm_log log;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct mm_log *l = &w->log;
+	size_t len = opt.pages * page_size;
+	int prot0 = opt.mode == MODE_OLD ? PROT_NONE : PROT_READ | PROT_WRITE;
+	char *region;
+
+	region = mmap(NULL, len, prot0, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	NOTE(l, OP_MMAP, res_ptr(region), 0, len, (uint64_t)prot0,
+	     MAP_PRIVATE | MAP_ANONYMOUS, I2U(-1), 0);
+	if (region == MAP_FAILED)
+		die("mmap of the thread region");
+
+	pthread_barrier_wait(&ready_barrier);
+	pthread_barrier_wait(&go_barrier);
+	for (unsigned long i = 0; i < opt.iterations; i++) {
+		if (opt.mode == MODE_OLD) {
+			int r = mprotect(region, len, PROT_READ | PROT_WRITE);
+			NOTE(l, OP_MPROTECT, res_int(r), P2U(region), len,
+			     PROT_READ | PROT_WRITE);
+			if (r)
+				die("mprotect");
+		}
+		for (size_t off = 0; off < len; off += page_size)
+			*(volatile char *)(region + off) = (char)i;
+		if (opt.mode == MODE_OLD) {
+			const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+			void *p = mmap(region, len, PROT_NONE, fl, -1, 0);
+			NOTE(l, OP_MMAP, res_ptr(p), P2U(region), len, PROT_NONE,
+			     (uint64_t)fl, I2U(-1), 0);
+			if (p == MAP_FAILED)
+				die("mmap(PROT_NONE, MAP_FIXED)");
+		} else {
+			int r = madvise(region, len, MADV_DONTNEED);
+			NOTE(l, OP_MADVISE, res_int(r), P2U(region), len, MADV_DONTNEED);
+			if (r)
+				die("madvise(MADV_DONTNEED)");
+		}
+	}
+	pthread_barrier_wait(&done_barrier);
+
+	int r = munmap(region, len);
+	NOTE(l, OP_MUNMAP, res_int(r), P2U(region), len);
+	if (r)
+		die("munmap of the thread region");
+	return NULL;
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "iterations", required_argument, NULL, 'k' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "pages", required_argument, NULL, 'p' },
+		{ "log", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't': opt.threads = parse_num("--threads", optarg, 1, 1024); break;
+		case 'k': opt.iterations = parse_num("--iterations", optarg, 0, 1UL << 40); break;
+		case 'p': opt.pages = parse_num("--pages", optarg, 1, 1UL << 20); break;
+		case 'l': opt.log = 1; break;
+		case 'm':
+			if (!strcmp(optarg, "old"))
+				opt.mode = MODE_OLD;
+			else if (!strcmp(optarg, "new"))
+				opt.mode = MODE_NEW;
+			else
+				usage_error("--mode: '%s' is not old or new", optarg);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		default:
+			try_help(); /* getopt_long said what is wrong */
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+}
+
+int main(int argc, char **argv)
+{
+	static struct worker workers[1024];
+	static struct mm_rec main_recs[8];
+	struct mm_log mainlog = { .rec = main_recs, .cap = 8 };
+	struct summary sum = { 0 };
+	struct mark t0, t1;
+	size_t nthreads, per_thread = 0, logbytes = 0;
+	struct mm_rec *logbuf = NULL;
+	pthread_attr_t attr;
+	char *stacks;
+	char extra[128];
+	int r;
+
+	prog = "seed000";
+	libc_warmup();
+	parse_args(argc, argv);
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	nthreads = opt.threads;
+
+	if (opt.log) {
+		/* region mmap + munmap, then one or two calls per iteration */
+		per_thread = 2 + opt.iterations * (opt.mode == MODE_OLD ? 2 : 1);
+		if (per_thread > (1UL << 30) / sizeof(struct mm_rec) / nthreads)
+			usage_error("--log: the log of %lu iterations x %zu threads would"
+				    " not fit in 1 GiB", opt.iterations, nthreads);
+		logbytes = nthreads * per_thread * sizeof(struct mm_rec);
+		const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE;
+		logbuf = mmap(NULL, logbytes, PROT_READ | PROT_WRITE, fl, -1, 0);
+		NOTE(&mainlog, OP_MMAP, res_ptr(logbuf), 0, logbytes,
+		     PROT_READ | PROT_WRITE, (uint64_t)fl, I2U(-1), 0);
+		if (logbuf == MAP_FAILED)
+			die("mmap of the log buffers");
+	}
+
+	const int sfl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK;
+	stacks = mmap(NULL, nthreads * STACK_SIZE, PROT_READ | PROT_WRITE, sfl, -1, 0);
+	NOTE(&mainlog, OP_MMAP, res_ptr(stacks), 0, nthreads * STACK_SIZE,
+	     PROT_READ | PROT_WRITE, (uint64_t)sfl, I2U(-1), 0);
+	if (stacks == MAP_FAILED)
+		die("mmap of the thread stacks");
+
+	pthread_barrier_init(&ready_barrier, NULL, (unsigned)nthreads + 1);
+	pthread_barrier_init(&go_barrier, NULL, (unsigned)nthreads + 1);
+	pthread_barrier_init(&done_barrier, NULL, (unsigned)nthreads + 1);
+	pthread_attr_init(&attr);
+	for (size_t i = 0; i < nthreads; i++) {
+		struct worker *w = &workers[i];
+
+		w->index = (int)i;
+		snprintf(w->prefix, sizeof w->prefix, "thread=%zu ", i);
+		w->log.prefix = w->prefix;
+		if (opt.log) {
+			w->log.rec = logbuf + i * per_thread;
+			w->log.cap = per_thread;
+		}
+		pthread_attr_setstack(&attr, stacks + i * STACK_SIZE, STACK_SIZE);
+		r = pthread_create(&w->tid, &attr, worker_main, w);
+		if (r) {
+			errno = r;
+			die("pthread_create");
+		}
+	}
+	pthread_attr_destroy(&attr);
+
+	pthread_barrier_wait(&ready_barrier); /* every region is mapped */
+	mark_now(&t0, RUSAGE_SELF);
+	pthread_barrier_wait(&go_barrier);
+	pthread_barrier_wait(&done_barrier); /* every loop is done */
+	mark_now(&t1, RUSAGE_SELF);
+	for (size_t i = 0; i < nthreads; i++)
+		pthread_join(workers[i].tid, NULL);
+
+	r = munmap(stacks, nthreads * STACK_SIZE);
+	NOTE(&mainlog, OP_MUNMAP, res_int(r), P2U(stacks), nthreads * STACK_SIZE);
+	if (r)
+		die("munmap of the thread stacks");
+
+	if (opt.log) {
+		mm_log_print(stdout, &mainlog);
+		mainlog.nrec = 0;
+		for (size_t i = 0; i < nthreads; i++) {
+			if (workers[i].log.overflow) {
+				fprintf(stderr, "%s: thread %zu: log buffer overflow\n", prog, i);
+				exit(1);
+			}
+			mm_log_print(stdout, &workers[i].log);
+		}
+		r = munmap(logbuf, logbytes);
+		NOTE(&mainlog, OP_MUNMAP, res_int(r), P2U(logbuf), logbytes);
+		mm_log_print(stdout, &mainlog);
+		if (r)
+			die("munmap of the log buffers");
+	}
+
+	for (size_t i = 0; i < nthreads; i++)
+		summary_add_calls(&sum, &workers[i].log);
+	summary_add_calls(&sum, &mainlog);
+	summary_add_usage(&sum, &t0.ru, &t1.ru);
+	sum.wall_ns = ns_between(&t0.ts, &t1.ts);
+	sum.threads = (int)nthreads + 1;
+	sum.procs = 1;
+	snprintf(extra, sizeof extra, " mode=%s iterations=%lu pages=%lu",
+		 opt.mode == MODE_OLD ? "old" : "new", opt.iterations, opt.pages);
+	summary_print(stdout, "", &sum, extra);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: write error on stdout\n", prog);
+		return 1;
+	}
+	return 0;
+}

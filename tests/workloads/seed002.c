@@ -1,0 +1,542 @@
+/*
+ * seed002 - thousands of small mappings that cannot merge: one 4 KiB private
+ * mapping of the same file page N times, or N anonymous pages of alternating
+ * protection; touch each, read the VMA count, unmap all.  Models seed 002
+ * (Andrew Morton, linux-kernel, December 2001: get_unmapped_area over a long
+ * VMA list).  See --help and tests/workloads/README.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ==== Common scaffolding.  This block is repeated verbatim in every
+ * workload program: the workloads are self-contained on purpose, so that the
+ * programs under test link against nothing of vmrec. ==== */
+
+#if !defined(__LP64__)
+#error "the workloads log raw 64-bit syscall arguments: build them for a 64-bit target"
+#endif
+
+#define UNUSED __attribute__((unused))
+#define MAX_ARGS 6
+
+/* The memory-management ops of DESIGN.md section 3, in that order. */
+enum mm_op {
+	OP_MMAP, OP_MUNMAP, OP_MPROTECT, OP_PKEY_MPROTECT, OP_MADVISE,
+	OP_PROCESS_MADVISE, OP_MLOCK, OP_MLOCK2, OP_MUNLOCK, OP_MLOCKALL,
+	OP_MUNLOCKALL, OP_MREMAP, OP_BRK, OP_MSYNC, OP_MINCORE,
+	OP_REMAP_FILE_PAGES, OP_SHMAT, OP_SHMDT, OP_MSEAL, OP__COUNT
+};
+
+/* How each argument is printed in --log lines: x = hex with 0x (addresses,
+ * flag sets), u = unsigned decimal (lengths, counts, page offsets), i = C int
+ * (fds, advice, keys, ids), l = signed 64-bit decimal (file offsets).  The
+ * result: a = hex address, i = decimal; -errno is always negative decimal. */
+static const struct {
+	const char *name, *args;
+	char res;
+} op_info[OP__COUNT] = {
+	[OP_MMAP] = { "mmap", "xuxxil", 'a' },
+	[OP_MUNMAP] = { "munmap", "xu", 'i' },
+	[OP_MPROTECT] = { "mprotect", "xux", 'i' },
+	[OP_PKEY_MPROTECT] = { "pkey_mprotect", "xuxi", 'i' },
+	[OP_MADVISE] = { "madvise", "xui", 'i' },
+	[OP_PROCESS_MADVISE] = { "process_madvise", "ixuix", 'i' },
+	[OP_MLOCK] = { "mlock", "xu", 'i' },
+	[OP_MLOCK2] = { "mlock2", "xux", 'i' },
+	[OP_MUNLOCK] = { "munlock", "xu", 'i' },
+	[OP_MLOCKALL] = { "mlockall", "x", 'i' },
+	[OP_MUNLOCKALL] = { "munlockall", "", 'i' },
+	[OP_MREMAP] = { "mremap", "xuuxx", 'a' },
+	[OP_BRK] = { "brk", "x", 'a' },
+	[OP_MSYNC] = { "msync", "xux", 'i' },
+	[OP_MINCORE] = { "mincore", "xux", 'i' },
+	[OP_REMAP_FILE_PAGES] = { "remap_file_pages", "xuxux", 'i' },
+	[OP_SHMAT] = { "shmat", "ixx", 'a' },
+	[OP_SHMDT] = { "shmdt", "x", 'i' },
+	[OP_MSEAL] = { "mseal", "xux", 'i' },
+};
+
+/* One memory call as the kernel saw it. */
+struct mm_rec {
+	uint32_t op;
+	int64_t res; /* return value, or -errno */
+	uint64_t arg[MAX_ARGS];
+};
+
+/* Accounting of the memory calls one thread (or process) issued itself.
+ * Logging: cap > 0 buffers records in rec[] (printed later, e.g. after a
+ * join); else out != NULL prints each call at once; else it only counts. */
+struct mm_log {
+	unsigned long calls, errors, per_op[OP__COUNT];
+	struct mm_rec *rec;
+	size_t nrec, cap;
+	int overflow;
+	FILE *out;
+	const char *prefix; /* "" or e.g. "thread=1 " */
+};
+
+static const char *prog; /* program name for messages */
+
+#define P2U(p) ((uint64_t)(uintptr_t)(p))
+#define I2U(v) ((uint64_t)(int64_t)(v))
+#define NOTE(l, op, res, ...) mm_note((l), (op), (res), (const uint64_t[MAX_ARGS]){ __VA_ARGS__ })
+
+static UNUSED int is_errno(int64_t r)
+{
+	return r < 0 && r >= -4095;
+}
+
+/* The result of a libc call that returns -1 and sets errno on failure
+ * (raw syscall(2) included): what the kernel returned. */
+static UNUSED int64_t res_int(long r)
+{
+	return r == -1 ? -(int64_t)errno : (int64_t)r;
+}
+
+static UNUSED int64_t res_ptr(void *p)
+{
+	return p == MAP_FAILED ? -(int64_t)errno : (int64_t)(uintptr_t)p;
+}
+
+static UNUSED void rec_print(FILE *f, const char *prefix, const struct mm_rec *r)
+{
+	const char *fmt = op_info[r->op].args;
+
+	fprintf(f, "%sop=%s args=", prefix, op_info[r->op].name);
+	for (int i = 0; fmt[i]; i++) {
+		uint64_t v = r->arg[i];
+
+		if (i)
+			fputc(',', f);
+		switch (fmt[i]) {
+		case 'x': fprintf(f, "0x%" PRIx64, v); break;
+		case 'u': fprintf(f, "%" PRIu64, v); break;
+		case 'i': fprintf(f, "%d", (int)(int32_t)(uint32_t)v); break;
+		default: fprintf(f, "%" PRId64, (int64_t)v); break;
+		}
+	}
+	if (op_info[r->op].res == 'a' && !is_errno(r->res))
+		fprintf(f, " result=0x%" PRIx64 "\n", (uint64_t)r->res);
+	else
+		fprintf(f, " result=%" PRId64 "\n", r->res);
+}
+
+static UNUSED void mm_note(struct mm_log *l, enum mm_op op, int64_t res,
+			   const uint64_t *arg)
+{
+	l->calls++;
+	l->per_op[op]++;
+	if (is_errno(res))
+		l->errors++;
+	if (l->cap) {
+		if (l->nrec == l->cap) {
+			l->overflow = 1;
+			return;
+		}
+		struct mm_rec *r = &l->rec[l->nrec++];
+		r->op = op;
+		r->res = res;
+		memcpy(r->arg, arg, sizeof r->arg);
+	} else if (l->out) {
+		struct mm_rec r = { .op = op, .res = res };
+		memcpy(r.arg, arg, sizeof r.arg);
+		rec_print(l->out, l->prefix ? l->prefix : "", &r);
+	}
+}
+
+static UNUSED void mm_log_print(FILE *f, const struct mm_log *l)
+{
+	for (size_t i = 0; i < l->nrec; i++)
+		rec_print(f, l->prefix ? l->prefix : "", &l->rec[i]);
+}
+
+/* Resource usage and time at one instant. */
+struct mark {
+	struct rusage ru;
+	struct timespec ts;
+};
+
+static UNUSED void mark_now(struct mark *m, int who)
+{
+	getrusage(who, &m->ru);
+	clock_gettime(CLOCK_MONOTONIC, &m->ts);
+}
+
+static UNUSED int64_t ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000 + (b->tv_nsec - a->tv_nsec);
+}
+
+struct summary {
+	unsigned long calls, errors, per_op[OP__COUNT];
+	long minflt, majflt, nvcsw, nivcsw;
+	int64_t wall_ns;
+	int threads, procs;
+};
+
+/* Add the rusage counters that grew from a to b. */
+static UNUSED void summary_add_usage(struct summary *s, const struct rusage *a,
+				     const struct rusage *b)
+{
+	s->minflt += b->ru_minflt - a->ru_minflt;
+	s->majflt += b->ru_majflt - a->ru_majflt;
+	s->nvcsw += b->ru_nvcsw - a->ru_nvcsw;
+	s->nivcsw += b->ru_nivcsw - a->ru_nivcsw;
+}
+
+static UNUSED void summary_add_calls(struct summary *s, const struct mm_log *l)
+{
+	s->calls += l->calls;
+	s->errors += l->errors;
+	for (int i = 0; i < OP__COUNT; i++)
+		s->per_op[i] += l->per_op[i];
+}
+
+/* "summary: calls= minflt= majflt= nvcsw= nivcsw= wall_ns= threads= procs=
+ * errors=", then `extra` (" key=value ..." or ""), then ops=NAME:N,... */
+static UNUSED void summary_print(FILE *f, const char *prefix, const struct summary *s,
+				 const char *extra)
+{
+	fprintf(f, "%ssummary: calls=%lu minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld"
+		" wall_ns=%" PRId64 " threads=%d procs=%d errors=%lu%s ops=",
+		prefix, s->calls, s->minflt, s->majflt, s->nvcsw, s->nivcsw,
+		s->wall_ns, s->threads, s->procs, s->errors, extra ? extra : "");
+	for (int i = 0, n = 0; i < OP__COUNT; i++)
+		if (s->per_op[i])
+			fprintf(f, "%s%s:%lu", n++ ? "," : "", op_info[i].name, s->per_op[i]);
+	fputc('\n', f);
+}
+
+static UNUSED __attribute__((noreturn)) void die(const char *what)
+{
+	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
+	exit(1);
+}
+
+static UNUSED __attribute__((noreturn, format(printf, 1, 2))) void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", prog);
+	exit(2);
+}
+
+static UNUSED __attribute__((noreturn)) void try_help(void)
+{
+	fprintf(stderr, "Try '%s --help' for more information.\n", prog);
+	exit(2);
+}
+
+static UNUSED unsigned long parse_num(const char *opt, const char *s, unsigned long min,
+				      unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		usage_error("%s: '%s' is not a number from %lu to %lu", opt, s, min, max);
+	return v;
+}
+
+/* Run before anything else in main, whatever the options (--help too):
+ * a static stdout buffer, so stdio never allocates, and glibc's malloc heap
+ * initialised now (brk(NULL), brk(+132 KiB)).  Then the libc-internal memory
+ * calls after startup are the same for every run of every workload (later
+ * small allocations such as a thread's DTV fit in that heap), and a test
+ * can subtract a recorded `--help` run as the baseline. */
+static UNUSED void libc_warmup(void)
+{
+	static char stdout_buf[1 << 16];
+	void *volatile p;
+
+	setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
+	p = malloc(1);
+	free(p);
+}
+
+/* ==== end of common scaffolding ==== */
+
+#define MAX_COUNT (1UL << 20)
+
+static const char usage_text[] =
+"Usage: seed002 [--count N] [--kind file|anon|anon-merge]\n"
+"               [--touch read|write|none] [--file PATH] [--log]\n"
+"\n"
+"Models seed 002 (Andrew Morton, linux-kernel, December 2001, \"Re: your mail\n"
+"on mmap() to the kernel list\"): a program that mmaps 4 KiB of one file\n"
+"over and over slowed to 20 mappings/s at 300,000 mappings, while anonymous\n"
+"mappings still ran at 1000/s: the anonymous ones merge into one VMA, the\n"
+"file ones each stay a VMA and get_unmapped_area walked them all (19.8% of\n"
+"the profile; the rest was the idle CPU).\n"
+"\n"
+"Maps N 4 KiB private mappings, touches one byte of each, reads the number\n"
+"of lines of /proc/self/maps (the VMA count at its peak), then munmaps them\n"
+"in mapping order.  Kinds:\n"
+"  file        mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE, fd, 0) of\n"
+"              a one-page file, as the seed did.  Every mapping maps the SAME\n"
+"              file offset 0, so two neighbours never have consecutive file\n"
+"              offsets and the kernel can never merge them: N mappings are N\n"
+"              VMAs whatever addresses the kernel picks.\n"
+"  anon        anonymous pages with alternating protection (even i: PROT_READ|\n"
+"              PROT_WRITE, odd i: PROT_READ), so that neighbours cannot merge\n"
+"  anon-merge  anonymous PROT_READ|PROT_WRITE pages: neighbours merge (the\n"
+"              seed's fast case)\n"
+"\n"
+"Options:\n"
+"  --count N     mappings (default 2000, 0..1048576; vm.max_map_count limits\n"
+"                it: a failing mmap is logged, reported on stderr, and the\n"
+"                run goes on with the mappings made, then exits 1)\n"
+"  --kind K      file, anon or anon-merge (default file)\n"
+"  --touch T     read one byte of each mapping (default), write it (read-only\n"
+"                pages are read), or none\n"
+"  --file PATH   the file to map: an existing file of at least one page is\n"
+"                used as is and kept; otherwise PATH is created with one page\n"
+"                and removed at the end.  Default: a temporary file in\n"
+"                $TMPDIR (or /tmp), removed at the end\n"
+"  --log         print one line per memory call\n"
+"  --help        this text\n"
+"\n"
+"Output: with --log, lines \"op=NAME args=A,B,... result=R\" (addresses and\n"
+"flag sets hex 0x.., lengths, fds, ints and offsets decimal, -errno negative\n"
+"decimal; mmap's result hex), then always one line\n"
+"  summary: calls= minflt= majflt= nvcsw= nivcsw= wall_ns= threads= procs=\n"
+"           errors= kind= count= mapped= start_vmas= peak_vmas= map_ns=\n"
+"           touch_ns= unmap_ns= ops=NAME:N,...\n"
+"minflt..nivcsw are getrusage(RUSAGE_SELF) deltas over the whole work\n"
+"(map, touch, VMA count, unmap); wall_ns = map_ns + touch_ns + unmap_ns\n"
+"(the /proc/self/maps reading excluded).  start_vmas is the VMA count before\n"
+"the first mmap.\n"
+"Memory calls glibc makes on its own are not counted: its startup calls and\n"
+"the brk(NULL), brk(+132 KiB) of malloc's first use, which every workload\n"
+"makes at the start of main, so that a --help run makes exactly those.\n";
+
+enum kind { KIND_FILE, KIND_ANON, KIND_ANON_MERGE };
+enum touch { TOUCH_READ, TOUCH_WRITE, TOUCH_NONE };
+static const char *const kind_names[] = { "file", "anon", "anon-merge" };
+
+static struct {
+	unsigned long count;
+	enum kind kind;
+	enum touch touch;
+	const char *file;
+	int log;
+} opt = { 2000, KIND_FILE, TOUCH_READ, NULL, 0 };
+
+static char *addrs[MAX_COUNT];
+static int prots[MAX_COUNT];
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "count", required_argument, NULL, 'n' },
+		{ "kind", required_argument, NULL, 'k' },
+		{ "touch", required_argument, NULL, 't' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "log", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n': opt.count = parse_num("--count", optarg, 0, MAX_COUNT); break;
+		case 'f': opt.file = optarg; break;
+		case 'l': opt.log = 1; break;
+		case 'k':
+			if (!strcmp(optarg, "file"))
+				opt.kind = KIND_FILE;
+			else if (!strcmp(optarg, "anon"))
+				opt.kind = KIND_ANON;
+			else if (!strcmp(optarg, "anon-merge"))
+				opt.kind = KIND_ANON_MERGE;
+			else
+				usage_error("--kind: '%s' is not file, anon or anon-merge", optarg);
+			break;
+		case 't':
+			if (!strcmp(optarg, "read"))
+				opt.touch = TOUCH_READ;
+			else if (!strcmp(optarg, "write"))
+				opt.touch = TOUCH_WRITE;
+			else if (!strcmp(optarg, "none"))
+				opt.touch = TOUCH_NONE;
+			else
+				usage_error("--touch: '%s' is not read, write or none", optarg);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		default:
+			try_help(); /* getopt_long said what is wrong */
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+}
+
+/* Lines of /proc/self/maps, read with plain read(2) (no stdio allocation). */
+static long count_vmas(void)
+{
+	static char buf[1 << 16];
+	long lines = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		die("open /proc/self/maps");
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+	if (n < 0)
+		die("read /proc/self/maps");
+	close(fd);
+	return lines;
+}
+
+/* A file this program created, removed at exit even after die(). */
+static char created_path[4096];
+static void remove_created(void)
+{
+	if (created_path[0])
+		unlink(created_path);
+}
+
+/* Open the file to map; *created tells whether to remove it at the end. */
+static int open_file(char *path, size_t pathlen, size_t page, int *created)
+{
+	static char data[1 << 16];
+	struct stat st;
+	int fd;
+
+	*created = 0;
+	if (opt.file && stat(opt.file, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (size_t)st.st_size >= page) {
+		snprintf(path, pathlen, "%s", opt.file);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			die(path);
+		return fd;
+	}
+	if (opt.file) {
+		snprintf(path, pathlen, "%s", opt.file);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	} else {
+		const char *dir = getenv("TMPDIR");
+
+		snprintf(path, pathlen, "%s/vmrec-seed002-XXXXXX", dir && *dir ? dir : "/tmp");
+		fd = mkostemp(path, O_CLOEXEC);
+	}
+	if (fd < 0)
+		die(path);
+	*created = 1;
+	snprintf(created_path, sizeof created_path, "%s", path);
+	atexit(remove_created);
+	for (size_t i = 0; i < page && i < sizeof data; i++)
+		data[i] = (char)('a' + i % 26);
+	if (pwrite(fd, data, page < sizeof data ? page : sizeof data, 0) < 0 ||
+	    ftruncate(fd, (off_t)page))
+		die(path);
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	struct mm_log l = { 0 };
+	struct summary sum = { 0 };
+	struct mark t0, t1, t2, t3, t4;
+	char path[4096] = "", extra[256];
+	size_t page, mapped = 0;
+	long start_vmas, peak_vmas;
+	int fd = -1, created = 0, flags;
+	unsigned sink = 0;
+
+	prog = "seed002";
+	libc_warmup();
+	parse_args(argc, argv);
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	if (opt.log)
+		l.out = stdout;
+	if (opt.kind == KIND_FILE)
+		fd = open_file(path, sizeof path, page, &created);
+	flags = opt.kind == KIND_FILE ? MAP_PRIVATE : MAP_PRIVATE | MAP_ANONYMOUS;
+	start_vmas = count_vmas();
+
+	mark_now(&t0, RUSAGE_SELF);
+	for (size_t i = 0; i < opt.count; i++) {
+		int prot = PROT_READ | PROT_WRITE;
+		char *p;
+
+		if (opt.kind == KIND_ANON && (i & 1))
+			prot = PROT_READ;
+		p = mmap(NULL, page, prot, flags, fd, 0);
+		NOTE(&l, OP_MMAP, res_ptr(p), 0, page, (uint64_t)prot, (uint64_t)flags,
+		     I2U(fd), 0);
+		if (p == MAP_FAILED) {
+			fprintf(stderr, "%s: mmap #%zu: %s (see vm.max_map_count); going on with %zu mappings\n",
+				prog, i + 1, strerror(errno), mapped);
+			break;
+		}
+		addrs[mapped] = p;
+		prots[mapped++] = prot;
+	}
+	mark_now(&t1, RUSAGE_SELF);
+	for (size_t i = 0; i < mapped && opt.touch != TOUCH_NONE; i++) {
+		if (opt.touch == TOUCH_WRITE && (prots[i] & PROT_WRITE))
+			*(volatile char *)addrs[i] = 1;
+		else
+			sink += *(volatile char *)addrs[i];
+	}
+	mark_now(&t2, RUSAGE_SELF);
+	peak_vmas = count_vmas();
+	mark_now(&t3, RUSAGE_SELF);
+	for (size_t i = 0; i < mapped; i++) {
+		int r = munmap(addrs[i], page);
+		NOTE(&l, OP_MUNMAP, res_int(r), P2U(addrs[i]), page);
+		if (r)
+			die("munmap");
+	}
+	mark_now(&t4, RUSAGE_SELF);
+	(void)sink;
+
+	if (fd >= 0)
+		close(fd);
+	created_path[0] = 0;
+	if (created && unlink(path))
+		die(path);
+
+	summary_add_calls(&sum, &l);
+	summary_add_usage(&sum, &t0.ru, &t4.ru);
+	sum.wall_ns = ns_between(&t0.ts, &t2.ts) + ns_between(&t3.ts, &t4.ts);
+	sum.threads = 1;
+	sum.procs = 1;
+	snprintf(extra, sizeof extra,
+		 " kind=%s count=%lu mapped=%zu start_vmas=%ld peak_vmas=%ld map_ns=%" PRId64
+		 " touch_ns=%" PRId64 " unmap_ns=%" PRId64,
+		 kind_names[opt.kind], opt.count, mapped, start_vmas, peak_vmas,
+		 ns_between(&t0.ts, &t1.ts), ns_between(&t1.ts, &t2.ts),
+		 ns_between(&t3.ts, &t4.ts));
+	summary_print(stdout, "", &sum, extra);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: write error on stdout\n", prog);
+		return 1;
+	}
+	return mapped < opt.count;
+}
