@@ -230,6 +230,104 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
 		     struct vmt_scratch *s, uint16_t minor, uint32_t page_size,
 		     struct vmt_event *ev, const char **why);
 
+/* The fast path for SYSCALL records, which are nearly all of a trace:
+ * everything in locals, one pass, validated as it goes.  Anything unusual
+ * (a long varint, a bad field) returns 0 without side effects, and the
+ * general decoder then does the work and names the problem. */
+#define FV(P_, E_, out)                                                  \
+	do {                                                             \
+		if (__builtin_expect((E_) - (P_) >= 3, 1) && (P_)[0] < 0x80) { \
+			(out) = *(P_)++;                                 \
+		} else if ((E_) - (P_) >= 3 && (P_)[1] < 0x80) {         \
+			(out) = (uint64_t)((P_)[0] & 0x7f) | (uint64_t)(P_)[1] << 7; \
+			(P_) += 2;                                       \
+		} else {                                                 \
+			struct vmt_cursor t_ = { (P_), (E_), 0 };        \
+			(out) = vmt_get_varint_slow(&t_);                \
+			if (t_.bad)                                      \
+				return 0;                                \
+			(P_) = t_.p;                                     \
+		}                                                        \
+	} while (0)
+
+static inline int vmt_decode_syscall_fast(struct vmt_cursor *c, struct vmt_cursor *times,
+				      struct vmt_tmap *tm, uint16_t minor,
+				      struct vmt_event *ev)
+{
+	const uint8_t *p = c->p, *end = c->end, *tp = times->p, *tend = times->end;
+	uint64_t kind, plen, thread, proc, tsz, op, z, dur, stack, flags;
+	FV(p, end, kind);
+	if (kind != VMT_EV_SYSCALL)
+		return 0;
+	FV(p, end, plen);
+	if (plen > (uint64_t)(end - p))
+		return 0;
+	const uint8_t *rec_end = p + plen;
+	FV(p, rec_end, thread);
+	FV(p, rec_end, proc);
+	if (thread >= VMT_MAX_THREADS || proc >= VMT_MAX_THREADS)
+		return 0;
+	FV(p, rec_end, op);
+	if (op == 0 || op >= VMT_OP__COUNT || rec_end - p < 2)
+		return 0;
+	uint32_t nargs = p[0], mask = p[1];
+	p += 2;
+	if (nargs > VMT_MAX_ARGS || (mask & ~((1u << nargs) - 1) & ~VMT_MASK_RESULT))
+		return 0;
+	struct vmt_tstate *st = vmt_tmap_get(tm, (uint32_t)thread);
+	if (!st)
+		return 0;
+	uint64_t addr = st->addr;
+	struct vmt_syscall *sc = &ev->u.sc;
+	uint32_t i = 0;
+	for (; i < nargs; i++) {
+		FV(p, rec_end, z);
+		/* branch-free: an address argument is a delta from addr */
+		uint64_t is_addr = -(uint64_t)((mask >> i) & 1);
+		uint64_t v = (uint64_t)vmt_unzigzag(z) + (addr & is_addr);
+		sc->args[i] = v;
+		addr = (v & is_addr) | (addr & ~is_addr);
+	}
+	for (; i < VMT_MAX_ARGS; i++)
+		sc->args[i] = 0;
+	FV(p, rec_end, z);
+	if (mask & VMT_MASK_RESULT) {
+		addr += (uint64_t)vmt_unzigzag(z);
+		sc->result = (int64_t)addr;
+	} else {
+		sc->result = vmt_unzigzag(z);
+	}
+	FV(p, rec_end, stack);
+	FV(p, rec_end, flags);
+	if (p != rec_end && minor <= VMT_FORMAT_MINOR)
+		return 0;
+	if (stack > UINT32_MAX || (flags & ~(uint64_t)(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN)))
+		return 0;
+	FV(tp, tend, tsz);
+	FV(tp, tend, dur);
+	uint64_t ts = st->ts + (uint64_t)vmt_unzigzag(tsz);
+	if (ts + dur < ts)
+		return 0;
+	if (sc->result < -4095 && vmt_op_info((uint32_t)op)->ret != VMT_RET_ADDR)
+		return 0;
+	/* commit */
+	ev->kind = VMT_EV_SYSCALL;
+	ev->thread = (uint32_t)thread;
+	ev->proc = (uint32_t)proc;
+	ev->ts_ns = ts;
+	sc->op = (uint32_t)op;
+	sc->nargs = nargs;
+	sc->exit_ns = ts + dur;
+	sc->stack_id = stack ? (uint32_t)(stack - 1) : VMT_NONE;
+	sc->flags = (uint32_t)flags;
+	st->ts = ts;
+	st->addr = addr;
+	c->p = rec_end;
+	times->p = tp;
+	return 1;
+}
+#undef FV
+
 /* vmt_event_check with the page size of the trace. */
 int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 		       const char **why);

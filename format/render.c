@@ -452,8 +452,8 @@ static void text_touch(struct vmt_buf *b, const struct vmt_touch *t)
 	for (uint32_t i = 0; t->runs && i < t->nruns; i++)
 		count[t->runs[i].state < 4 ? t->runs[i].state : 4] +=
 			t->runs[i].pages;
-	vmt_buf_printf(b, "touch(%#" PRIx64 ", %" PRIu64 " pages", t->start,
-		       t->npages);
+	vmt_buf_printf(b, "touch(%#" PRIx64 ", %" PRIu64 " page%s", t->start,
+		       t->npages, t->npages == 1 ? "" : "s");
 	for (unsigned i = 0; i < 5; i++) {
 		if (!count[order[i]])
 			continue;

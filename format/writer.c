@@ -141,7 +141,7 @@ static int write_header(struct vmt_writer *w, const struct vmt_header *h)
 	vmt_put_le32(b.p + 8, 0); /* flags: none defined */
 	b.len = 12;
 	if (!err) err = tlv_str(&b, VMT_HK_ARCH, h->arch);
-	if (!err) err = tlv_u64(&b, VMT_HK_PAGE_SIZE, h->page_size);
+	if (!err) err = tlv_u64(&b, VMT_HK_PAGE_SIZE, w->page_size);
 	if (!err) err = tlv_str(&b, VMT_HK_KERNEL, h->kernel);
 	if (!err) err = tlv_str(&b, VMT_HK_HOSTNAME, h->hostname);
 	for (uint32_t i = 0; !err && i < h->argc && h->argv; i++)
@@ -167,7 +167,8 @@ vmt_writer *vmt_writer_create(int fd, const struct vmt_header *h,
 		goto fail;
 	w->fd = fd;
 	w->page_size = h->page_size ? h->page_size : 4096;
-	if (w->page_size & (w->page_size - 1)) {
+	if ((w->page_size & (w->page_size - 1)) || w->page_size < 1024 ||
+	    w->page_size > (1u << 30)) {
 		err = -EINVAL;
 		goto fail;
 	}
