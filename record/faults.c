@@ -1,0 +1,573 @@
+/*
+ * faults.c - user page faults of traced tasks through perf_event_open.
+ *
+ * One sampling event per task (pid = tid, cpu = -1), sample period 1, with
+ * its own ring buffer.  Why not one shared ring: the kernel only lets a
+ * per-task event redirect its output (PERF_EVENT_IOC_SET_OUTPUT) into an
+ * event of the same task, and inherited per-task events cannot be mapped at
+ * all; per-CPU events would need one event per task and CPU instead.
+ *
+ * Timestamps use CLOCK_MONOTONIC (use_clockid), the recorder's clock, so
+ * FAULT events fall between the syscalls around them.  sample_id_all gives
+ * LOST records a time too.  Nobody waits on the rings: the recorder drains
+ * them at its ptrace stops (a ring that fills up in between loses samples,
+ * which the kernel counts and we report as LOST events).
+ */
+#include "faults.h"
+#include "tpfind.h"
+#include "u64map.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* x86 page-fault error code bits (arch/x86/include/asm/trap_pf.h). */
+#ifndef PERF_FORMAT_LOST
+#define PERF_FORMAT_LOST (1u << 4)
+#endif
+
+/* Free ring bytes below which a sample may have been dropped (the largest
+ * sample we ask for is well under this). */
+#define RING_SLACK 256u
+
+#define PF_WRITE 0x2u
+#define PF_INSTR 0x10u
+
+struct ftask {
+	pid_t tid;
+	uint32_t thread, proc;
+	int fd;
+	void *base; /* the mapping: control page, then data */
+	size_t map_len;
+	unsigned char *data;
+	uint64_t data_size; /* a power of two */
+	uint64_t tail;	    /* our read position (mirrors data_tail) */
+	uint64_t head;	    /* data_head as read at the start of a drain */
+	uint64_t last_ts;   /* time of the last record read */
+	uint64_t ring_lost; /* sum of the ring's LOST records */
+	uint64_t told_lost; /* samples reported lost (LOST events) */
+	int check_lost;	    /* the ring may have overflowed: ask the kernel */
+	int gone;	    /* removed: free once drained */
+};
+
+struct vmr_faults {
+	int tracepoint; /* 1: exceptions:page_fault_user, 0: software event */
+	struct perf_event_attr attr;
+	struct tp_field f_addr, f_ip, f_err;
+	uint32_t ring_pages; /* 0: by task count */
+	size_t page;
+	struct ftask **tasks;
+	size_t ntasks, cap;
+	struct u64map by_tid; /* live tasks only */
+	uint64_t lost;
+	uint64_t last_out_ts; /* time of the last event appended */
+	int lost_count_read; /* read() gives the lost count (Linux >= 6.0) */
+	unsigned char *rec; /* one record, copied when it wraps the ring */
+	size_t rec_cap;
+};
+
+static int perf_open(struct perf_event_attr *a, pid_t pid)
+{
+	long fd = syscall(SYS_perf_event_open, a, pid, -1, -1,
+			  PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static void base_attr(struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->sample_period = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->sample_id_all = 1;
+	a->exclude_hv = 1;
+	/* Nobody polls: let the kernel skip wake-ups until half full. */
+	a->watermark = 1;
+	a->wakeup_watermark = 1u << 30;
+}
+
+/* Attributes for the tracepoint; fails when it or its fields are missing. */
+static int setup_tracepoint(struct vmr_faults *f)
+{
+	struct tp_info tp;
+	int err = tp_find("exceptions", "page_fault_user", &tp);
+	if (err)
+		return err;
+	const struct tp_field *a = tp_field(&tp, "address"),
+			      *ip = tp_field(&tp, "ip"),
+			      *ec = tp_field(&tp, "error_code");
+	if (!a || !ip || !ec || a->size > 8 || ip->size > 8 || ec->size > 8)
+		return -EINVAL;
+	f->f_addr = *a;
+	f->f_ip = *ip;
+	f->f_err = *ec;
+	base_attr(&f->attr);
+	f->attr.type = PERF_TYPE_TRACEPOINT;
+	f->attr.config = tp.id;
+	f->attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			      PERF_SAMPLE_RAW;
+	/* The tracepoint fires in the kernel's fault handler: excluding
+	 * kernel mode would drop every sample. */
+	f->tracepoint = 1;
+	return 0;
+}
+
+static void setup_software(struct vmr_faults *f)
+{
+	base_attr(&f->attr);
+	f->attr.type = PERF_TYPE_SOFTWARE;
+	f->attr.config = PERF_COUNT_SW_PAGE_FAULTS;
+	f->attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			      PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+	/* Faults taken in user mode only, like page_fault_user (and what an
+	 * unprivileged user may sample). */
+	f->attr.exclude_kernel = 1;
+	f->tracepoint = 0;
+}
+
+/* Can we open the event at all?  Try it on ourselves, first asking for
+ * the lost-sample count in read() (older kernels refuse that flag). */
+static int probe(struct vmr_faults *f)
+{
+	struct perf_event_attr a = f->attr;
+	a.disabled = 1;
+	a.read_format = PERF_FORMAT_LOST;
+	int fd = perf_open(&a, 0);
+	if (fd == -EINVAL) {
+		a.read_format = 0;
+		fd = perf_open(&a, 0);
+	}
+	if (fd < 0)
+		return fd;
+	close(fd);
+	f->attr.read_format = a.read_format;
+	f->lost_count_read = a.read_format != 0;
+	return 0;
+}
+
+struct vmr_faults *vmr_faults_new_opts(const struct vmr_faults_opts *opts,
+				       int *err, const char **why)
+{
+	static const struct vmr_faults_opts defaults = { 0, 0 };
+	if (!opts)
+		opts = &defaults;
+	*why = NULL;
+	if (opts->source > VMR_FAULTS_SOFTWARE ||
+	    (opts->ring_pages & (opts->ring_pages - 1))) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	struct vmr_faults *f = calloc(1, sizeof(*f));
+	if (!f) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	f->page = (size_t)sysconf(_SC_PAGESIZE);
+	f->ring_pages = opts->ring_pages;
+	int e = -ENOENT;
+	if (opts->source != VMR_FAULTS_SOFTWARE) {
+		e = setup_tracepoint(f);
+		if (!e)
+			e = probe(f);
+		if (e && opts->source == VMR_FAULTS_TRACEPOINT) {
+			free(f);
+			*err = e;
+			return NULL;
+		}
+		if (e)
+			*why = e == -EACCES || e == -EPERM
+			? "exceptions:page_fault_user tracepoint not permitted: "
+			  "using the software page-fault event (no access type)"
+			: "exceptions:page_fault_user tracepoint not available: "
+			  "using the software page-fault event (no access type)";
+	}
+	if (e) {
+		setup_software(f);
+		if ((e = probe(f))) {
+			free(f);
+			*why = NULL;
+			*err = e;
+			return NULL;
+		}
+	}
+	return f;
+}
+
+struct vmr_faults *vmr_faults_new(int *err, const char **why)
+{
+	return vmr_faults_new_opts(NULL, err, why);
+}
+
+static uint32_t default_pages(const struct vmr_faults *f)
+{
+	if (f->ring_pages)
+		return f->ring_pages;
+	size_t live = f->by_tid.n;
+	return live < 16 ? 256 : live < 256 ? 64 : 16;
+}
+
+int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
+			uint32_t proc)
+{
+	uint32_t idx;
+	if (tid <= 0)
+		return -EINVAL;
+	if (u64map_get(&f->by_tid, (uint64_t)tid, &idx))
+		return -EEXIST;
+	if (f->ntasks == f->cap) {
+		size_t n = f->cap ? f->cap * 2 : 16;
+		struct ftask **v = realloc(f->tasks, n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		f->tasks = v;
+		f->cap = n;
+	}
+	struct ftask *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->tid = tid;
+	t->thread = thread;
+	t->proc = proc;
+	/* Enabled at once (attr.disabled = 0): tid is stopped, so counting
+	 * starts with its next instruction. */
+	int fd = perf_open(&f->attr, tid);
+	if (fd < 0) {
+		free(t);
+		return fd;
+	}
+	t->fd = fd;
+	/* Halve the ring while the kernel refuses the locked memory (an
+	 * unprivileged user's perf_event_mlock_kb). */
+	for (uint32_t pages = default_pages(f);; pages /= 2) {
+		t->map_len = (pages + 1) * f->page;
+		t->base = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, fd, 0);
+		if (t->base != MAP_FAILED)
+			break;
+		int e = -errno;
+		if (pages == 1 || (e != -EPERM && e != -ENOMEM)) {
+			close(fd);
+			free(t);
+			return e;
+		}
+	}
+	struct perf_event_mmap_page *m = t->base;
+	if (m->data_size) { /* Linux >= 4.1 says where the data is */
+		t->data = (unsigned char *)t->base + m->data_offset;
+		t->data_size = m->data_size;
+	} else {
+		t->data = (unsigned char *)t->base + f->page;
+		t->data_size = t->map_len - f->page;
+	}
+	t->tail = __atomic_load_n(&m->data_tail, __ATOMIC_RELAXED);
+	if (u64map_put(&f->by_tid, (uint64_t)tid, (uint32_t)f->ntasks)) {
+		munmap(t->base, t->map_len);
+		close(fd);
+		free(t);
+		return -ENOMEM;
+	}
+	f->tasks[f->ntasks++] = t;
+	return 0;
+}
+
+void vmr_faults_remove_task(struct vmr_faults *f, pid_t tid)
+{
+	uint32_t idx;
+	if (!f || !u64map_get(&f->by_tid, (uint64_t)tid, &idx))
+		return;
+	struct ftask *t = f->tasks[idx];
+	/* Stop new samples; keep the ring until the next drain reads it. */
+	ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+	t->gone = 1;
+	t->check_lost = 1;
+	u64map_del(&f->by_tid, (uint64_t)tid);
+}
+
+static void task_free(struct ftask *t)
+{
+	munmap(t->base, t->map_len);
+	close(t->fd);
+	free(t);
+}
+
+/* Free drained removed tasks; reindex the live ones. */
+static void compact(struct vmr_faults *f)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < f->ntasks; i++) {
+		struct ftask *t = f->tasks[i];
+		if (t->gone && t->tail == t->head) {
+			task_free(t);
+			continue;
+		}
+		if (!t->gone && n != i)
+			u64map_put(&f->by_tid, (uint64_t)t->tid, (uint32_t)n);
+		f->tasks[n++] = t;
+	}
+	f->ntasks = n;
+}
+
+/* The record at t->tail, contiguous (copied to f->rec if it wraps), or
+ * NULL when the ring holds garbage (then the rest of it is dropped). */
+static const unsigned char *peek(struct vmr_faults *f, struct ftask *t,
+				 uint32_t *size)
+{
+	uint64_t mask = t->data_size - 1, avail = t->head - t->tail;
+	struct perf_event_header h;
+	uint64_t off = t->tail & mask;
+	if (avail < sizeof(h))
+		return NULL;
+	for (size_t i = 0; i < sizeof(h); i++)
+		((unsigned char *)&h)[i] = t->data[(off + i) & mask];
+	if (h.size < sizeof(h) || h.size > avail || (h.size & 7))
+		return NULL;
+	*size = h.size;
+	if (off + h.size <= t->data_size)
+		return t->data + off;
+	if (f->rec_cap < h.size) {
+		unsigned char *r = realloc(f->rec, h.size);
+		if (!r)
+			return NULL;
+		f->rec = r;
+		f->rec_cap = h.size;
+	}
+	size_t first = (size_t)(t->data_size - off);
+	memcpy(f->rec, t->data + off, first);
+	memcpy(f->rec + first, t->data, h.size - first);
+	return f->rec;
+}
+
+static uint64_t get_uint(const unsigned char *p, uint32_t size)
+{
+	uint64_t v = 0;
+	if (size == 8) {
+		memcpy(&v, p, 8);
+	} else if (size == 4) {
+		uint32_t x;
+		memcpy(&x, p, 4);
+		v = x;
+	} else if (size == 2) {
+		uint16_t x;
+		memcpy(&x, p, 2);
+		v = x;
+	} else if (size == 1) {
+		v = *p;
+	}
+	return v;
+}
+
+/* Decode the record r (size bytes) of task t into *ev.  Returns 1 for an
+ * event to append, 0 for a record to skip (other record types, short
+ * records, losses already reported). */
+static int decode(struct vmr_faults *f, struct ftask *t,
+		  const unsigned char *r, uint32_t size, struct vmt_event *ev)
+{
+	struct perf_event_header h;
+	memcpy(&h, r, sizeof(h));
+	const unsigned char *p = r + sizeof(h), *end = r + size;
+	memset(ev, 0, sizeof(*ev));
+	ev->thread = t->thread;
+	ev->proc = t->proc;
+	ev->ts_ns = t->last_ts;
+	if (h.type == PERF_RECORD_LOST) {
+		/* id, lost, then sample_id {pid, tid, time}. */
+		if (end - p < 16)
+			return 0;
+		uint64_t lost;
+		memcpy(&lost, p + 8, 8);
+		if (end - p >= 32)
+			memcpy(&ev->ts_ns, end - 8, 8);
+		/* Part of it may have been reported already from the count
+		 * read() gave at an earlier drain. */
+		t->ring_lost += lost;
+		if (t->ring_lost <= t->told_lost)
+			return 0;
+		ev->kind = VMT_EV_LOST;
+		ev->u.lost.count = t->ring_lost - t->told_lost;
+		ev->u.lost.what = VMT_LOST_FAULTS;
+		t->told_lost = t->ring_lost;
+		f->lost += ev->u.lost.count;
+		return 1;
+	}
+	if (h.type != PERF_RECORD_SAMPLE)
+		return 0; /* throttling notes etc. */
+	ev->kind = VMT_EV_FAULT;
+	if (f->tracepoint) {
+		/* tid (pid, tid), time, raw size, raw */
+		if (end - p < 8 + 8 + 4)
+			return 0;
+		memcpy(&ev->ts_ns, p + 8, 8);
+		uint32_t raw_size;
+		memcpy(&raw_size, p + 16, 4);
+		const unsigned char *raw = p + 20;
+		if (raw_size > (uint64_t)(end - raw))
+			return 0;
+		const struct tp_field *fl[3] = { &f->f_addr, &f->f_ip, &f->f_err };
+		for (int i = 0; i < 3; i++)
+			if (fl[i]->offset + fl[i]->size > raw_size)
+				return 0;
+		ev->u.fault.addr = get_uint(raw + f->f_addr.offset, f->f_addr.size);
+		ev->u.fault.ip = get_uint(raw + f->f_ip.offset, f->f_ip.size);
+		uint64_t ec = get_uint(raw + f->f_err.offset, f->f_err.size);
+		ev->u.fault.access = ec & PF_WRITE ? VMT_FAULT_WRITE
+				     : ec & PF_INSTR ? VMT_FAULT_EXEC
+						     : VMT_FAULT_READ;
+	} else {
+		/* ip, tid (pid, tid), time, addr */
+		if (end - p < 32)
+			return 0;
+		memcpy(&ev->u.fault.ip, p, 8);
+		memcpy(&ev->ts_ns, p + 16, 8);
+		memcpy(&ev->u.fault.addr, p + 24, 8);
+		ev->u.fault.access = 0;
+	}
+	return 1;
+}
+
+/* *ts = time of the record at t->tail (for merging; the task's last time
+ * when the record has none).  Returns 0 when there is no valid record. */
+static int next_time(struct vmr_faults *f, struct ftask *t, uint64_t *ts)
+{
+	uint32_t size;
+	const unsigned char *r = peek(f, t, &size);
+	if (!r)
+		return 0;
+	struct perf_event_header h;
+	memcpy(&h, r, sizeof(h));
+	*ts = t->last_ts;
+	if (h.type == PERF_RECORD_SAMPLE) {
+		/* time follows the tid (and, for the software event, ip) */
+		size_t at = sizeof(h) + (f->tracepoint ? 8 : 16);
+		if (at + 8 <= size)
+			memcpy(ts, r + at, 8);
+	} else if (size >= sizeof(h) + 16) {
+		memcpy(ts, r + size - 8, 8); /* sample_id_all trailer */
+	}
+	return 1;
+}
+
+/* Compare the kernel's lost count for t with what we reported; append a
+ * LOST event for the difference.  Returns events appended or -err. */
+static int report_read_lost(struct vmr_faults *f, struct ftask *t,
+			    vmt_writer *w)
+{
+	uint64_t v[2];
+	if (!f->lost_count_read || read(t->fd, v, sizeof(v)) != sizeof(v) ||
+	    v[1] <= t->told_lost)
+		return 0;
+	struct vmt_event ev = { .kind = VMT_EV_LOST, .thread = t->thread,
+				.proc = t->proc };
+	/* After everything appended so far: the stream stays in order. */
+	ev.ts_ns = f->last_out_ts > t->last_ts ? f->last_out_ts : t->last_ts;
+	ev.u.lost.count = v[1] - t->told_lost;
+	ev.u.lost.what = VMT_LOST_FAULTS;
+	int err = vmt_writer_append(w, &ev);
+	if (err)
+		return err;
+	t->told_lost = v[1];
+	f->lost += ev.u.lost.count;
+	f->last_out_ts = ev.ts_ns;
+	return 1;
+}
+
+int vmr_faults_drain(struct vmr_faults *f, vmt_writer *w, uint64_t up_to_ns)
+{
+	int appended = 0, err = 0;
+	size_t nact = 0;
+	/* Rings with data, with the time of their next record. */
+	struct act {
+		struct ftask *t;
+		uint64_t ts;
+	} *act = f->ntasks ? malloc(f->ntasks * sizeof(*act)) : NULL;
+	if (f->ntasks && !act)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->ntasks; i++) {
+		struct ftask *t = f->tasks[i];
+		struct perf_event_mmap_page *m = t->base;
+		t->head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+		if (t->head - t->tail > t->data_size)
+			t->tail = t->head; /* cannot happen; never trust it */
+		/* Samples are only dropped when the ring has no room for one:
+		 * with room left, nothing was lost since the last drain. */
+		if (t->data_size - (t->head - t->tail) < RING_SLACK)
+			t->check_lost = 1;
+		uint64_t ts;
+		if (t->head != t->tail) {
+			if (next_time(f, t, &ts))
+				act[nact++] = (struct act){ t, ts };
+			else
+				t->tail = t->head; /* garbage: drop */
+		}
+	}
+	while (nact && !err) {
+		size_t best = 0;
+		for (size_t i = 1; i < nact; i++)
+			if (act[i].ts < act[best].ts)
+				best = i;
+		if (act[best].ts > up_to_ns)
+			break;
+		struct ftask *t = act[best].t;
+		uint32_t size;
+		const unsigned char *r = peek(f, t, &size);
+		struct vmt_event ev;
+		if (r && decode(f, t, r, size, &ev)) {
+			t->last_ts = ev.ts_ns;
+			if ((err = vmt_writer_append(w, &ev)))
+				break;
+			f->last_out_ts = ev.ts_ns;
+			appended++;
+		}
+		t->tail += r ? size : t->head - t->tail;
+		if (t->tail == t->head || !next_time(f, t, &act[best].ts)) {
+			t->tail = t->head;
+			act[best] = act[--nact];
+		}
+	}
+	/* Losses the kernel has not written into a ring yet (it does so only
+	 * when the next sample fits): report them now, after everything
+	 * drained, so that a run's loss is never silent. */
+	for (size_t i = 0; i < f->ntasks && !err; i++) {
+		struct ftask *t = f->tasks[i];
+		if (!t->check_lost || t->tail != t->head)
+			continue;
+		t->check_lost = 0;
+		int n = report_read_lost(f, t, w);
+		if (n < 0)
+			err = n;
+		else
+			appended += n;
+	}
+	/* Give the space back to the kernel (after our reads of it). */
+	for (size_t i = 0; i < f->ntasks; i++) {
+		struct perf_event_mmap_page *m = f->tasks[i]->base;
+		__atomic_store_n(&m->data_tail, f->tasks[i]->tail,
+				 __ATOMIC_RELEASE);
+	}
+	free(act);
+	compact(f);
+	return err ? err : appended;
+}
+
+uint64_t vmr_faults_lost(const struct vmr_faults *f)
+{
+	return f->lost;
+}
+
+void vmr_faults_free(struct vmr_faults *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->ntasks; i++)
+		task_free(f->tasks[i]);
+	free(f->tasks);
+	free(f->rec);
+	u64map_free(&f->by_tid);
+	free(f);
+}

@@ -1,0 +1,71 @@
+/*
+ * faults.h - capture of user page faults with perf_event_open, one event
+ * per traced task, merged in time order into FAULT events.
+ *
+ * Preferred source: the exceptions:page_fault_user tracepoint (address, ip
+ * and the hardware error code, hence read/write/exec).  Where it is missing
+ * (no tracefs, other architectures): the software page-fault event, which
+ * gives address and ip but no access type (FAULT.access = 0).  The kernel
+ * writes samples to a ring buffer per task; the recorder drains them at its
+ * ptrace stops, so nothing here blocks or needs a wake-up.
+ *
+ * All timestamps are CLOCK_MONOTONIC ns.  One thread must make all calls.
+ */
+#ifndef VMREC_FAULTS_H
+#define VMREC_FAULTS_H
+
+#include "vmtrace.h"
+#include <sys/types.h>
+
+struct vmr_faults;
+
+/* *why: NULL, or a static sentence about a fallback, e.g.
+ * "exceptions:page_fault_user tracepoint not available: using the software
+ * page-fault event (no access type)". NULL + *err on failure (e.g.
+ * perf_event_paranoid: -EACCES/-EPERM; -ENOSYS without perf events).
+ * Probes the kernel once by opening (and closing) an event on the caller. */
+struct vmr_faults *vmr_faults_new(int *err, const char **why);
+
+/* Choices for tests and tuning; vmr_faults_new() is all defaults. */
+enum vmr_fault_source {
+	VMR_FAULTS_AUTO = 0,	   /* tracepoint, else software event */
+	VMR_FAULTS_TRACEPOINT = 1, /* tracepoint only (fail without it) */
+	VMR_FAULTS_SOFTWARE = 2,   /* software page-fault event only */
+};
+struct vmr_faults_opts {
+	uint32_t source;     /* enum vmr_fault_source */
+	uint32_t ring_pages; /* data pages per task ring, a power of two;
+				0: 256 for the first 16 tasks, 64 up to 256
+				tasks, 16 after (halved while the kernel
+				refuses the memory) */
+};
+/* vmr_faults_new with options (opts may be NULL). */
+struct vmr_faults *vmr_faults_new_opts(const struct vmr_faults_opts *opts,
+				       int *err, const char **why);
+
+/* Start sampling the page faults of task tid (trace thread index `thread`,
+ * process index `proc`).  The event is enabled at once, so with tid stopped
+ * (at creation, or before exec) it counts from tid's next instruction.
+ * Returns 0, -EEXIST if tid is already added, or -errno of perf_event_open
+ * / mmap (e.g. -ESRCH when tid is gone, -EMFILE). */
+int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
+			uint32_t proc);
+
+/* Stop sampling tid.  Its samples not yet drained are kept and appended by
+ * the next vmr_faults_drain (so nothing recorded before an exit is lost).
+ * Unknown tids are ignored. */
+void vmr_faults_remove_task(struct vmr_faults *f, pid_t tid);
+
+/* Append FAULT events with time <= up_to_ns (all if UINT64_MAX), in time
+ * order across tasks, and LOST events for samples the kernel dropped.
+ * Returns the number of events appended, or -err. */
+int vmr_faults_drain(struct vmr_faults *f, vmt_writer *w, uint64_t up_to_ns);
+
+/* Total samples the kernel reported lost so far. */
+uint64_t vmr_faults_lost(const struct vmr_faults *f);
+
+/* Stop sampling every task and free everything.  Undrained samples are
+ * dropped.  NULL is fine. */
+void vmr_faults_free(struct vmr_faults *f);
+
+#endif /* VMREC_FAULTS_H */

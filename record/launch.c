@@ -1,0 +1,123 @@
+/*
+ * launch.c - start the program under the tracer.
+ *
+ * The child blocks on a pipe until the parent has PTRACE_SEIZEd it, then
+ * loads the seccomp filter and execs.  (A pipe rather than raise(SIGSTOP):
+ * the child never enters a group-stop, so no SIGCONT has to be sent and no
+ * job-control state leaks to the program or to the shell.)  A second,
+ * close-on-exec pipe carries a failure report ("F" or "E" + errno) back
+ * when the filter cannot be loaded or exec fails; a successful exec closes
+ * it silently.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "rec_internal.h"
+
+struct report {
+	char stage;
+	int err;
+};
+
+static void child(int go, int rep, char *const argv[],
+		  const struct vmr_sysmap *m, const sigset_t *mask)
+{
+	struct report r = { 0, 0 };
+	char c;
+	ssize_t n;
+
+	do
+		n = read(go, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(127); /* the recorder went away */
+	close(go);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	r.err = -vmr_filter_load(m);
+	if (r.err) {
+		r.stage = VMR_LAUNCH_FILTER;
+	} else {
+		execvp(argv[0], argv);
+		r.stage = VMR_LAUNCH_EXEC;
+		r.err = errno;
+	}
+	if (write(rep, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		_exit(127);
+	/* Like a shell: 127 when the command was not found, else 126. */
+	_exit(r.stage == VMR_LAUNCH_EXEC && r.err != ENOENT ? 126 : 127);
+}
+
+int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
+	       unsigned long ptrace_opts, const sigset_t *child_mask,
+	       pid_t *pid, int *errfd)
+{
+	int go[2], rep[2], err;
+	pid_t p;
+
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(rep, O_CLOEXEC) < 0) {
+		err = -errno;
+		close(go[0]);
+		close(go[1]);
+		return err;
+	}
+	p = fork();
+	if (p < 0) {
+		err = -errno;
+		goto out_close;
+	}
+	if (p == 0) {
+		close(go[1]);
+		close(rep[0]);
+		child(go[0], rep[1], argv, m, child_mask);
+	}
+	close(go[0]);
+	close(rep[1]);
+	if (ptrace(PTRACE_SEIZE, p, 0, ptrace_opts) < 0) {
+		err = -errno;
+		close(go[1]); /* the child reads EOF and exits */
+		close(rep[0]);
+		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+			;
+		return err;
+	}
+	if (write(go[1], "g", 1) != 1) {
+		err = -errno;
+		kill(p, SIGKILL);
+		close(go[1]);
+		close(rep[0]);
+		return err;
+	}
+	close(go[1]);
+	*pid = p;
+	*errfd = rep[0];
+	return 0;
+
+out_close:
+	close(go[0]);
+	close(go[1]);
+	close(rep[0]);
+	close(rep[1]);
+	return err;
+}
+
+int vmr_launch_failure(int errfd, int *stage, int *err)
+{
+	struct report r;
+	ssize_t n;
+
+	fcntl(errfd, F_SETFL, O_NONBLOCK);
+	do
+		n = read(errfd, &r, sizeof(r));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(r))
+		return -ENOENT;
+	*stage = r.stage;
+	*err = r.err;
+	return 0;
+}

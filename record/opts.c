@@ -1,0 +1,192 @@
+/*
+ * opts.c - vmrec's command line: parsing, --help text, and the options
+ * string stored in the trace header.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "recorder.h"
+
+static const char usage_text[] =
+	"usage: vmrec [OPTIONS] [--] CMD [ARG...]\n"
+	"       vmrec [OPTIONS] -p PID\n"
+	"\n"
+	"Run CMD (or attach to process PID) and record every memory-management\n"
+	"system call of all its threads and child processes (mmap, munmap,\n"
+	"mprotect, madvise, mlock, mremap, brk, ...) into a vmtrace file.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output=FILE   write the trace to FILE (default: CMD.vmtrace.zst,\n"
+	"                      then CMD.1.vmtrace.zst, ...; never overwritten)\n"
+	"      --force         overwrite FILE if it exists\n"
+	"  -q, --quiet         no summary line at the end\n"
+	"      --stacks[=DEPTH]  record the user call stack of every call\n"
+	"                      (at most DEPTH frames, default 32)\n"
+	"      --touch=MODE    page-touch capture: resident (default: pages\n"
+	"                      present before each discarding call and at exit),\n"
+	"                      faults (every user page fault), none\n"
+	"  -p, --pid=PID       attach to the running process PID (all its\n"
+	"                      threads; slower: no seccomp filter)\n"
+	"      --same-cpu      run vmrec and CMD on one CPU: traced calls cost\n"
+	"                      about 40% less, but CMD sees a single CPU\n"
+	"  -h, --help          show this help and exit\n"
+	"      --version       show the version and exit\n"
+	"\n"
+	"Exit status: that of CMD (128+N if it was killed by signal N); 127 if\n"
+	"CMD cannot be run; 2 for a usage error; 1 if recording failed.\n"
+	"See vmrec(1).\n";
+
+const char *vmr_usage(void)
+{
+	return usage_text;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* A decimal number in [lo, hi] with nothing after it. */
+static int parse_uint(const char *s, unsigned long lo, unsigned long hi,
+		      unsigned long *v)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	unsigned long x = strtoul(s, &end, 10);
+	if (errno || *end || x < lo || x > hi)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+enum { OPT_FORCE = 256, OPT_STACKS, OPT_TOUCH, OPT_VERSION, OPT_SAME_CPU };
+
+int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
+		   size_t errlen)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "stacks", optional_argument, NULL, OPT_STACKS },
+		{ "touch", required_argument, NULL, OPT_TOUCH },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "same-cpu", no_argument, NULL, OPT_SAME_CPU },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->touch = VMR_TOUCH_RESIDENT;
+	if (err && errlen)
+		err[0] = '\0';
+	/* getopt keeps global state: optind = 0 makes GNU getopt start over,
+	 * so the parser can be called more than once (tests do). */
+	optind = 0;
+	opterr = 0;
+	/* '+': stop at the first non-option, which is CMD. */
+	while ((c = getopt_long(argc, argv, "+:o:qp:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!*optarg)
+				return fail(err, errlen, "-o: empty file name");
+			o->output = optarg;
+			break;
+		case OPT_FORCE:
+			o->force = 1;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case OPT_STACKS:
+			if (!optarg) {
+				o->stack_depth = VMR_DEFAULT_STACK_DEPTH;
+			} else if (parse_uint(optarg, 1, VMT_MAX_STACK_DEPTH, &v)) {
+				return fail(err, errlen,
+					    "--stacks: depth must be a number from 1 to %u, not '%s'",
+					    VMT_MAX_STACK_DEPTH, optarg);
+			} else {
+				o->stack_depth = (unsigned)v;
+			}
+			break;
+		case OPT_TOUCH:
+			if (!strcmp(optarg, "resident"))
+				o->touch = VMR_TOUCH_RESIDENT;
+			else if (!strcmp(optarg, "faults"))
+				o->touch = VMR_TOUCH_FAULTS;
+			else if (!strcmp(optarg, "none"))
+				o->touch = VMR_TOUCH_NONE;
+			else
+				return fail(err, errlen,
+					    "--touch: unknown mode '%s' (use resident, faults or none)",
+					    optarg);
+			break;
+		case 'p':
+			if (parse_uint(optarg, 1, 0x3fffffff, &v))
+				return fail(err, errlen, "-p: invalid process id '%s'", optarg);
+			o->attach_pid = (pid_t)v;
+			break;
+		case OPT_SAME_CPU:
+			o->same_cpu = 1;
+			break;
+		case 'h':
+			o->action = VMR_HELP;
+			return 0;
+		case OPT_VERSION:
+			o->action = VMR_SHOW_VERSION;
+			return 0;
+		case ':':
+			return fail(err, errlen, "option '%s' needs an argument",
+				    argv[optind - 1]);
+		default:
+			if (optopt && optopt < 256)
+				return fail(err, errlen, "unknown option '-%c'", optopt);
+			return fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	o->cmd_argc = argc - optind;
+	o->cmd_argv = argv + optind;
+	if (o->attach_pid && o->same_cpu)
+		return fail(err, errlen, "--same-cpu cannot be used with -p (it would move the running program)");
+	if (o->attach_pid && o->cmd_argc > 0)
+		return fail(err, errlen, "-p PID cannot be combined with a command");
+	if (!o->attach_pid && o->cmd_argc == 0)
+		return fail(err, errlen,
+			    "no command given (usage: vmrec [OPTIONS] -- CMD [ARG...] or vmrec -p PID)");
+	return 0;
+}
+
+void vmr_options_string(const struct vmr_opts *o, char *buf, size_t len)
+{
+	static const char *const touch[] = { "resident", "faults", "none" };
+	int n;
+
+	if (!len)
+		return;
+	n = snprintf(buf, len, "touch=%s",
+		     o->touch >= 0 && o->touch <= 2 ? touch[o->touch] : "?");
+	if (o->stack_depth && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " stacks=%u", o->stack_depth);
+	if (o->same_cpu && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " same-cpu");
+	if (o->attach_pid && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " attach=%d", (int)o->attach_pid);
+}

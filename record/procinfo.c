@@ -1,0 +1,108 @@
+/*
+ * procinfo.c - facts about a stopped tracee read from /proc: the file
+ * behind an fd, the program path, thread group ids.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rec_internal.h"
+
+/* Read a small /proc file into buf (NUL-terminated).  Returns length or
+ * -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	do
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	do
+		n = read(fd, buf, len - 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		n = -errno;
+	else
+		buf[n] = '\0';
+	close(fd);
+	return n;
+}
+
+long vmr_fdinfo_flags(pid_t tid, int fd)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)tid, fd);
+	n = read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	p = strstr(buf, "flags:");
+	if (!p)
+		return -EINVAL;
+	return strtol(p + 6, NULL, 8);
+}
+
+int vmr_fd_identity(pid_t tid, int fd, char *path, size_t pathlen,
+		    struct vmt_map_file *out)
+{
+	char link[64];
+	struct stat st;
+	ssize_t n;
+	long fl;
+
+	memset(out, 0, sizeof(*out));
+	out->path = path;
+	path[0] = '\0';
+	snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)tid, fd);
+	/* stat through the magic link: the open file itself, even if it was
+	 * renamed or deleted since. */
+	if (stat(link, &st) < 0)
+		return -errno;
+	out->dev = st.st_dev;
+	out->ino = st.st_ino;
+	out->size = (uint64_t)st.st_size;
+	out->mode = st.st_mode;
+	n = readlink(link, path, pathlen - 1);
+	path[n > 0 ? n : 0] = '\0';
+	fl = vmr_fdinfo_flags(tid, fd);
+	if (fl >= 0)
+		out->open_flags = (uint32_t)fl;
+	return 0;
+}
+
+void vmr_exe_path(pid_t pid, char *buf, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+int vmr_task_ids(pid_t tid, pid_t *tgid, pid_t *ppid)
+{
+	char path[64], buf[2048], *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	p = strstr(buf, "\nTgid:");
+	if (!p)
+		return -EINVAL;
+	*tgid = (pid_t)strtol(p + 6, NULL, 10);
+	p = strstr(buf, "\nPPid:");
+	if (!p)
+		return -EINVAL;
+	*ppid = (pid_t)strtol(p + 6, NULL, 10);
+	return 0;
+}

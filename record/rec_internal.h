@@ -1,0 +1,166 @@
+/*
+ * rec_internal.h - the modules of libvmrecord that the tracer loop is built
+ * from.  Internal to record/ and its unit tests; not a stable interface.
+ */
+#ifndef VMREC_REC_INTERNAL_H
+#define VMREC_REC_INTERNAL_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#include "vmtrace.h"
+
+/* ---- /proc/PID/maps (maps.c) ------------------------------------------- */
+
+/* A parsed maps text.  Entries point into `text`, which the parser
+ * modifies in place (paths get NUL-terminated). */
+struct vmr_maps {
+	char *text;
+	size_t len, cap;
+	struct vmt_map_entry *e;
+	uint32_t n, ecap;
+};
+
+/* Parse text[0..len) (it must be m->text, len = m->len, with room for one
+ * more byte) into m->e.  Returns 0, -EINVAL for a malformed line or
+ * unsorted/overlapping entries, -ENOMEM. */
+int vmr_maps_parse(struct vmr_maps *m);
+
+/* Read /proc/<pid>/maps into m and parse it.  Returns 0 or -errno. */
+int vmr_maps_read(struct vmr_maps *m, pid_t pid);
+
+void vmr_maps_free(struct vmr_maps *m);
+
+/* Read a whole (small, /proc) file into *buf (grown as needed, always
+ * NUL-terminated).  Returns the length or -errno. */
+ssize_t vmr_read_file(const char *path, char **buf, size_t *cap);
+
+/* ---- touch run-length encoding (touch.c) -------------------------------- */
+
+/* Called with each finished TOUCH range: first page address, runs, total
+ * pages.  Returns 0 or -err (which stops the scan). */
+typedef int (*vmr_runs_emit_fn)(void *ctx, uint64_t start,
+				const struct vmt_touch_run *runs,
+				uint32_t nruns, uint64_t npages);
+
+/* Builds the runs of one TOUCH event from page states added in address
+ * order.  Absent pages before the first and after the last present page
+ * are dropped (a TOUCH covers present pages only at its edges); a range
+ * needing more than `max` runs is cut into several emits. */
+struct vmr_runs {
+	uint64_t start;	 /* address of the first page of runs[0] */
+	uint64_t cursor; /* address after the last page added */
+	uint64_t npages;
+	struct vmt_touch_run *runs;
+	uint32_t n, cap, max;
+	unsigned page_shift;
+	vmr_runs_emit_fn emit;
+	void *ctx;
+};
+
+/* max: runs per emit (0: 65536). */
+void vmr_runs_init(struct vmr_runs *r, unsigned page_shift, uint32_t max,
+		   vmr_runs_emit_fn emit, void *ctx);
+void vmr_runs_free(struct vmr_runs *r);
+/* Forget buffered runs (start a new range). */
+void vmr_runs_begin(struct vmr_runs *r);
+/* npages pages at addr (page aligned, >= the end of the previous add) are in
+ * `state`.  VMT_PAGE_ABSENT adds nothing.  Returns 0 or -err. */
+int vmr_runs_add(struct vmr_runs *r, uint64_t addr, uint64_t npages,
+		 uint32_t state);
+/* Emit what is buffered (if any page is present).  Returns 0 or -err. */
+int vmr_runs_end(struct vmr_runs *r);
+
+/* Page-state reader for /proc/PID/pagemap: the PAGEMAP_SCAN ioctl where
+ * the kernel has it (6.7+), else pread of pagemap entries. */
+struct vmr_pagemap {
+	int scan;	   /* 1: PAGEMAP_SCAN works (probed at init), 0: pread */
+	uint64_t zero_pfn; /* pfn of the zero page (fallback), 0 if unknown */
+	void *vec;	   /* ioctl result buffer */
+	uint64_t *ent;	   /* pread buffer */
+	uint64_t fallback_cap; /* pages per range the fallback reads */
+	uint64_t truncated;    /* ranges the fallback cut at fallback_cap */
+};
+
+int vmr_pagemap_init(struct vmr_pagemap *pm);
+void vmr_pagemap_free(struct vmr_pagemap *pm);
+/* Add the states of the pages in [start, end) of the process whose
+ * pagemap is open on fd to r (no begin/end: callers bracket).  Returns 0
+ * or -err. */
+int vmr_pagemap_scan(struct vmr_pagemap *pm, int fd, uint64_t start,
+		     uint64_t end, struct vmr_runs *r);
+
+/* ---- syscall numbers and the seccomp filter (sysmap.c) ------------------ */
+
+#define VMR_MAX_NR 1024
+
+struct vmr_sysmap {
+	uint32_t arch;		       /* AUDIT_ARCH_* of this machine */
+	uint8_t op_of_nr[VMR_MAX_NR];  /* 0: not an op */
+	int nr_of_op[VMT_OP__COUNT];   /* -1: the arch lacks the op */
+};
+
+/* Resolve every op's syscall name (vmt_op_info) on this arch.  Returns 0,
+ * or -ENOENT if not even mmap resolves. */
+int vmr_sysmap_init(struct vmr_sysmap *m);
+
+/* The op of syscall nr on arch, or 0. */
+static inline uint32_t vmr_sysmap_op(const struct vmr_sysmap *m,
+				     uint32_t arch, uint64_t nr)
+{
+	return arch == m->arch && nr < VMR_MAX_NR ? m->op_of_nr[nr] : 0;
+}
+
+/* In the child: load a filter that returns SECCOMP_RET_TRACE for the ops
+ * of m (and for the same calls of the 32-bit compat arch, which the tracer
+ * counts as lost) and allows everything else.  Returns 0 or -errno. */
+int vmr_filter_load(const struct vmr_sysmap *m);
+
+/* ---- launching (launch.c) ----------------------------------------------- */
+
+/*
+ * Fork a child that waits until the parent has seized it with
+ * ptrace_opts, then loads the filter and execvp()s argv.  *pid gets the
+ * child; *errfd a pipe that reports a failure before exec (see
+ * vmr_launch_failure).  child_mask: the signal mask the program starts
+ * with.  Returns 0 or -errno (the child is reaped on failure).
+ */
+int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
+	       unsigned long ptrace_opts, const sigset_t *child_mask,
+	       pid_t *pid, int *errfd);
+
+enum { VMR_LAUNCH_FILTER = 'F', VMR_LAUNCH_EXEC = 'E' };
+/* After the child died before exec: what failed (VMR_LAUNCH_*) and the
+ * errno.  Returns 0 if the child reported something, -ENOENT if not. */
+int vmr_launch_failure(int errfd, int *stage, int *err);
+
+/* ---- /proc helpers (procinfo.c) ----------------------------------------- */
+
+/* Identity of the file open on fd `fd` of task tid: path (readlink of
+ * /proc/tid/fd/N, "" if unreadable) into path[0..pathlen), dev, ino,
+ * size and mode (stat through the link) and the open flags (fdinfo).
+ * Fields that cannot be read stay 0.  Returns 0, or -errno if the fd does
+ * not exist. */
+int vmr_fd_identity(pid_t tid, int fd, char *path, size_t pathlen,
+		    struct vmt_map_file *out);
+
+/* The "flags:" value of /proc/tid/fdinfo/fd (octal), or -errno. */
+long vmr_fdinfo_flags(pid_t tid, int fd);
+
+/* readlink /proc/pid/exe into buf; "" on failure. */
+void vmr_exe_path(pid_t pid, char *buf, size_t len);
+
+/* Thread group id and parent pid of tid from /proc/tid/status. */
+int vmr_task_ids(pid_t tid, pid_t *tgid, pid_t *ppid);
+
+static inline uint64_t vmr_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif /* VMREC_REC_INTERNAL_H */

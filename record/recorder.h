@@ -1,0 +1,107 @@
+/*
+ * recorder.h - libvmrecord: the recorder behind vmrec(1).
+ *
+ * vmrec.c parses the command line with vmr_parse_args(), opens the output
+ * with vmr_open_output() and runs vmr_record().  Everything that can be
+ * tested without a tracee (option parsing, output naming, /proc/PID/maps
+ * parsing, touch run-length encoding) is reachable from here or from
+ * rec_internal.h.
+ *
+ * Library conventions of the project apply: no printing, no exit; errors
+ * are negative errno values plus, where a caller needs to explain, a
+ * message copied into a caller buffer.
+ */
+#ifndef VMREC_RECORDER_H
+#define VMREC_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "vmtrace.h"
+
+#define VMR_VERSION "0.1"
+#define VMR_DEFAULT_STACK_DEPTH 32u
+
+enum vmr_touch_mode {
+	VMR_TOUCH_RESIDENT = 0, /* pagemap before discarding ops and at exit */
+	VMR_TOUCH_FAULTS = 1,	/* every user page fault (perf) */
+	VMR_TOUCH_NONE = 2,	/* syscalls only */
+};
+
+enum vmr_action {
+	VMR_RUN = 0,	 /* record (launch or attach) */
+	VMR_HELP = 1,	 /* print vmr_usage() to stdout, exit 0 */
+	VMR_SHOW_VERSION = 2, /* print the version, exit 0 */
+};
+
+struct vmr_opts {
+	int action;		/* enum vmr_action */
+	const char *output;	/* -o FILE, or NULL for the default name */
+	int force;		/* --force: overwrite FILE */
+	int quiet;		/* -q */
+	unsigned stack_depth;	/* 0: no stacks; else --stacks=DEPTH */
+	int touch;		/* enum vmr_touch_mode */
+	pid_t attach_pid;	/* -p PID, or 0 */
+	int same_cpu;		/* --same-cpu: vmrec and the program on one CPU */
+	int cmd_argc;		/* launch mode: CMD [ARG...] */
+	char **cmd_argv;	/* NULL-terminated (points into argv) */
+};
+
+/* Parse vmrec's command line.  Options stop at "--" or at the first
+ * non-option (so `vmrec ls -l` records `ls -l`).  Returns 0, or -EINVAL
+ * with a one-line reason (no "vmrec:" prefix) in err[0..errlen). */
+int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
+		   size_t errlen);
+
+/* The --help text (static). */
+const char *vmr_usage(void);
+
+/* The options as recorded in the trace header, e.g.
+ * "touch=resident stacks=32" (written to buf, always NUL-terminated). */
+void vmr_options_string(const struct vmr_opts *o, char *buf, size_t len);
+
+/* Open the trace file.  With path != NULL: create it (O_EXCL unless force;
+ * O_TRUNC with force).  With path == NULL: create "<base>.vmtrace.zst" in
+ * the current directory, else "<base>.1.vmtrace.zst", ".2", ... never
+ * replacing an existing file (base: the basename of `name`).  The name
+ * used is copied to used[0..usedlen).  Returns an O_CLOEXEC fd or -errno
+ * (-EEXIST when the file exists and force is off). */
+int vmr_open_output(const char *path, int force, const char *name,
+		    char *used, size_t usedlen);
+
+/* What vmr_record() reports back. */
+struct vmr_summary {
+	int exit_code;		/* vmrec's exit status: the root's exit code,
+				   128+N for signal N; after SIGINT/SIGTERM to
+				   vmrec, 128+that signal; 0 after a detach */
+	int stopped_by;		/* signal that stopped recording, or 0 */
+	uint64_t events;
+	uint32_t threads, procs;
+	uint64_t raw_bytes, file_bytes;
+	uint64_t lost;		/* events that could not be captured */
+};
+
+/* Notices for the user (fallbacks, warnings) go through this callback;
+ * the library never prints.  May be NULL. */
+typedef void (*vmr_notice_fn)(void *ctx, const char *msg);
+
+/*
+ * Record: launch o->cmd_argv (or attach to o->attach_pid) and write the
+ * trace to out_fd (owned by the caller; not closed).  `h` is the header
+ * to write (argv/options filled by the caller).  For the duration of the
+ * call SIGINT, SIGTERM and SIGHUP end the recording (see vmrec(1)) and
+ * SIGALRM drives a 50 ms timer; the previous dispositions are restored
+ * before returning.
+ *
+ * Returns 0 when a trace was written (even if the program failed: see
+ * sum->exit_code), or a negative error with a message (without "vmrec:")
+ * in err[0..errlen), e.g. "cannot trace 'foo': command not found"; then
+ * sum->exit_code holds the status vmrec should exit with (127 for a
+ * command that could not be run, 1 otherwise).
+ */
+int vmr_record(const struct vmr_opts *o, int out_fd,
+	       const struct vmt_header *h, vmr_notice_fn notice,
+	       void *notice_ctx, struct vmr_summary *sum, char *err,
+	       size_t errlen);
+
+#endif /* VMREC_RECORDER_H */

@@ -1,0 +1,384 @@
+/*
+ * syscalls.c - one traced call: what is read at its entry stop (file
+ * identity, page states of a range about to be discarded, call stack),
+ * what is written at its exit stop, and the little per-process state the
+ * next calls need (brk, System V attachments, code ranges).
+ *
+ * Events of a call: TOUCH and STACK are appended at the entry stop (a TOUCH
+ * is "the state just before the next SYSCALL of this thread"; a STACK only
+ * has to precede its first use).  MAP_FILE and SYSCALL are appended
+ * together at the exit stop, so a MAP_FILE is always immediately followed
+ * by its SYSCALL.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include "tracer.h"
+
+/* Values from the kernel uapi (some are newer than libc headers). */
+#define VMR_MAP_FIXED 0x10
+#define VMR_MAP_ANONYMOUS 0x20
+#define VMR_MAP_FIXED_NOREPLACE 0x100000
+#define VMR_MREMAP_MAYMOVE 1
+#define VMR_MREMAP_FIXED 2
+
+/* madvise advice values that drop page contents or residency. */
+static int discarding_advice(uint64_t adv)
+{
+	switch (adv) {
+	case 4:	 /* MADV_DONTNEED */
+	case 8:	 /* MADV_FREE */
+	case 9:	 /* MADV_REMOVE */
+	case 20: /* MADV_COLD */
+	case 21: /* MADV_PAGEOUT */
+	case 24: /* MADV_DONTNEED_LOCKED */
+		return 1;
+	}
+	return 0;
+}
+
+void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to)
+{
+#if VMR_HAVE_FAULTS
+	if (r->faults) {
+		int n = vmr_faults_drain(r->faults, r->w, up_to);
+		if (n < 0 && !r->werr)
+			r->werr = n;
+	}
+#else
+	(void)r;
+	(void)up_to;
+#endif
+}
+
+static int emit_runs(void *ctx, uint64_t start, const struct vmt_touch_run *runs,
+		     uint32_t nruns, uint64_t npages)
+{
+	struct vmr_rec *r = ctx;
+	struct vmt_event *ev = &r->touch_ev;
+
+	ev->kind = VMT_EV_TOUCH;
+	ev->u.touch.start = start;
+	ev->u.touch.npages = npages;
+	ev->u.touch.nruns = nruns;
+	ev->u.touch.runs = runs;
+	return vmr_emit(r, ev);
+}
+
+int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
+		    uint64_t end, uint32_t reason, uint64_t ts)
+{
+	int fd, err;
+
+	if (end <= start)
+		return 0;
+	fd = vmr_pagemap_fd(r, t);
+	if (fd < 0)
+		return fd;
+	if (!r->runs.emit)
+		vmr_runs_init(&r->runs, r->page_shift, 0, emit_runs, r);
+	r->touch_ev.thread = t->thread;
+	r->touch_ev.proc = t->proc->index;
+	r->touch_ev.ts_ns = ts;
+	r->touch_ev.u.touch.reason = reason;
+	vmr_runs_begin(&r->runs);
+	err = vmr_pagemap_scan(&r->pm, fd, start, end, &r->runs);
+	if (err) {
+		vmr_runs_begin(&r->runs); /* a partial picture is not written */
+		return err;
+	}
+	return vmr_runs_end(&r->runs);
+}
+
+/* [addr, addr+len) as a range, or 0 if empty or wrapping. */
+static int range_of(uint64_t addr, uint64_t len, uint64_t *end)
+{
+	if (!len || addr + len < addr)
+		return 0;
+	*end = addr + len;
+	return 1;
+}
+
+static void touch_before(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
+			 const uint64_t *a, uint64_t ts)
+{
+	uint64_t s = a[0], e, pm = r->page_size - 1;
+
+	switch (op) {
+	case VMT_OP_MUNMAP:
+		break;
+	case VMT_OP_MMAP:
+		if (!(a[3] & VMR_MAP_FIXED) || (a[3] & VMR_MAP_FIXED_NOREPLACE))
+			return;
+		break;
+	case VMT_OP_MADVISE:
+		if (!discarding_advice(a[2]))
+			return;
+		break;
+	case VMT_OP_MREMAP:
+		/* A move may happen: the whole old range; else a shrink
+		 * drops the tail. */
+		if (!(a[3] & (VMR_MREMAP_MAYMOVE | VMR_MREMAP_FIXED))) {
+			if (a[2] >= a[1])
+				return;
+			s = a[0] + ((a[2] + pm) & ~pm);
+			if (range_of(a[0], a[1], &e))
+				vmr_touch_range(r, t, s, e, VMT_TOUCH_BEFORE_OP, ts);
+			return;
+		}
+		break;
+	case VMT_OP_BRK: {
+		uint64_t cur = t->proc->brk_cur;
+		if (!a[0] || !cur || a[0] >= cur)
+			return;
+		vmr_touch_range(r, t, (a[0] + pm) & ~pm, (cur + pm) & ~pm,
+				VMT_TOUCH_BEFORE_OP, ts);
+		return;
+	}
+	default:
+		return;
+	}
+	if (range_of(s, a[1], &e))
+		vmr_touch_range(r, t, s, e, VMT_TOUCH_BEFORE_OP, ts);
+}
+
+static int same_ipc_ns(pid_t tid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)tid);
+	if (stat(path, &a) < 0 || stat("/proc/self/ns/ipc", &b) < 0)
+		return 1; /* cannot tell: assume the common case */
+	return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+/* shmat: the segment's size from IPC_STAT (the tracer runs as root, so it
+ * may stat any segment of its IPC namespace). */
+static void shm_identity(struct vmr_task *t, int shmid, uint64_t shmflg)
+{
+	struct shmid_ds ds;
+
+	if (!t->path && !(t->path = malloc(PATH_MAX)))
+		return;
+	memset(&t->file, 0, sizeof(t->file));
+	snprintf(t->path, PATH_MAX, "shm:%d", shmid);
+	t->file.path = t->path;
+	t->file.ino = (uint64_t)(uint32_t)shmid;
+	t->file.open_flags = (shmflg & SHM_RDONLY) ? O_RDONLY : O_RDWR;
+	if (same_ipc_ns(t->tid) && shmctl(shmid, IPC_STAT, &ds) == 0) {
+		t->file.size = ds.shm_segsz;
+		t->file.mode = ds.shm_perm.mode & 0777;
+	}
+	t->flags |= T_HAVE_FILE;
+}
+
+void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
+		  const uint64_t *args, uint64_t ts)
+{
+	struct vmt_event *ev = &t->sc;
+	const struct vmt_op_info *oi = vmt_op_info(op);
+
+	ev->kind = VMT_EV_SYSCALL;
+	ev->thread = t->thread;
+	ev->proc = t->proc->index;
+	ev->ts_ns = ts;
+	ev->u.sc.op = op;
+	ev->u.sc.nargs = oi ? oi->nargs : VMT_MAX_ARGS;
+	memcpy(ev->u.sc.args, args, sizeof(ev->u.sc.args));
+	ev->u.sc.result = 0;
+	ev->u.sc.exit_ns = 0;
+	ev->u.sc.stack_id = VMT_NONE;
+	ev->u.sc.flags = 0;
+	t->flags &= ~T_HAVE_FILE;
+	t->flags |= T_IN_SC;
+
+	if (r->faults)
+		vmr_drain_faults(r, ts);
+	if (op == VMT_OP_MMAP && !(args[3] & VMR_MAP_ANONYMOUS) &&
+	    (int)args[4] >= 0) {
+		if (t->path || (t->path = malloc(PATH_MAX))) {
+			/* An fd that does not exist makes mmap fail with EBADF;
+			 * the call is recorded without MAP_FILE then. */
+			if (vmr_fd_identity(t->tid, (int)args[4], t->path,
+					    PATH_MAX, &t->file) == 0)
+				t->flags |= T_HAVE_FILE;
+		}
+	} else if (op == VMT_OP_SHMAT) {
+		shm_identity(t, (int)args[0], args[2]);
+	} else if (op == VMT_OP_SHMDT) {
+		struct vmr_proc *p = t->proc;
+		for (uint32_t i = 0; i < p->nshm; i++) {
+			if (p->shm[i].addr == args[0]) {
+				if (!t->path && !(t->path = malloc(PATH_MAX)))
+					break;
+				t->file = p->shm[i].id;
+				snprintf(t->path, PATH_MAX, "%s", p->shm[i].path);
+				t->file.path = t->path;
+				t->flags |= T_HAVE_FILE;
+				break;
+			}
+		}
+	}
+	if (r->o->touch == VMR_TOUCH_RESIDENT && !t->proc->borrowed_mm)
+		touch_before(r, t, op, args, ts);
+#if VMR_HAVE_STACKS
+	if (r->stacks) {
+		int err = vmr_stacks_capture(r->stacks, r->w, t->tid, t->thread,
+					     t->proc->index, ts,
+					     &ev->u.sc.stack_id);
+		if (err && !r->werr)
+			r->werr = err;
+	}
+#endif
+}
+
+static void emit_call(struct vmr_rec *r, struct vmr_task *t)
+{
+	if (t->flags & T_HAVE_FILE) {
+		struct vmt_event fe = {
+			.kind = VMT_EV_MAP_FILE,
+			.thread = t->sc.thread,
+			.proc = t->sc.proc,
+			.ts_ns = t->sc.ts_ns,
+		};
+		fe.u.file = t->file;
+		vmr_emit(r, &fe);
+	}
+	vmr_emit(r, &t->sc);
+	t->flags &= ~(T_IN_SC | T_HAVE_FILE);
+}
+
+void vmr_sc_abandon(struct vmr_rec *r, struct vmr_task *t)
+{
+	if (!(t->flags & T_IN_SC))
+		return;
+	t->sc.u.sc.flags |= VMT_SC_NO_RESULT;
+	t->sc.u.sc.result = 0;
+	t->sc.u.sc.exit_ns = t->sc.ts_ns;
+	emit_call(r, t);
+}
+
+static void *grow(void *p, uint32_t *cap, size_t elem)
+{
+	uint32_t ncap = *cap ? *cap * 2 : 8;
+	void *q = realloc(p, ncap * elem);
+
+	if (q)
+		*cap = ncap;
+	return q;
+}
+
+static void code_add(struct vmr_proc *p, uint64_t s, uint64_t e)
+{
+	if (p->ncode == p->codecap) {
+		void *q = grow(p->code, &p->codecap, sizeof(*p->code));
+		if (!q)
+			return;
+		p->code = q;
+	}
+	p->code[p->ncode].start = s;
+	p->code[p->ncode].end = e;
+	p->ncode++;
+}
+
+/* Code in [s, e) goes away: the stack module's cached unwind information
+ * for the process may be stale. */
+static void code_remove(struct vmr_rec *r, struct vmr_proc *p, uint64_t s,
+			uint64_t e)
+{
+	int hit = 0;
+
+	for (uint32_t i = 0; i < p->ncode;) {
+		if (p->code[i].start < e && s < p->code[i].end) {
+			p->code[i] = p->code[--p->ncode];
+			hit = 1;
+		} else {
+			i++;
+		}
+	}
+#if VMR_HAVE_STACKS
+	if (hit && r->stacks)
+		vmr_stacks_invalidate(r->stacks, p->pid);
+#else
+	(void)r;
+	(void)hit;
+#endif
+}
+
+static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
+		  const uint64_t *a, int64_t rv)
+{
+	struct vmr_proc *p = t->proc;
+	uint64_t e;
+
+	if (rv < 0 && rv >= -4095)
+		return; /* failed calls change nothing */
+	switch (op) {
+	case VMT_OP_BRK:
+		p->brk_cur = (uint64_t)rv;
+		break;
+	case VMT_OP_SHMAT:
+		if (p->nshm == p->shmcap) {
+			void *q = grow(p->shm, &p->shmcap, sizeof(*p->shm));
+			if (!q)
+				break;
+			p->shm = q;
+		}
+		p->shm[p->nshm].addr = (uint64_t)rv;
+		p->shm[p->nshm].id = t->file;
+		snprintf(p->shm[p->nshm].path, sizeof(p->shm[p->nshm].path), "%s",
+			 t->file.path ? t->file.path : "");
+		p->nshm++;
+		break;
+	case VMT_OP_SHMDT:
+		for (uint32_t i = 0; i < p->nshm; i++)
+			if (p->shm[i].addr == a[0]) {
+				p->shm[i] = p->shm[--p->nshm];
+				break;
+			}
+		break;
+	default:
+		break;
+	}
+	if (!r->stacks)
+		return;
+	switch (op) {
+	case VMT_OP_MMAP:
+		if (range_of((uint64_t)rv, a[1], &e)) {
+			code_remove(r, p, (uint64_t)rv, e);
+			if (a[2] & PROT_EXEC)
+				code_add(p, (uint64_t)rv, e);
+		}
+		break;
+	case VMT_OP_MPROTECT:
+	case VMT_OP_PKEY_MPROTECT:
+		if ((a[2] & PROT_EXEC) && range_of(a[0], a[1], &e))
+			code_add(p, a[0], e);
+		break;
+	case VMT_OP_MUNMAP:
+		if (range_of(a[0], a[1], &e))
+			code_remove(r, p, a[0], e);
+		break;
+	case VMT_OP_MREMAP:
+		if (range_of(a[0], a[1], &e))
+			code_remove(r, p, a[0], e);
+		break;
+	default:
+		break;
+	}
+}
+
+void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,
+		 uint64_t ts)
+{
+	t->sc.u.sc.result = rval;
+	t->sc.u.sc.exit_ns = ts;
+	track(r, t, t->sc.u.sc.op, t->sc.u.sc.args, rval);
+	emit_call(r, t);
+}

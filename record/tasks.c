@@ -1,0 +1,628 @@
+/*
+ * tasks.c - threads and processes of a recording: the tid table, dense
+ * indices, start/exec/exit events, exit-time touch capture, and new tasks
+ * that stop before their creator's PTRACE_EVENT_{FORK,VFORK,CLONE}.
+ *
+ * A "process" of the trace is an address space: a clone() without CLONE_VM
+ * (or a vfork, which gets its own address space at exec) starts one; a
+ * clone() with CLONE_VM is a thread of its creator's process even when it
+ * has its own thread group.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/kcmp.h>
+#include "tracer.h"
+
+/* ---- tid table (open addressing, backward-shift deletion) --------------- */
+
+static uint32_t slot_of(pid_t tid, uint32_t mask)
+{
+	return ((uint32_t)tid * 2654435761u) & mask;
+}
+
+struct vmr_task *vmr_task_find(struct vmr_rec *r, pid_t tid)
+{
+	uint32_t mask = r->tabcap - 1;
+
+	if (!r->tabcap)
+		return NULL;
+	for (uint32_t i = slot_of(tid, mask);; i = (i + 1) & mask) {
+		struct vmr_task *t = r->tab[i];
+		if (!t || t->tid == tid)
+			return t;
+	}
+}
+
+static int tab_insert(struct vmr_rec *r, struct vmr_task *t)
+{
+	if ((r->ntasks + 1) * 2 > r->tabcap) {
+		uint32_t ncap = r->tabcap ? r->tabcap * 2 : 64;
+		struct vmr_task **n = calloc(ncap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < r->tabcap; i++) {
+			struct vmr_task *o = r->tab[i];
+			if (!o)
+				continue;
+			uint32_t j = slot_of(o->tid, ncap - 1);
+			while (n[j])
+				j = (j + 1) & (ncap - 1);
+			n[j] = o;
+		}
+		free(r->tab);
+		r->tab = n;
+		r->tabcap = ncap;
+	}
+	uint32_t mask = r->tabcap - 1, i = slot_of(t->tid, mask);
+	while (r->tab[i])
+		i = (i + 1) & mask;
+	r->tab[i] = t;
+	r->ntasks++;
+	return 0;
+}
+
+static void tab_delete(struct vmr_rec *r, struct vmr_task *t)
+{
+	uint32_t mask = r->tabcap - 1, i = slot_of(t->tid, mask);
+
+	while (r->tab[i] != t) {
+		if (!r->tab[i])
+			return;
+		i = (i + 1) & mask;
+	}
+	r->tab[i] = NULL;
+	r->ntasks--;
+	/* Move later members of the probe chain back into the hole. */
+	for (uint32_t j = (i + 1) & mask; r->tab[j]; j = (j + 1) & mask) {
+		uint32_t k = slot_of(r->tab[j]->tid, mask);
+		int movable = i <= j ? (k <= i || k > j) : (k <= i && k > j);
+		if (movable) {
+			r->tab[i] = r->tab[j];
+			r->tab[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+struct vmr_proc *vmr_proc_new(struct vmr_rec *r, pid_t pid)
+{
+	struct vmr_proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->index = r->next_proc++;
+	p->pagemap_fd = -1;
+	r->nprocs_live++;
+	return p;
+}
+
+static void proc_free(struct vmr_rec *r, struct vmr_proc *p)
+{
+	if (p->pagemap_fd >= 0)
+		close(p->pagemap_fd);
+	free(p->shm);
+	free(p->code);
+	free(p);
+	r->nprocs_live--;
+}
+
+struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p)
+{
+	struct vmr_task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	t->proc = p;
+	if (tab_insert(r, t)) {
+		free(t);
+		return NULL;
+	}
+	t->thread = r->next_thread++;
+	if (r->attach)
+		t->flags |= T_SYSCALL_MODE;
+	p->ntasks++;
+	p->nlive++;
+	return t;
+}
+
+static void task_gone(struct vmr_rec *r, struct vmr_task *t)
+{
+#if VMR_HAVE_FAULTS
+	if (r->faults) {
+		vmr_drain_faults(r, UINT64_MAX);
+		vmr_faults_remove_task(r->faults, t->tid);
+	}
+#endif
+#if VMR_HAVE_STACKS
+	if (r->stacks)
+		vmr_stacks_task_gone(r->stacks, t->tid);
+#endif
+	(void)r;
+}
+
+void vmr_task_remove(struct vmr_rec *r, struct vmr_task *t)
+{
+	tab_delete(r, t);
+	free(t->path);
+	free(t);
+}
+
+void vmr_free_tables(struct vmr_rec *r)
+{
+	/* Only reached with tasks left after an error; procs are shared, so
+	 * free each once (when its last task goes). */
+	for (uint32_t i = 0; i < r->tabcap; i++) {
+		struct vmr_task *t = r->tab[i];
+		if (!t)
+			continue;
+		if (--t->proc->ntasks == 0)
+			proc_free(r, t->proc);
+		free(t->path);
+		free(t);
+	}
+	free(r->tab);
+	r->tab = NULL;
+	r->tabcap = r->ntasks = 0;
+	free(r->orph);
+	r->orph = NULL;
+	r->norph = r->orphcap = 0;
+}
+
+int vmr_pagemap_fd(struct vmr_rec *r, struct vmr_task *t)
+{
+	struct vmr_proc *p = t->proc;
+	char path[64];
+
+	if (p->pagemap_fd >= 0)
+		return p->pagemap_fd;
+	/* Through the task's own tid: a thread group leader that has exited
+	 * (a zombie while other threads run) has no memory to show. */
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->tid);
+	p->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	return p->pagemap_fd >= 0 ? p->pagemap_fd : -errno;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static void ev_init(struct vmt_event *ev, uint32_t kind, struct vmr_task *t,
+		   uint64_t ts)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	ev->thread = t->thread;
+	ev->proc = t->proc->index;
+	ev->ts_ns = ts;
+}
+
+/* PROCESS_START (if how != VMT_NONE: t is the first task of a new process)
+ * and THREAD_START of t; starts fault sampling of t. */
+void vmr_start_events(struct vmr_rec *r, struct vmr_task *t,
+		      uint32_t parent_thread, uint32_t parent_proc,
+		      uint32_t how, uint64_t ts)
+{
+	struct vmt_event ev;
+
+	if (how != VMT_NONE) {
+		ev_init(&ev, VMT_EV_PROCESS_START, t, ts);
+		ev.u.process_start.parent_proc = parent_proc;
+		ev.u.process_start.os_pid = t->proc->pid;
+		ev.u.process_start.how = how;
+		vmr_emit(r, &ev);
+	}
+	ev_init(&ev, VMT_EV_THREAD_START, t, ts);
+	ev.u.thread_start.parent_thread = parent_thread;
+	ev.u.thread_start.os_tid = t->tid;
+	vmr_emit(r, &ev);
+#if VMR_HAVE_FAULTS
+	if (r->faults) {
+		int err = vmr_faults_add_task(r->faults, t->tid, t->thread,
+					      t->proc->index);
+		if (err && err != -EEXIST && err != -ESRCH)
+			vmr_notice(r, "cannot sample page faults of thread %d: %s",
+				   (int)t->tid, strerror(-err));
+	}
+#endif
+}
+
+int vmr_maps_event(struct vmr_rec *r, struct vmr_task *t, uint64_t ts)
+{
+	struct vmt_event ev;
+	struct vmr_proc *p = t->proc;
+	int err = vmr_maps_read(&r->maps, t->tid);
+
+	if (err)
+		return err;
+	ev_init(&ev, VMT_EV_MAPS, t, ts);
+	ev.u.maps.count = r->maps.n;
+	ev.u.maps.entries = r->maps.e;
+	p->ncode = 0;
+	for (uint32_t i = 0; i < r->maps.n; i++) {
+		const struct vmt_map_entry *e = &r->maps.e[i];
+		if (r->stacks && (e->perms & VMT_PROT_X) &&
+		    (p->ncode < p->codecap || (p->code = realloc(p->code,
+			(p->codecap = p->codecap ? p->codecap * 2 : 16) *
+			sizeof(*p->code))))) {
+			p->code[p->ncode].start = e->start;
+			p->code[p->ncode].end = e->end;
+			p->ncode++;
+		}
+		/* brk's current end is the end of [heap] (if any yet). */
+		if (!strcmp(e->path, "[heap]"))
+			p->brk_cur = e->end;
+	}
+	return vmr_emit(r, &ev);
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 0;
+}
+
+static void thread_exit_event(struct vmr_rec *r, struct vmr_task *t, int status,
+			      uint64_t ts)
+{
+	struct vmt_event ev;
+
+	vmr_sc_abandon(r, t);
+	if (t->flags & T_EXIT_DONE)
+		return;
+	t->flags |= T_EXIT_DONE;
+	ev_init(&ev, VMT_EV_THREAD_EXIT, t, ts);
+	ev.u.thread_exit.status = exit_code(status);
+	vmr_emit(r, &ev);
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+/* Does new task b share a's address space? */
+static int shares_mm(pid_t a, pid_t b)
+{
+	long k = syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0);
+	pid_t ta, tb, pp;
+
+	if (k >= 0)
+		return k == 0;
+	/* No kcmp (CONFIG_KCMP=n): a shared thread group implies it. */
+	if (vmr_task_ids(a, &ta, &pp) || vmr_task_ids(b, &tb, &pp))
+		return 0;
+	return ta == tb;
+}
+
+static struct vmr_proc *proc_fork(struct vmr_rec *r, struct vmr_proc *parent,
+				  pid_t pid)
+{
+	struct vmr_proc *p = vmr_proc_new(r, pid);
+
+	if (!p)
+		return NULL;
+	/* A copy of the parent's memory: same brk, same attachments, same
+	 * code. */
+	p->brk_cur = parent->brk_cur;
+	if (parent->nshm && (p->shm = malloc(parent->nshm * sizeof(*p->shm)))) {
+		memcpy(p->shm, parent->shm, parent->nshm * sizeof(*p->shm));
+		p->nshm = p->shmcap = parent->nshm;
+	}
+	if (parent->ncode && (p->code = malloc(parent->ncode * sizeof(*p->code)))) {
+		memcpy(p->code, parent->code, parent->ncode * sizeof(*p->code));
+		p->ncode = p->codecap = parent->ncode;
+	}
+	return p;
+}
+
+/* Register new task tid created by `parent` (event: PTRACE_EVENT_*, or 0
+ * when adopted without one).  Returns the task or NULL. */
+static struct vmr_task *new_task(struct vmr_rec *r, struct vmr_task *parent,
+				 pid_t tid, int event)
+{
+	struct vmr_proc *p;
+	struct vmr_task *t;
+	uint32_t how = VMT_NONE;
+	int shared = shares_mm(parent->tid, tid);
+
+	if (event == PTRACE_EVENT_VFORK || !shared) {
+		p = proc_fork(r, parent->proc, tid);
+		if (!p)
+			return NULL;
+		p->borrowed_mm = shared;
+		how = event == PTRACE_EVENT_VFORK ? VMT_PROC_VFORK
+		    : event == PTRACE_EVENT_CLONE ? VMT_PROC_CLONE
+						  : VMT_PROC_FORK;
+	} else {
+		p = parent->proc;
+	}
+	t = vmr_task_add(r, tid, p);
+	if (!t) {
+		if (how != VMT_NONE)
+			proc_free(r, p);
+		return NULL;
+	}
+	vmr_start_events(r, t, parent->thread, parent->proc->index, how, vmr_now());
+	return t;
+}
+
+static int orphan_find(struct vmr_rec *r, pid_t tid)
+{
+	for (uint32_t i = 0; i < r->norph; i++)
+		if (r->orph[i].tid == tid)
+			return (int)i;
+	return -1;
+}
+
+void vmr_on_clone(struct vmr_rec *r, struct vmr_task *parent, int event)
+{
+	unsigned long msg = 0;
+	struct vmr_task *t;
+	pid_t tid;
+	int i;
+
+	if (ptrace(PTRACE_GETEVENTMSG, parent->tid, 0, &msg) < 0 || !msg)
+		return;
+	tid = (pid_t)msg;
+	if (vmr_task_find(r, tid))
+		return; /* adopted already */
+	t = new_task(r, parent, tid, event);
+	i = orphan_find(r, tid);
+	if (i >= 0) {
+		/* It stopped first: its initial stop is waiting. */
+		r->orph[i] = r->orph[--r->norph];
+		if (t)
+			vmr_resume(r, t, 0);
+		else
+			ptrace(PTRACE_DETACH, tid, 0, 0);
+	}
+}
+
+void vmr_orphan_add(struct vmr_rec *r, pid_t tid, int status)
+{
+	if (orphan_find(r, tid) >= 0)
+		return;
+	if (r->norph == r->orphcap) {
+		uint32_t ncap = r->orphcap ? r->orphcap * 2 : 8;
+		void *q = realloc(r->orph, ncap * sizeof(*r->orph));
+		if (!q) {
+			ptrace(PTRACE_DETACH, tid, 0, 0); /* cannot keep it */
+			return;
+		}
+		r->orph = q;
+		r->orphcap = ncap;
+	}
+	r->orph[r->norph].tid = tid;
+	r->orph[r->norph].status = status;
+	r->norph++;
+}
+
+void vmr_orphan_drop(struct vmr_rec *r, pid_t tid)
+{
+	int i = orphan_find(r, tid);
+
+	if (i >= 0)
+		r->orph[i] = r->orph[--r->norph];
+}
+
+static struct vmr_task *task_of_pid(struct vmr_rec *r, pid_t pid)
+{
+	for (uint32_t i = 0; i < r->tabcap; i++)
+		if (r->tab[i] && r->tab[i]->proc->pid == pid)
+			return r->tab[i];
+	return NULL;
+}
+
+/*
+ * Take in stopped new tasks whose creator's event will not come: the
+ * creator (a task of process `dying`, or any when dying == 0) was killed
+ * between creating them and reporting it.  Their thread group and parent
+ * from /proc say which process they belong to.
+ */
+void vmr_orphans_adopt(struct vmr_rec *r, pid_t dying)
+{
+	for (uint32_t i = 0; i < r->norph;) {
+		pid_t tid = r->orph[i].tid, tgid, ppid;
+		struct vmr_task *creator = NULL, *t = NULL;
+
+		if (vmr_task_ids(tid, &tgid, &ppid) == 0 &&
+		    (!dying || tgid == dying || ppid == dying)) {
+			creator = task_of_pid(r, tgid);
+			if (!creator)
+				creator = task_of_pid(r, ppid);
+		} else if (dying) {
+			i++;
+			continue;
+		}
+		r->orph[i] = r->orph[--r->norph];
+		if (creator)
+			t = new_task(r, creator, tid, 0);
+		if (t)
+			vmr_resume(r, t, 0);
+		else
+			ptrace(PTRACE_DETACH, tid, 0, 0);
+	}
+}
+
+/* ---- exec ----------------------------------------------------------------- */
+
+struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
+{
+	unsigned long former = 0;
+	struct vmr_task *t = vmr_task_find(r, tid);
+	struct vmt_event ev;
+	struct vmr_proc *p;
+	uint64_t ts = vmr_now();
+
+	if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &former) == 0 && former &&
+	    (pid_t)former != tid) {
+		/* A non-leader exec'd and took the leader's tid; the old
+		 * leader is gone without a wait report. */
+		struct vmr_task *ex = vmr_task_find(r, (pid_t)former);
+		if (t && t != ex) {
+			thread_exit_event(r, t, 0, ts);
+			task_gone(r, t);
+			if (!(t->flags & T_EXITING))
+				t->proc->nlive--;
+			t->proc->ntasks--;
+			vmr_task_remove(r, t);
+		}
+		t = ex;
+		if (t) {
+			tab_delete(r, t);
+			t->tid = tid;
+			if (tab_insert(r, t)) { /* cannot happen: a slot was freed */
+				free(t->path);
+				free(t);
+				return NULL;
+			}
+		}
+	}
+	if (!t)
+		return NULL;
+	p = t->proc;
+	if (t->flags & T_PRESTART) {
+		/* The launched command is running: the recording starts. */
+		t->flags &= ~T_PRESTART;
+		r->root_exec_seen = 1;
+		vmr_start_events(r, t, VMT_NONE, VMT_NONE, VMT_PROC_ROOT, ts);
+	} else {
+		/* Every other task of the process is being killed by the exec. */
+		for (uint32_t i = 0; i < r->tabcap; i++) {
+			struct vmr_task *o = r->tab[i];
+			if (o && o != t && o->proc == p && !(o->flags & T_EXITING)) {
+				o->flags |= T_EXITING;
+				p->nlive--;
+			}
+		}
+		if (p->pagemap_fd >= 0)
+			close(p->pagemap_fd);
+		p->pagemap_fd = -1;
+		p->brk_cur = 0;
+		p->nshm = 0;
+		p->ncode = 0;
+		p->borrowed_mm = 0;
+		p->exit_scanned = 0;
+#if VMR_HAVE_STACKS
+		if (r->stacks)
+			vmr_stacks_invalidate(r->stacks, p->pid);
+#endif
+	}
+	vmr_exe_path(tid, r->exe, sizeof(r->exe));
+	ev_init(&ev, VMT_EV_EXEC, t, ts);
+	ev.u.exec.path = r->exe;
+	vmr_emit(r, &ev);
+	vmr_maps_event(r, t, ts);
+	return t;
+}
+
+/* ---- exits ---------------------------------------------------------------- */
+
+/* Touch state of every mapping at exit, except the kernel's special ones
+ * and PROT_NONE reservations (which cannot have been touched). */
+static void exit_touch(struct vmr_rec *r, struct vmr_task *t)
+{
+	uint64_t ts = vmr_now();
+
+	if (vmr_maps_read(&r->maps, t->tid))
+		return;
+	for (uint32_t i = 0; i < r->maps.n; i++) {
+		const struct vmt_map_entry *e = &r->maps.e[i];
+		if (!(e->perms & (VMT_PROT_R | VMT_PROT_W | VMT_PROT_X)))
+			continue;
+		if (!strncmp(e->path, "[v", 2)) /* [vdso] [vvar] [vsyscall] */
+			continue;
+		if (vmr_touch_range(r, t, e->start, e->end, VMT_TOUCH_EXIT, ts))
+			break;
+	}
+}
+
+void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
+{
+	struct vmr_proc *p = t->proc;
+	unsigned long status = 0;
+
+	vmr_sc_abandon(r, t);
+	if (!(t->flags & T_EXITING)) {
+		t->flags |= T_EXITING;
+		p->nlive--;
+	}
+	/* The last task of the process: its memory still exists until this
+	 * task is resumed, so this is the moment to read it. */
+	if (p->nlive == 0 && !p->exit_scanned && !p->borrowed_mm &&
+	    !(t->flags & T_PRESTART) && r->o->touch == VMR_TOUCH_RESIDENT) {
+		p->exit_scanned = 1;
+		exit_touch(r, t);
+	}
+	if (r->faults)
+		vmr_drain_faults(r, UINT64_MAX);
+	/* THREAD_EXIT now rather than at the wait report: a thread joining
+	 * this one may go on as soon as it leaves the stop, before the
+	 * tracer reaps it, and its next events must come after this one. */
+	if (!(t->flags & T_PRESTART) &&
+	    ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &status) == 0)
+		thread_exit_event(r, t, (int)status, vmr_now());
+	if (r->norph)
+		vmr_orphans_adopt(r, p->pid);
+}
+
+void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status)
+{
+	struct vmr_proc *p = t->proc;
+	int prestart = t->flags & T_PRESTART;
+	uint32_t thread = t->thread;
+
+	if (!(t->flags & T_EXITING)) {
+		t->flags |= T_EXITING;
+		p->nlive--;
+	}
+	if (!prestart)
+		thread_exit_event(r, t, status, vmr_now());
+	task_gone(r, t);
+	p->last_status = status;
+	if (t->tid == p->pid) {
+		p->leader_status = status;
+		p->have_leader_status = 1;
+	}
+	vmr_task_remove(r, t);
+	if (--p->ntasks == 0) {
+		int st = p->have_leader_status ? p->leader_status : p->last_status;
+		if (!prestart) {
+			struct vmt_event ev;
+			memset(&ev, 0, sizeof(ev));
+			ev.kind = VMT_EV_PROCESS_EXIT;
+			ev.thread = thread; /* the last task to go */
+			ev.proc = p->index;
+			ev.ts_ns = vmr_now();
+			ev.u.process_exit.status = st;
+			vmr_emit(r, &ev);
+		}
+		if (p->index == 0) {
+			r->have_root_status = 1;
+			r->root_status = exit_code(st);
+		}
+		proc_free(r, p);
+		if (r->norph)
+			vmr_orphans_adopt(r, 0);
+	} else if (r->norph) {
+		vmr_orphans_adopt(r, p->pid);
+	}
+}
+
+void vmr_detached(struct vmr_rec *r, struct vmr_task *t)
+{
+	struct vmr_proc *p = t->proc;
+
+	vmr_sc_abandon(r, t);
+	task_gone(r, t);
+	vmr_task_remove(r, t);
+	if (--p->ntasks == 0)
+		proc_free(r, p);
+}

@@ -1,0 +1,156 @@
+/*
+ * tracer.h - state of one recording, shared by tracer.c (the wait loop and
+ * stop dispatch), tasks.c (threads, processes, exec, exits) and
+ * syscalls.c (the traced calls).  Internal to record/.
+ */
+#ifndef VMREC_TRACER_H
+#define VMREC_TRACER_H
+
+#include <limits.h>
+#include "recorder.h"
+#include "rec_internal.h"
+
+/* The stack and fault modules are written separately; the recorder uses
+ * them when their headers are present.  (Build glue, not a feature switch:
+ * both are part of the project.) */
+#if __has_include("stacks.h")
+#include "stacks.h"
+#define VMR_HAVE_STACKS 1
+#else
+#define VMR_HAVE_STACKS 0
+struct vmr_stacks;
+#endif
+#if __has_include("faults.h")
+#include "faults.h"
+#define VMR_HAVE_FAULTS 1
+#else
+#define VMR_HAVE_FAULTS 0
+struct vmr_faults;
+#endif
+
+struct vmr_range {
+	uint64_t start, end;
+};
+
+/* A System V segment attached with shmat, for shmdt's MAP_FILE. */
+struct vmr_shm {
+	uint64_t addr;
+	struct vmt_map_file id;
+	char path[32];
+};
+
+struct vmr_proc {
+	pid_t pid;	 /* thread group id (for /proc paths) */
+	uint32_t index;	 /* dense trace index */
+	uint32_t ntasks; /* tasks of this process in the table */
+	uint32_t nlive;	 /* of those, not yet at PTRACE_EVENT_EXIT */
+	int pagemap_fd;	 /* -1 until needed; closed at exec (it pins the mm) */
+	int borrowed_mm; /* vfork child before exec: memory is the parent's */
+	int exit_scanned;
+	int leader_status, have_leader_status, last_status;
+	uint64_t brk_cur; /* last brk result, 0 if unknown */
+	struct vmr_shm *shm;
+	uint32_t nshm, shmcap;
+	struct vmr_range *code; /* executable ranges (for stack cache) */
+	uint32_t ncode, codecap;
+};
+
+/* Task flags */
+#define T_IN_SC 0x01	   /* a traced call is between entry and exit */
+#define T_HAVE_FILE 0x02   /* t->file describes the call in progress */
+#define T_EXITING 0x04	   /* reached PTRACE_EVENT_EXIT (or killed by exec) */
+#define T_PRESTART 0x08	   /* launched child before its exec: not recorded */
+#define T_DETACHING 0x10   /* -p: detach at the next stop */
+#define T_SYSCALL_MODE 0x20 /* resume with PTRACE_SYSCALL (no filter) */
+#define T_IN_OTHER_SC 0x40 /* -p: between entry and exit of an untraced call */
+#define T_EXIT_DONE 0x80   /* THREAD_EXIT written */
+
+struct vmr_task {
+	pid_t tid;
+	uint32_t thread;
+	struct vmr_proc *proc;
+	unsigned flags;
+	struct vmt_event sc;	  /* the call in progress (T_IN_SC) */
+	struct vmt_map_file file; /* its file (T_HAVE_FILE) */
+	char *path;		  /* PATH_MAX buffer for file.path, lazily */
+};
+
+struct vmr_orphan {
+	pid_t tid;
+	int status;
+};
+
+struct vmr_rec {
+	const struct vmr_opts *o;
+	vmt_writer *w;
+	int werr; /* first writer error: recording goes on, the trace is bad */
+	struct vmr_sysmap sys;
+	int attach;
+	unsigned page_shift;
+	uint64_t page_size;
+
+	/* tid -> task, open addressing with linear probing */
+	struct vmr_task **tab;
+	uint32_t tabcap, ntasks;
+	uint32_t next_thread, next_proc;
+	uint32_t nprocs_live;
+
+	struct vmr_orphan *orph; /* stops of tasks whose creator's event has
+				    not been seen yet */
+	uint32_t norph, orphcap;
+
+	struct vmr_maps maps;
+	struct vmr_pagemap pm;
+	struct vmr_runs runs;
+	struct vmt_event touch_ev; /* thread/proc/ts/reason for runs emits */
+
+	struct vmr_stacks *stacks;
+	struct vmr_faults *faults;
+	uint64_t lost;
+
+	pid_t root_pid;
+	int root_exec_seen;
+	int have_root_status, root_status;
+	int errfd;
+	vmr_notice_fn notice;
+	void *notice_ctx;
+	char exe[PATH_MAX];
+};
+
+/* tracer.c */
+void vmr_resume(struct vmr_rec *r, struct vmr_task *t, int sig);
+int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev);
+void vmr_notice(struct vmr_rec *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* tasks.c */
+struct vmr_task *vmr_task_find(struct vmr_rec *r, pid_t tid);
+struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p);
+void vmr_task_remove(struct vmr_rec *r, struct vmr_task *t);
+struct vmr_proc *vmr_proc_new(struct vmr_rec *r, pid_t pid);
+void vmr_start_events(struct vmr_rec *r, struct vmr_task *t,
+		      uint32_t parent_thread, uint32_t parent_proc,
+		      uint32_t how, uint64_t ts);
+int vmr_maps_event(struct vmr_rec *r, struct vmr_task *t, uint64_t ts);
+void vmr_on_clone(struct vmr_rec *r, struct vmr_task *parent, int event);
+struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid);
+void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t);
+void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status);
+void vmr_detached(struct vmr_rec *r, struct vmr_task *t);
+void vmr_orphan_add(struct vmr_rec *r, pid_t tid, int status);
+void vmr_orphan_drop(struct vmr_rec *r, pid_t tid);
+void vmr_orphans_adopt(struct vmr_rec *r, pid_t dying);
+void vmr_free_tables(struct vmr_rec *r);
+int vmr_pagemap_fd(struct vmr_rec *r, struct vmr_task *t);
+
+/* syscalls.c */
+void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
+		  const uint64_t *args, uint64_t ts);
+void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,
+		 uint64_t ts);
+void vmr_sc_abandon(struct vmr_rec *r, struct vmr_task *t);
+int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
+		    uint64_t end, uint32_t reason, uint64_t ts);
+void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);
+
+#endif /* VMREC_TRACER_H */

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""record_check.py - compare a vmrec trace with reality (helper of the
+tests/e2e/record_*.sh scripts).
+
+  record_check.py match TRACE LOG      the calls a workload printed with --log
+                                       are in the trace, on the right thread
+                                       and process, with the same args/results
+  record_check.py counts TRACE STRACE  per-op call counts equal strace -f's
+  record_check.py touch TRACE          page totals of TOUCH events as JSON
+  record_check.py events TRACE         event counts per kind/op as JSON
+  record_check.py touch-before TRACE LOG OP
+                                       for each logged call OP (in log order):
+                                       the page states of the TOUCH events the
+                                       trace has right before it, as JSON
+  record_check.py touch-at-exit TRACE ADDR NPAGES
+                                       page states of [ADDR, +NPAGES) in the
+                                       exit TOUCH events, one letter a page
+
+Exit status 0 when the check holds; otherwise 1 and one line saying why.
+Environment: B (build directory), VMTRACE (default B/vmtrace).
+"""
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+
+B = os.environ.get("B", "build")
+VMTRACE = os.environ.get("VMTRACE", os.path.join(B, "vmtrace"))
+OPS = ["mmap", "munmap", "mprotect", "pkey_mprotect", "madvise",
+       "process_madvise", "mlock", "mlock2", "munlock", "mlockall",
+       "munlockall", "mremap", "brk", "msync", "mincore", "remap_file_pages",
+       "shmat", "shmdt", "mseal"]
+
+
+def fail(msg):
+    print(msg)
+    sys.exit(1)
+
+
+def events(trace):
+    if not os.access(VMTRACE, os.X_OK):
+        fail("no %s (build it first)" % VMTRACE)
+    p = subprocess.run([VMTRACE, "dump", "--json", trace],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("vmtrace dump failed: " + p.stderr.strip())
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def num(s):
+    s = s.strip()
+    return int(s, 16) if s.lower().startswith(("0x", "-0x")) else int(s)
+
+
+LOG_RE = re.compile(r"^(?:(thread|proc)=(\d+) )?op=(\w+) args=(\S*) result=(-?\w+)$")
+
+
+def parse_log(path):
+    """label -> [(op, [args], result, line)] in program order."""
+    calls = collections.OrderedDict()
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = LOG_RE.match(line)
+            if not m:
+                continue
+            label = (m.group(1) or "main", int(m.group(2) or 0))
+            args = [num(a) for a in m.group(4).split(",")] if m.group(4) else []
+            calls.setdefault(label, []).append((m.group(3), args, num(m.group(5)), line))
+    return calls
+
+
+def arg_equal(traced, logged):
+    if traced == logged & (2**64 - 1):
+        return True
+    # An int argument (fd -1, pkey -1): the register may hold it zero- or
+    # sign-extended; the kernel reads 32 bits.
+    return -2**31 <= logged < 2**31 and (traced & 0xffffffff) == (logged & 0xffffffff)
+
+
+def same_call(ev, call):
+    op, args, result, _ = call
+    return (ev["op"] == op and len(ev["args"]) == len(args)
+            and all(arg_equal(a, b) for a, b in zip(ev["args"], args))
+            and ev["result"] == result and not ev.get("flags"))
+
+
+def cmd_match(trace, log):
+    evs = events(trace)
+    calls = parse_log(log)
+    if not calls:
+        fail("no op= lines in " + log)
+    by_thread = collections.defaultdict(list)
+    thread_proc = {}
+    proc_threads = collections.defaultdict(list)  # proc -> threads in start order
+    for e in evs:
+        if e["kind"] == "thread_start":
+            thread_proc[e["thread"]] = e["proc"]
+            proc_threads[e["proc"]].append(e["thread"])
+        elif e["kind"] == "syscall":
+            by_thread[e["thread"]].append(e)
+            if thread_proc.get(e["thread"], e["proc"]) != e["proc"]:
+                fail("thread %d has calls in two processes" % e["thread"])
+    for (kind, i), want in calls.items():
+        if kind == "main":
+            tid, exact = proc_threads[0][0], False
+        elif kind == "thread":
+            # worker i of the root process: the (i+1)-th thread it started
+            if len(proc_threads[0]) <= i + 1:
+                fail("no thread for thread=%d (root process has %d threads)"
+                     % (i, len(proc_threads[0])))
+            tid, exact = proc_threads[0][i + 1], True
+        else:
+            if not proc_threads.get(i):
+                fail("no process %d in the trace" % i)
+            tid, exact = proc_threads[i][0], False
+        got = by_thread[tid]
+        if exact and len(got) != len(want):
+            fail("%s=%d: %d calls logged, %d traced on thread %d"
+                 % (kind, i, len(want), len(got), tid))
+        k = 0
+        for call in want:
+            while k < len(got) and not same_call(got[k], call):
+                if exact:
+                    fail("%s=%d: logged '%s', traced '%s'" % (kind, i, call[3], got[k]["text"]))
+                k += 1
+            if k == len(got):
+                fail("%s=%d: '%s' not found (in order) on thread %d" % (kind, i, call[3], tid))
+            k += 1
+    print("%d calls of %d threads/processes match" %
+          (sum(len(v) for v in calls.values()), len(calls)))
+
+
+def strace_counts(path):
+    c = collections.Counter()
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^(?:\[pid\s+\d+\] |\d+\s+)?(\w+)\(", line)
+            if m and m.group(1) in OPS:
+                c[m.group(1)] += 1
+    return c
+
+
+def cmd_counts(trace, strace_out, ops=None):
+    want = strace_counts(strace_out)
+    only = set(ops.split(",")) if ops else set(OPS)
+    got = collections.Counter(e["op"] for e in events(trace)
+                              if e["kind"] == "syscall" and e["op"] in only)
+    if want != got:
+        diff = {op: (want[op], got[op]) for op in set(want) | set(got) if want[op] != got[op]}
+        fail("per-op counts differ (strace, vmrec): %s" % json.dumps(diff, sort_keys=True))
+    print("counts match: %s" % json.dumps(dict(sorted(got.items()))))
+
+
+STATES = ["absent", "present", "read", "written"]
+
+
+def cmd_touch(trace):
+    out = {"before_op": collections.Counter(), "exit": collections.Counter(), "events": 0}
+    for e in events(trace):
+        if e["kind"] != "touch":
+            continue
+        out["events"] += 1
+        reason = "exit" if e["reason"] == "exit" else "before_op"
+        for pages, state in e["runs"]:
+            out[reason][STATES[state]] += pages
+    print(json.dumps(out, sort_keys=True))
+
+
+def cmd_events(trace):
+    kinds = collections.Counter()
+    ops = collections.Counter()
+    flags = 0
+    for e in events(trace):
+        kinds[e["kind"]] += 1
+        if e["kind"] == "syscall":
+            ops[e["op"]] += 1
+            flags += 1 if e.get("flags") else 0
+    print(json.dumps({"kinds": kinds, "ops": ops, "flagged": flags}, sort_keys=True))
+
+
+def thread_calls(evs):
+    """thread -> [(syscall event, [touch events right before it])]"""
+    out = collections.defaultdict(list)
+    pending = collections.defaultdict(list)
+    for e in evs:
+        if e["kind"] == "touch" and e["reason"] == "before_op":
+            pending[e["thread"]].append(e)
+        elif e["kind"] == "syscall":
+            out[e["thread"]].append((e, pending.pop(e["thread"], [])))
+    return out
+
+
+def cmd_touch_before(trace, log, op):
+    evs = events(trace)
+    calls = thread_calls(evs)
+    flat = [c for t in sorted(calls) for c in calls[t]]
+    res = []
+    for label, want in parse_log(log).items():
+        for call in want:
+            if call[0] != op:
+                continue
+            hits = [c for c in flat if same_call(c[0], call)]
+            if not hits:
+                fail("'%s' not in the trace" % call[3])
+            states = collections.Counter()
+            for t in hits[0][1]:
+                for pages, state in t["runs"]:
+                    if state:
+                        states[STATES[state]] += pages
+            flat.remove(hits[0])
+            res.append(dict(states))
+    print(json.dumps(res, sort_keys=True))
+
+
+def cmd_touch_at_exit(trace, addr, npages):
+    addr, npages = num(addr), int(npages)
+    page = [0] * npages
+    for e in events(trace):
+        if e["kind"] != "touch" or e["reason"] != "exit":
+            continue
+        a = e["start"]
+        for pages, state in e["runs"]:
+            for _ in range(pages):
+                i = (a - addr) // 4096
+                if 0 <= i < npages:
+                    page[i] = state
+                a += 4096
+    print("".join("-PRW"[s] for s in page))
+
+
+def main():
+    if len(sys.argv) < 3:
+        fail(__doc__)
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"match": cmd_match, "counts": cmd_counts, "touch": cmd_touch,
+     "events": cmd_events, "touch-before": cmd_touch_before,
+     "touch-at-exit": cmd_touch_at_exit}[cmd](*args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+/*
+ * test_record_opts.c - vmrec's command line (record/opts.c) and output
+ * naming (record/outfile.c).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "recorder.h"
+
+#define ARGV(...) ((char *[]){ "vmrec", __VA_ARGS__, NULL })
+#define ARGC(...) ((int)(sizeof((char *[]){ "vmrec", __VA_ARGS__ }) / sizeof(char *)))
+#define PARSE(o, err, ...) \
+	vmr_parse_args(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), (o), (err), sizeof(err))
+
+static void test_defaults_and_command(void **state)
+{
+	struct vmr_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(PARSE(&o, err, "--", "ls", "-l"), 0);
+	assert_int_equal(o.action, VMR_RUN);
+	assert_null(o.output);
+	assert_int_equal(o.force, 0);
+	assert_int_equal(o.quiet, 0);
+	assert_int_equal(o.stack_depth, 0);
+	assert_int_equal(o.touch, VMR_TOUCH_RESIDENT);
+	assert_int_equal(o.attach_pid, 0);
+	assert_int_equal(o.cmd_argc, 2);
+	assert_string_equal(o.cmd_argv[0], "ls");
+	assert_string_equal(o.cmd_argv[1], "-l");
+	assert_null(o.cmd_argv[2]);
+}
+
+static void test_command_options_are_not_ours(void **state)
+{
+	struct vmr_opts o;
+	char err[256];
+
+	(void)state;
+	/* Without "--", parsing stops at the command: its -q is its own. */
+	assert_int_equal(PARSE(&o, err, "-o", "x.zst", "prog", "-q", "--force"), 0);
+	assert_string_equal(o.output, "x.zst");
+	assert_int_equal(o.quiet, 0);
+	assert_int_equal(o.force, 0);
+	assert_int_equal(o.cmd_argc, 3);
+	assert_string_equal(o.cmd_argv[0], "prog");
+}
+
+static void test_all_options(void **state)
+{
+	struct vmr_opts o;
+	char err[256], s[128];
+
+	(void)state;
+	assert_int_equal(PARSE(&o, err, "--output=t.zst", "--force", "-q",
+			       "--stacks=7", "--touch=none", "--", "a"), 0);
+	assert_string_equal(o.output, "t.zst");
+	assert_int_equal(o.force, 1);
+	assert_int_equal(o.quiet, 1);
+	assert_int_equal(o.stack_depth, 7);
+	assert_int_equal(o.touch, VMR_TOUCH_NONE);
+	vmr_options_string(&o, s, sizeof(s));
+	assert_string_equal(s, "touch=none stacks=7");
+
+	assert_int_equal(PARSE(&o, err, "--stacks", "--touch=faults", "b"), 0);
+	assert_int_equal(o.stack_depth, VMR_DEFAULT_STACK_DEPTH);
+	assert_int_equal(o.touch, VMR_TOUCH_FAULTS);
+	vmr_options_string(&o, s, sizeof(s));
+	assert_string_equal(s, "touch=faults stacks=32");
+
+	assert_int_equal(PARSE(&o, err, "-p", "1234"), 0);
+	assert_int_equal(o.attach_pid, 1234);
+	assert_int_equal(o.cmd_argc, 0);
+	vmr_options_string(&o, s, sizeof(s));
+	assert_string_equal(s, "touch=resident attach=1234");
+
+	assert_int_equal(PARSE(&o, err, "--same-cpu", "--", "c"), 0);
+	assert_int_equal(o.same_cpu, 1);
+	vmr_options_string(&o, s, sizeof(s));
+	assert_string_equal(s, "touch=resident same-cpu");
+
+	assert_int_equal(PARSE(&o, err, "--pid=99", "--touch=resident"), 0);
+	assert_int_equal(o.attach_pid, 99);
+
+	assert_int_equal(PARSE(&o, err, "-h"), 0);
+	assert_int_equal(o.action, VMR_HELP);
+	assert_int_equal(PARSE(&o, err, "--version"), 0);
+	assert_int_equal(o.action, VMR_SHOW_VERSION);
+	/* Tiny buffers are always terminated. */
+	vmr_options_string(&o, s, 5);
+	assert_int_equal(strlen(s), 4);
+}
+
+static void expect_error(int rc, const char *err, const char *needle)
+{
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(err, needle))
+		fail_msg("error '%s' does not mention '%s'", err, needle);
+}
+
+static void test_errors(void **state)
+{
+	struct vmr_opts o;
+	char err[256];
+
+	(void)state;
+	expect_error(PARSE(&o, err, "--stacks=0", "x"), err, "--stacks");
+	expect_error(PARSE(&o, err, "--stacks=1025", "x"), err, "1025");
+	expect_error(PARSE(&o, err, "--stacks=3x", "x"), err, "3x");
+	expect_error(PARSE(&o, err, "--touch=some", "x"), err, "'some'");
+	expect_error(PARSE(&o, err, "-p", "abc"), err, "'abc'");
+	expect_error(PARSE(&o, err, "-p", "0"), err, "'0'");
+	expect_error(PARSE(&o, err, "-p", "-5"), err, "'-5'");
+	expect_error(PARSE(&o, err, "-p", "12", "--", "ls"), err, "cannot be combined");
+	expect_error(PARSE(&o, err, "-p", "12", "--same-cpu"), err, "--same-cpu");
+	expect_error(PARSE(&o, err, "-q"), err, "no command");
+	expect_error(PARSE(&o, err, "--"), err, "no command");
+	expect_error(PARSE(&o, err, "--frobnicate", "x"), err, "'--frobnicate'");
+	expect_error(PARSE(&o, err, "-Z", "x"), err, "'-Z'");
+}
+
+static void test_error_then_ok(void **state)
+{
+	struct vmr_opts o;
+	char err[256];
+
+	(void)state;
+	/* getopt's global state is reset between calls. */
+	expect_error(PARSE(&o, err, "--touch=bad", "x"), err, "bad");
+	assert_int_equal(PARSE(&o, err, "-q", "y"), 0);
+	assert_string_equal(o.cmd_argv[0], "y");
+	assert_int_equal(o.quiet, 1);
+	assert_string_equal(err, "");
+}
+
+static void test_usage_mentions_every_option(void **state)
+{
+	const char *u = vmr_usage();
+	const char *opts[] = { "--output", "--force", "--quiet", "--stacks",
+			       "--touch", "--pid", "--help", "--version", "-o",
+			       "-q", "-p", "-h", "--same-cpu" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (!strstr(u, opts[i]))
+			fail_msg("usage lacks %s", opts[i]);
+}
+
+/* ---- output names -------------------------------------------------------- */
+
+static char dir[PATH_MAX];
+static int old_cwd = -1;
+
+static int setup_dir(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/vmrec-test-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir))
+		return -1;
+	old_cwd = open(".", O_RDONLY | O_DIRECTORY);
+	return chdir(dir);
+}
+
+static int teardown_dir(void **state)
+{
+	char cmd[PATH_MAX + 16];
+
+	(void)state;
+	if (old_cwd >= 0 && fchdir(old_cwd) == 0)
+		close(old_cwd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_default_names_never_overwrite(void **state)
+{
+	char used[256];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	fd = vmr_open_output(NULL, 0, "/usr/bin/prog", used, sizeof(used));
+	assert_true(fd >= 0);
+	assert_string_equal(used, "prog.vmtrace.zst");
+	assert_int_equal(write(fd, "x", 1), 1);
+	close(fd);
+	fd = vmr_open_output(NULL, 0, "prog", used, sizeof(used));
+	assert_true(fd >= 0);
+	assert_string_equal(used, "prog.1.vmtrace.zst");
+	close(fd);
+	fd = vmr_open_output(NULL, 0, "./prog", used, sizeof(used));
+	assert_true(fd >= 0);
+	assert_string_equal(used, "prog.2.vmtrace.zst");
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	/* The first file was not touched. */
+	assert_int_equal(stat("prog.vmtrace.zst", &st), 0);
+	assert_int_equal(st.st_size, 1);
+	/* Odd command names still give a usable name. */
+	fd = vmr_open_output(NULL, 0, "dir/", used, sizeof(used));
+	assert_true(fd >= 0);
+	assert_string_equal(used, "vmrec.vmtrace.zst");
+	close(fd);
+}
+
+static void test_explicit_name_and_force(void **state)
+{
+	char used[256];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	fd = vmr_open_output("out.zst", 0, "ignored", used, sizeof(used));
+	assert_true(fd >= 0);
+	assert_string_equal(used, "out.zst");
+	assert_int_equal(write(fd, "abc", 3), 3);
+	close(fd);
+	assert_int_equal(vmr_open_output("out.zst", 0, "x", used, sizeof(used)), -EEXIST);
+	fd = vmr_open_output("out.zst", 1, "x", used, sizeof(used));
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(stat("out.zst", &st), 0);
+	assert_int_equal(st.st_size, 0); /* --force truncates */
+	assert_int_equal(vmr_open_output("no/such/dir.zst", 0, "x", used, sizeof(used)),
+			 -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_and_command),
+		cmocka_unit_test(test_command_options_are_not_ours),
+		cmocka_unit_test(test_all_options),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_error_then_ok),
+		cmocka_unit_test(test_usage_mentions_every_option),
+		cmocka_unit_test_setup_teardown(test_default_names_never_overwrite,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_explicit_name_and_force,
+						setup_dir, teardown_dir),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
