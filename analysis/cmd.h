@@ -19,6 +19,11 @@ struct vmt_cmd {
 };
 
 extern const struct vmt_cmd vmt_cmd_dump;
+extern const struct vmt_cmd vmt_cmd_stat;
+extern const struct vmt_cmd vmt_cmd_diff;
+extern const struct vmt_cmd vmt_cmd_lint;
+extern const struct vmt_cmd vmt_cmd_export;
+extern const struct vmt_cmd vmt_cmd_plot;
 
 /* An open trace for a subcommand. */
 struct vmt_input {

@@ -10,6 +10,11 @@
 
 static const struct vmt_cmd *const commands[] = {
 	&vmt_cmd_dump,
+	&vmt_cmd_stat,
+	&vmt_cmd_diff,
+	&vmt_cmd_lint,
+	&vmt_cmd_export,
+	&vmt_cmd_plot,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

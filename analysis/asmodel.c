@@ -1,0 +1,695 @@
+/*
+ * asmodel.c - the address-space model: VMA trees, splitting, merging, and
+ * the events that create, copy and drop address spaces.  What each syscall
+ * does to the VMAs is in asmodel_ops.c.
+ *
+ * Merging follows the kernel's rules (mm/vma.c): two adjacent VMAs merge
+ * when every VM_* flag is equal (VM_SOFTDIRTY aside; VM_ACCOUNT counts,
+ * which is why a PROT_NONE reservation next to memory that was once
+ * writable stays separate), the backing is the same (same file, or both
+ * anonymous with the same name), the page offsets are contiguous (for
+ * anonymous memory the offset is the address the VMA was created at, so a
+ * VMA moved by mremap after it got pages does not merge with its new
+ * neighbours) and their anon_vmas are compatible: equal, or one has none
+ * and the other was not inherited over fork.  Special mappings and SysV
+ * segments (which have close operations) never merge.
+ *
+ * Approximations, each measured by tests/unit/test_asmodel.c where the
+ * kernel allows: the model learns that anonymous memory has pages (and so
+ * an anon_vma) only from TOUCH/FAULT events and from ops that populate
+ * (MAP_POPULATE, mlock, MADV_POPULATE_WRITE); fork gives every child VMA
+ * with pages a new anon_vma (the kernel may reuse one); mempolicies,
+ * userfaultfd contexts and anonymous VMA names set by prctl are not seen.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "asmodel_int.h"
+
+/* ---- strings ----------------------------------------------------------- */
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+const char *am_intern(struct vmt_asmodel *m, const char *s)
+{
+	if (!s || !*s)
+		return "";
+	if (2 * (m->nstrs + 1) > m->cap_strs) {
+		uint32_t ncap = m->cap_strs ? 2 * m->cap_strs : 64;
+		char **n = calloc(ncap, sizeof(*n));
+		if (!n) {
+			m->oom = 1;
+			return "";
+		}
+		for (uint32_t i = 0; i < m->cap_strs; i++) {
+			if (!m->strs[i])
+				continue;
+			uint64_t j = str_hash(m->strs[i]) & (ncap - 1);
+			while (n[j])
+				j = (j + 1) & (ncap - 1);
+			n[j] = m->strs[i];
+		}
+		free(m->strs);
+		m->strs = n;
+		m->cap_strs = ncap;
+	}
+	uint64_t j = str_hash(s) & (m->cap_strs - 1);
+	while (m->strs[j]) {
+		if (strcmp(m->strs[j], s) == 0)
+			return m->strs[j];
+		j = (j + 1) & (m->cap_strs - 1);
+	}
+	char *d = strdup(s);
+	if (!d) {
+		m->oom = 1;
+		return "";
+	}
+	m->strs[j] = d;
+	m->nstrs++;
+	return d;
+}
+
+/* ---- the treap ---------------------------------------------------------- */
+
+static uint32_t rnd(struct vmt_asmodel *m)
+{
+	m->rng ^= m->rng << 13;
+	m->rng ^= m->rng >> 7;
+	m->rng ^= m->rng << 17;
+	return (uint32_t)(m->rng >> 16);
+}
+
+/* Split t into the nodes with start < key (*l) and the others (*r). */
+static void t_split(struct node *t, uint64_t key, struct node **l, struct node **r)
+{
+	if (!t) {
+		*l = *r = NULL;
+	} else if (t->v.start < key) {
+		t_split(t->r, key, &t->r, r);
+		*l = t;
+	} else {
+		t_split(t->l, key, l, &t->l);
+		*r = t;
+	}
+}
+
+/* Join two treaps where every key of a is below every key of b. */
+static struct node *t_join(struct node *a, struct node *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (a->prio > b->prio) {
+		a->r = t_join(a->r, b);
+		return a;
+	}
+	b->l = t_join(a, b->l);
+	return b;
+}
+
+static struct node *t_insert(struct node *t, struct node *n)
+{
+	if (!t)
+		return n;
+	if (n->prio > t->prio) {
+		t_split(t, n->v.start, &n->l, &n->r);
+		return n;
+	}
+	if (n->v.start < t->v.start)
+		t->l = t_insert(t->l, n);
+	else
+		t->r = t_insert(t->r, n);
+	return t;
+}
+
+static struct node *t_remove(struct node *t, const struct node *n)
+{
+	if (t == n)
+		return t_join(t->l, t->r);
+	if (n->v.start < t->v.start)
+		t->l = t_remove(t->l, n);
+	else
+		t->r = t_remove(t->r, n);
+	return t;
+}
+
+struct node *am_first(const struct space *sp, uint64_t addr)
+{
+	struct node *t = sp ? sp->root : NULL, *cand = NULL;
+	while (t) {
+		if (t->v.end > addr) {
+			cand = t;
+			t = t->l;
+		} else {
+			t = t->r;
+		}
+	}
+	return cand;
+}
+
+struct node *am_next(const struct space *sp, const struct node *n)
+{
+	return am_first(sp, n->v.end);
+}
+
+struct node *am_prev(const struct space *sp, const struct node *n)
+{
+	struct node *t = sp->root, *cand = NULL;
+	while (t) {
+		if (t->v.start < n->v.start) {
+			cand = t;
+			t = t->r;
+		} else {
+			t = t->l;
+		}
+	}
+	return cand;
+}
+
+/* ---- counts ------------------------------------------------------------- */
+
+void am_account(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v, int sign)
+{
+	uint64_t len = v->end - v->start;
+	uint64_t locked = (v->flags & VMT_VMA_LOCKED) ? len : 0;
+	if (sign > 0) {
+		sp->c.vmas++, sp->c.mapped_bytes += len, sp->c.locked_bytes += locked;
+		m->tot.vmas++, m->tot.mapped_bytes += len, m->tot.locked_bytes += locked;
+	} else {
+		sp->c.vmas--, sp->c.mapped_bytes -= len, sp->c.locked_bytes -= locked;
+		m->tot.vmas--, m->tot.mapped_bytes -= len, m->tot.locked_bytes -= locked;
+	}
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+struct node *am_insert(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v)
+{
+	struct node *n = m->free_nodes;
+	if (n) {
+		m->free_nodes = n->l;
+	} else if (!(n = malloc(sizeof(*n)))) {
+		m->oom = 1;
+		return NULL;
+	}
+	n->v = *v;
+	n->l = n->r = NULL;
+	n->prio = rnd(m);
+	sp->root = t_insert(sp->root, n);
+	am_account(m, sp, &n->v, +1);
+	return n;
+}
+
+void am_remove(struct vmt_asmodel *m, struct space *sp, struct node *n)
+{
+	am_account(m, sp, &n->v, -1);
+	sp->root = t_remove(sp->root, n);
+	n->l = m->free_nodes;
+	m->free_nodes = n;
+}
+
+void am_split(struct vmt_asmodel *m, struct space *sp, uint64_t addr)
+{
+	struct node *n = am_first(sp, addr);
+	if (!n || n->v.start >= addr)
+		return; /* no VMA straddles addr */
+	struct vmt_vma hi = n->v;
+	hi.start = addr;
+	hi.offset += addr - n->v.start;
+	am_account(m, sp, &n->v, -1);
+	n->v.end = addr;
+	am_account(m, sp, &n->v, +1);
+	if (am_insert(m, sp, &hi))
+		m->last.splits++;
+}
+
+uint64_t am_unmap(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+{
+	uint64_t bytes = 0;
+	if (a >= b)
+		return 0;
+	am_split(m, sp, a);
+	am_split(m, sp, b);
+	struct node *n = am_first(sp, a);
+	while (n && n->v.start < b) {
+		struct node *next = am_next(sp, n);
+		bytes += n->v.end - n->v.start;
+		am_remove(m, sp, n);
+		n = next;
+	}
+	return bytes;
+}
+
+uint64_t am_mapped_in(const struct space *sp, uint64_t a, uint64_t b)
+{
+	uint64_t bytes = 0;
+	for (struct node *n = am_first(sp, a); n && n->v.start < b; n = am_next(sp, n)) {
+		uint64_t s = n->v.start > a ? n->v.start : a;
+		uint64_t e = n->v.end < b ? n->v.end : b;
+		bytes += e - s;
+	}
+	return bytes;
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+static int anon_ok(uint64_t a, uint64_t b)
+{
+	if (!a)
+		return !(b & ANON_FORKED);
+	if (!b)
+		return !(a & ANON_FORKED);
+	return a == b;
+}
+
+static int can_merge(const struct vmt_vma *p, const struct vmt_vma *n)
+{
+	if (p->end != n->start)
+		return 0;
+	if ((p->flags | n->flags) & (VMT_VMA_SPECIAL | VMT_VMA_SYSV))
+		return 0;
+	if ((p->flags ^ n->flags) & ~VMA_NOCMP)
+		return 0;
+	if (p->prot != n->prot || p->pkey != n->pkey || p->path != n->path)
+		return 0;
+	if (p->dev != n->dev || p->ino != n->ino)
+		return 0;
+	if (p->offset + (p->end - p->start) != n->offset)
+		return 0;
+	return anon_ok(p->anon, n->anon);
+}
+
+void am_merge_window(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+{
+	struct node *p = am_first(sp, a ? a - 1 : 0);
+	while (p && p->v.start <= b) {
+		struct node *n = am_next(sp, p);
+		if (!n || n->v.start > b)
+			break;
+		if (!can_merge(&p->v, &n->v)) {
+			p = n;
+			continue;
+		}
+		uint64_t anon = p->v.anon ? p->v.anon : n->v.anon;
+		uint32_t keep = (p->v.flags | n->v.flags) & VMT_VMA_HEAP;
+		uint64_t end = n->v.end;
+		am_remove(m, sp, n);
+		am_account(m, sp, &p->v, -1);
+		p->v.end = end;
+		p->v.anon = anon;
+		p->v.flags |= keep;
+		am_account(m, sp, &p->v, +1);
+		m->last.merges++;
+	}
+}
+
+/* ---- anon_vma ----------------------------------------------------------- */
+
+uint64_t am_new_anon(struct vmt_asmodel *m)
+{
+	return ++m->next_anon;
+}
+
+/* The kernel lets a VMA adopt its neighbour's anon_vma when the two
+ * could merge but for their protection (anon_vma_compatible()). */
+static int anon_compatible(const struct vmt_vma *a, const struct vmt_vma *b)
+{
+	return a->end == b->start && a->path == b->path && a->dev == b->dev &&
+	       a->ino == b->ino && a->pkey == b->pkey &&
+	       !((a->flags ^ b->flags) & ~VMA_NOCMP) &&
+	       a->offset + (a->end - a->start) == b->offset;
+}
+
+void am_give_anon(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+{
+	for (struct node *n = am_first(sp, a); n && n->v.start < b; n = am_next(sp, n)) {
+		if (n->v.anon || (n->v.flags & (VMT_VMA_SHARED | VMT_VMA_SPECIAL)))
+			continue;
+		uint64_t id = 0;
+		struct node *o = am_next(sp, n);
+		if (o && o->v.anon && !(o->v.anon & ANON_FORKED) && anon_compatible(&n->v, &o->v))
+			id = o->v.anon;
+		o = am_prev(sp, n);
+		if (!id && o && o->v.anon && !(o->v.anon & ANON_FORKED) &&
+		    anon_compatible(&o->v, &n->v))
+			id = o->v.anon;
+		n->v.anon = id ? id : am_new_anon(m);
+	}
+}
+
+/* ---- spaces ------------------------------------------------------------- */
+
+struct space *am_new_space(struct vmt_asmodel *m)
+{
+	struct space *sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		m->oom = 1;
+	return sp;
+}
+
+static void free_tree(struct vmt_asmodel *m, struct node *t)
+{
+	if (!t)
+		return;
+	free_tree(m, t->l);
+	free_tree(m, t->r);
+	t->l = m->free_nodes;
+	m->free_nodes = t;
+}
+
+void am_clear_space(struct vmt_asmodel *m, struct space *sp)
+{
+	m->tot.vmas -= sp->c.vmas;
+	m->tot.mapped_bytes -= sp->c.mapped_bytes;
+	m->tot.locked_bytes -= sp->c.locked_bytes;
+	free_tree(m, sp->root);
+	sp->root = NULL;
+	memset(&sp->c, 0, sizeof(sp->c));
+	sp->def_lock = 0;
+	sp->brk_start = sp->brk_cur = 0;
+	sp->known = 0;
+}
+
+void am_drop_space(struct vmt_asmodel *m, struct space *sp)
+{
+	if (!sp || --sp->refs)
+		return;
+	am_clear_space(m, sp);
+	free(sp);
+}
+
+void am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp)
+{
+	if (proc >= m->cap_procs) {
+		uint32_t ncap = m->cap_procs ? m->cap_procs : 16;
+		while (ncap <= proc)
+			ncap *= 2;
+		struct space **n = realloc(m->procs, ncap * sizeof(*n));
+		if (!n) {
+			m->oom = 1;
+			am_drop_space(m, sp);
+			return;
+		}
+		memset(n + m->cap_procs, 0, (ncap - m->cap_procs) * sizeof(*n));
+		m->procs = n;
+		m->cap_procs = ncap;
+	}
+	if (proc >= m->nprocs)
+		m->nprocs = proc + 1;
+	if (sp)
+		sp->refs++;
+	am_drop_space(m, m->procs[proc]);
+	m->procs[proc] = sp;
+}
+
+struct space *am_space(struct vmt_asmodel *m, uint32_t proc, int create)
+{
+	if (proc < m->nprocs && m->procs[proc])
+		return m->procs[proc];
+	if (!create || proc >= VMT_MAX_THREADS)
+		return NULL;
+	struct space *sp = am_new_space(m);
+	if (!sp)
+		return NULL;
+	am_set_space(m, proc, sp);
+	return proc < m->cap_procs ? m->procs[proc] : NULL;
+}
+
+static const struct space *cspace(const vmt_asmodel *m, uint32_t proc)
+{
+	return proc < m->nprocs ? m->procs[proc] : NULL;
+}
+
+/* fork/clone: the child gets the parent's VMAs except MADV_DONTFORK ones,
+ * without mlock state (not inherited) and with anon_vmas of its own. */
+static void copy_space(struct vmt_asmodel *m, struct space *dst, const struct space *src)
+{
+	for (struct node *n = am_first(src, 0); n; n = am_next(src, n)) {
+		if (n->v.flags & VMT_VMA_DONTFORK)
+			continue;
+		struct vmt_vma v = n->v;
+		v.flags &= ~(VMT_VMA_LOCKED | VMT_VMA_LOCKONFAULT);
+		if (v.flags & VMT_VMA_WIPEONFORK)
+			v.anon = 0;
+		else if (v.anon)
+			v.anon = am_new_anon(m) | ANON_FORKED;
+		if (!am_insert(m, dst, &v))
+			return;
+	}
+	dst->brk_start = src->brk_start;
+	dst->brk_cur = src->brk_cur;
+	dst->known = src->known;
+}
+
+static void process_start(struct vmt_asmodel *m, const struct vmt_event *ev)
+{
+	const struct vmt_process_start *ps = &ev->u.process_start;
+	struct space *parent = ps->parent_proc != VMT_NONE && ps->parent_proc != ev->proc
+				       ? am_space(m, ps->parent_proc, 0) : NULL;
+	if (ps->how == VMT_PROC_VFORK && parent) {
+		am_set_space(m, ev->proc, parent);
+		return;
+	}
+	struct space *sp = am_new_space(m);
+	if (!sp)
+		return;
+	if (parent && (ps->how == VMT_PROC_FORK || ps->how == VMT_PROC_CLONE))
+		copy_space(m, sp, parent);
+	else if (ps->how == VMT_PROC_FORK || ps->how == VMT_PROC_CLONE || ps->how == VMT_PROC_VFORK)
+		m->last.inexact = 1; /* parent unknown */
+	am_set_space(m, ev->proc, sp);
+}
+
+/* ---- touches ------------------------------------------------------------ */
+
+/* Present pages of private memory mean the VMA has an anon_vma, except
+ * read-only sharing of the zero page or of file pages. */
+static void touch(struct vmt_asmodel *m, const struct vmt_event *ev)
+{
+	struct space *sp = am_space(m, ev->proc, 0);
+	if (!sp)
+		return;
+	uint64_t a = ev->u.touch.start;
+	for (uint32_t i = 0; i < ev->u.touch.nruns; i++) {
+		const struct vmt_touch_run *r = &ev->u.touch.runs[i];
+		uint64_t b = a + r->pages * m->page;
+		if (r->state == VMT_PAGE_WRITTEN || r->state == VMT_PAGE_PRESENT) {
+			for (struct node *n = am_first(sp, a); n && n->v.start < b;
+			     n = am_next(sp, n)) {
+				if (n->v.anon || (n->v.flags & VMT_VMA_SHARED))
+					continue;
+				if (r->state == VMT_PAGE_PRESENT && (n->v.flags & VMT_VMA_FILE))
+					continue;
+				am_give_anon(m, sp, n->v.start, n->v.end);
+			}
+		}
+		a = b;
+	}
+}
+
+static void fault(struct vmt_asmodel *m, const struct vmt_event *ev)
+{
+	struct space *sp = am_space(m, ev->proc, 0);
+	if (!sp || !(ev->u.fault.access & VMT_FAULT_WRITE))
+		return;
+	uint64_t a = pg_down(m, ev->u.fault.addr);
+	struct node *n = am_first(sp, a);
+	if (n && n->v.start <= a && !n->v.anon && !(n->v.flags & VMT_VMA_SHARED))
+		am_give_anon(m, sp, n->v.start, n->v.end);
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+vmt_asmodel *vmt_asmodel_new(uint32_t page_size)
+{
+	if (page_size == 0)
+		page_size = 4096;
+	if (page_size & (page_size - 1))
+		return NULL;
+	vmt_asmodel *m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->page = page_size;
+	m->pmask = page_size - 1;
+	m->rng = 0x9e3779b97f4a7c15ull;
+	m->next_ino = 1ull << 40;
+	return m;
+}
+
+void vmt_asmodel_free(vmt_asmodel *m)
+{
+	if (!m)
+		return;
+	for (uint32_t i = 0; i < m->nprocs; i++)
+		am_set_space(m, i, NULL);
+	free(m->procs);
+	while (m->free_nodes) {
+		struct node *n = m->free_nodes;
+		m->free_nodes = n->l;
+		free(n);
+	}
+	for (uint32_t i = 0; i < m->cap_strs; i++)
+		free(m->strs[i]);
+	free(m->strs);
+	free(m->pend);
+	free(m);
+}
+
+static void map_file(struct vmt_asmodel *m, const struct vmt_event *ev)
+{
+	uint32_t t = ev->thread;
+	if (t >= VMT_MAX_THREADS)
+		return;
+	if (t >= m->cap_pend) {
+		uint32_t ncap = m->cap_pend ? m->cap_pend : 16;
+		while (ncap <= t)
+			ncap *= 2;
+		struct pending_file *n = realloc(m->pend, ncap * sizeof(*n));
+		if (!n) {
+			m->oom = 1;
+			return;
+		}
+		memset(n + m->cap_pend, 0, (ncap - m->cap_pend) * sizeof(*n));
+		m->pend = n;
+		m->cap_pend = ncap;
+	}
+	struct pending_file *p = &m->pend[t];
+	p->valid = 1;
+	p->dev = ev->u.file.dev;
+	p->ino = ev->u.file.ino;
+	p->size = ev->u.file.size;
+	p->path = am_intern(m, ev->u.file.path);
+}
+
+int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
+{
+	if (m->oom)
+		return -ENOMEM;
+	struct vmt_as_counts before = { 0 }, after;
+	const struct space *sp = cspace(m, ev->proc);
+	if (sp)
+		before = sp->c;
+	memset(&m->last, 0, sizeof(m->last));
+	m->last.proc = ev->proc;
+
+	switch (ev->kind) {
+	case VMT_EV_SYSCALL:
+		am_syscall(m, ev);
+		if (ev->thread < m->cap_pend)
+			m->pend[ev->thread].valid = 0;
+		break;
+	case VMT_EV_MAP_FILE:
+		map_file(m, ev);
+		break;
+	case VMT_EV_PROCESS_START:
+		process_start(m, ev);
+		before = (struct vmt_as_counts){ 0 };
+		break;
+	case VMT_EV_EXEC: {
+		/* A vfork child leaves the shared space; anyone else's space is
+		 * emptied.  The MAPS snapshot that follows fills it. */
+		struct space *s = am_space(m, ev->proc, 0);
+		if (s && s->refs > 1) {
+			am_set_space(m, ev->proc, am_new_space(m));
+			before = (struct vmt_as_counts){ 0 };
+		} else if (s) {
+			am_clear_space(m, s);
+		} else {
+			am_space(m, ev->proc, 1);
+		}
+		m->last.changed = 1;
+		break;
+	}
+	case VMT_EV_PROCESS_EXIT:
+		if (ev->proc < m->nprocs && m->procs[ev->proc]) {
+			am_set_space(m, ev->proc, NULL);
+			m->last.changed = 1;
+		}
+		break;
+	case VMT_EV_MAPS:
+		am_maps(m, ev);
+		m->last.changed = 1;
+		break;
+	case VMT_EV_TOUCH:
+		touch(m, ev);
+		break;
+	case VMT_EV_FAULT:
+		fault(m, ev);
+		break;
+	default:
+		break;
+	}
+	vmt_asmodel_counts(m, ev->proc, &after);
+	m->last.d_vmas = (int64_t)(after.vmas - before.vmas);
+	m->last.d_mapped = (int64_t)(after.mapped_bytes - before.mapped_bytes);
+	m->last.d_locked = (int64_t)(after.locked_bytes - before.locked_bytes);
+	if (m->last.d_vmas || m->last.d_mapped || m->last.d_locked || m->last.merges ||
+	    m->last.splits)
+		m->last.changed = 1;
+	if (m->last.inexact)
+		m->inexact++;
+	return m->oom ? -ENOMEM : 0;
+}
+
+void vmt_asmodel_counts(const vmt_asmodel *m, uint32_t proc, struct vmt_as_counts *c)
+{
+	const struct space *sp = cspace(m, proc);
+	if (sp)
+		*c = sp->c;
+	else
+		memset(c, 0, sizeof(*c));
+}
+
+void vmt_asmodel_totals(const vmt_asmodel *m, struct vmt_as_counts *c)
+{
+	*c = m->tot;
+}
+
+uint32_t vmt_asmodel_nprocs(const vmt_asmodel *m)
+{
+	return m->nprocs;
+}
+
+int vmt_asmodel_alive(const vmt_asmodel *m, uint32_t proc)
+{
+	return cspace(m, proc) != NULL;
+}
+
+const struct vmt_vma *vmt_asmodel_first(const vmt_asmodel *m, uint32_t proc, uint64_t addr)
+{
+	struct node *n = am_first(cspace(m, proc), addr);
+	return n ? &n->v : NULL;
+}
+
+const struct vmt_vma *vmt_asmodel_next(const vmt_asmodel *m, uint32_t proc,
+				       const struct vmt_vma *v)
+{
+	const struct space *sp = cspace(m, proc);
+	if (!sp || !v)
+		return NULL;
+	struct node *n = am_first(sp, v->end);
+	return n ? &n->v : NULL;
+}
+
+const struct vmt_vma *vmt_asmodel_lookup(const vmt_asmodel *m, uint32_t proc, uint64_t addr)
+{
+	struct node *n = am_first(cspace(m, proc), addr);
+	return n && n->v.start <= addr ? &n->v : NULL;
+}
+
+const struct vmt_as_effect *vmt_asmodel_last(const vmt_asmodel *m)
+{
+	return &m->last;
+}
+
+uint64_t vmt_asmodel_inexact(const vmt_asmodel *m)
+{
+	return m->inexact;
+}

@@ -1,0 +1,485 @@
+/*
+ * diff.c - `vmtrace diff`: compare the metrics of two traces (a base and a
+ * new recording) for regression checks in CI.
+ *
+ * Counts (ops, errors, bytes, peaks, anonymous touches) are deterministic
+ * for a deterministic program; times are not, and neither are the file
+ * pages found present (they depend on the page cache and fault-around).
+ * So `any` in --fail-on covers the deterministic metrics only; the others
+ * are shown apart and checked only when named.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd.h"
+#include "stats.h"
+
+static const char diff_usage[] =
+	"usage: vmtrace diff [--json] [--fail-on=EXPR] [--site-threshold=PCT] [--all]\n"
+	"                    BASE NEW\n"
+	"\n"
+	"Compare the metrics of `vmtrace stat` between two traces: a table of\n"
+	"base, change and new value per metric (ops.mmap.count, peak_vmas, ...),\n"
+	"then the call sites that appeared, vanished or changed by more than the\n"
+	"site threshold (sites are matched by function and module names, not by\n"
+	"addresses).  Metrics that differ between any two runs are listed apart:\n"
+	"timing (duration_ns, *_at_ns, ops.*.time_ns, ops_per_sec) and page-cache\n"
+	"dependent ones (touched_pages, touched_file_pages; touched_anon_pages is\n"
+	"deterministic).\n"
+	"\n"
+	"  --json              one JSON object instead\n"
+	"  --fail-on=EXPR      exit 1 when a condition holds; EXPR is a comma-\n"
+	"                      separated list (the option may repeat) of\n"
+	"                        METRIC>+N%   increased by more than N percent\n"
+	"                        METRIC>+N    increased by more than N\n"
+	"                        METRIC<-N%   decreased by more than N percent\n"
+	"                        METRIC<-N    decreased by more than N\n"
+	"                      METRIC is a metric name, a glob (ops.*.errors) or\n"
+	"                      'any' (every deterministic metric); a rise\n"
+	"                      from 0 is an infinite percentage\n"
+	"  --site-threshold=PCT  report call sites whose call count changed by\n"
+	"                      more than PCT percent (default 10)\n"
+	"  --all               also list metrics that are zero in both traces\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Exit status: 0 no condition holds, 1 a condition holds (each is printed),\n"
+	"2 usage error, bad expression or unreadable trace.\n";
+
+struct cond {
+	char metric[48];
+	char text[96];
+	int greater;   /* '>' or '<' */
+	int percent;
+	double limit;  /* signed */
+};
+
+struct conds {
+	struct cond *c;
+	size_t n;
+};
+
+/* Parse "METRIC>+N%" etc.  Returns 0 or -1 with *why set. */
+static int parse_cond(const char *s, size_t len, struct cond *c, const char **why)
+{
+	memset(c, 0, sizeof(*c));
+	if (len >= sizeof(c->text)) {
+		*why = "expression too long";
+		return -1;
+	}
+	memcpy(c->text, s, len);
+	char *t = c->text;
+	char *op = strpbrk(t, "<>");
+	if (!op) {
+		*why = "expected METRIC>+N[%] or METRIC<-N[%]";
+		return -1;
+	}
+	size_t ml = (size_t)(op - t);
+	while (ml && t[ml - 1] == ' ')
+		ml--;
+	size_t skip = strspn(t, " ");
+	if (ml <= skip || ml - skip >= sizeof(c->metric)) {
+		*why = ml <= skip ? "no metric name" : "metric name too long";
+		return -1;
+	}
+	memcpy(c->metric, t + skip, ml - skip);
+	c->greater = *op == '>';
+	const char *v = op + 1;
+	while (*v == ' ')
+		v++;
+	if (*v != '+' && *v != '-') {
+		*why = "the amount needs a sign: +N for an increase, -N for a decrease";
+		return -1;
+	}
+	char *end;
+	c->limit = strtod(v, &end);
+	if (end == v + 1 || !isfinite(c->limit)) {
+		*why = "bad number";
+		return -1;
+	}
+	if (*end == '%') {
+		c->percent = 1;
+		end++;
+	}
+	while (*end == ' ')
+		end++;
+	if (*end) {
+		*why = "unexpected text after the amount";
+		return -1;
+	}
+	return 0;
+}
+
+static int add_conds(struct conds *cs, const char *arg)
+{
+	const char *p = arg;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		const char *why = NULL;
+		struct cond c;
+		if (parse_cond(p, len, &c, &why)) {
+			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%.*s': %s\n", (int)len, p, why);
+			return -1;
+		}
+		struct cond *n = realloc(cs->c, (cs->n + 1) * sizeof(*n));
+		if (!n) {
+			fprintf(stderr, "vmtrace diff: out of memory\n");
+			return -1;
+		}
+		cs->c = n;
+		cs->c[cs->n++] = c;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+/* ---- the comparison ----------------------------------------------------- */
+
+struct row {
+	const char *name;
+	double base, new_;
+	uint32_t flags;
+};
+
+static double change_pct(double base, double nw)
+{
+	if (base == nw)
+		return 0;
+	if (base == 0)
+		return nw > 0 ? INFINITY : -INFINITY;
+	return (nw - base) / fabs(base) * 100.0;
+}
+
+static int cond_holds(const struct cond *c, const struct row *r)
+{
+	double d = c->percent ? change_pct(r->base, r->new_) : r->new_ - r->base;
+	return c->greater ? d > c->limit : d < c->limit;
+}
+
+static int cond_matches(const struct cond *c, const struct row *r)
+{
+	if (strcmp(c->metric, "any") == 0)
+		return !(r->flags & VMT_METRIC_NOISY);
+	return fnmatch(c->metric, r->name, 0) == 0;
+}
+
+/* Rows: every metric of base, then those only new has (unknown advice). */
+static struct row *join(const struct vmt_metric *a, size_t na, const struct vmt_metric *b,
+			size_t nb, size_t *n)
+{
+	struct row *rows = calloc(na + nb + 1, sizeof(*rows));
+	size_t k = 0;
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < na; i++) {
+		rows[k] = (struct row){ a[i].name, a[i].value, 0, a[i].flags };
+		for (size_t j = 0; j < nb; j++)
+			if (strcmp(a[i].name, b[j].name) == 0) {
+				rows[k].new_ = b[j].value;
+				break;
+			}
+		k++;
+	}
+	for (size_t j = 0; j < nb; j++) {
+		size_t i;
+		for (i = 0; i < na && strcmp(a[i].name, b[j].name) != 0; i++)
+			;
+		if (i == na)
+			rows[k++] = (struct row){ b[j].name, 0, b[j].value, b[j].flags };
+	}
+	*n = k;
+	return rows;
+}
+
+static void fmt_num(struct vmt_buf *b, double v)
+{
+	if (v == floor(v) && fabs(v) < 1e18)
+		vmt_buf_printf(b, "%.0f", v);
+	else
+		vmt_buf_printf(b, "%.1f", v);
+}
+
+static void fmt_pct(struct vmt_buf *b, double pct)
+{
+	if (isinf(pct))
+		vmt_buf_puts(b, pct > 0 ? "+inf%" : "-inf%");
+	else
+		vmt_buf_printf(b, "%+.1f%%", pct);
+}
+
+static void json_pct(struct vmt_buf *b, double pct)
+{
+	if (isinf(pct))
+		vmt_buf_puts(b, "null");
+	else
+		vmt_buf_printf(b, "%.3f", pct);
+}
+
+static void text_row(struct vmt_buf *out, const struct row *r)
+{
+	struct vmt_buf x = { 0 }, y = { 0 }, p = { 0 };
+	fmt_num(&x, r->base);
+	fmt_num(&y, r->new_);
+	fmt_pct(&p, change_pct(r->base, r->new_));
+	vmt_buf_printf(out, "%16s %10s %16s  %s\n", x.data, p.data, y.data, r->name);
+	vmt_buf_free(&x);
+	vmt_buf_free(&y);
+	vmt_buf_free(&p);
+}
+
+static const struct vmt_site *find_site(const struct vmt_stats *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->nsites; i++)
+		if (strcmp(s->sites[i].name, name) == 0)
+			return &s->sites[i];
+	return NULL;
+}
+
+/* Call sites: kind 'a'ppeared, 'v'anished, 'c'hanged.  Calls fn for each
+ * in base order, then the new ones. */
+static void each_site(const struct vmt_stats *a, const struct vmt_stats *b, double thr,
+		      void (*fn)(void *, char, const char *, uint64_t, uint64_t), void *arg)
+{
+	for (uint32_t i = 0; i < a->nsites; i++) {
+		const struct vmt_site *o = &a->sites[i], *n = find_site(b, o->name);
+		if (!n)
+			fn(arg, 'v', o->name, o->count, 0);
+		else if (fabs(change_pct((double)o->count, (double)n->count)) > thr)
+			fn(arg, 'c', o->name, o->count, n->count);
+	}
+	for (uint32_t i = 0; i < b->nsites; i++)
+		if (!find_site(a, b->sites[i].name))
+			fn(arg, 'a', b->sites[i].name, 0, b->sites[i].count);
+}
+
+struct site_out {
+	struct vmt_buf *b;
+	int json, n;
+};
+
+static void site_line(void *arg, char kind, const char *name, uint64_t base, uint64_t nw)
+{
+	struct site_out *o = arg;
+	static const char *const what[] = { "appeared", "vanished", "changed" };
+	const char *w = what[kind == 'a' ? 0 : kind == 'v' ? 1 : 2];
+	if (o->json) {
+		vmt_buf_printf(o->b, "%s{\"site\":", o->n ? "," : "");
+		vmt_buf_json_str(o->b, name);
+		vmt_buf_printf(o->b, ",\"status\":\"%s\",\"base\":%" PRIu64 ",\"new\":%" PRIu64
+				     ",\"change_pct\":",
+			       w, base, nw);
+		json_pct(o->b, change_pct((double)base, (double)nw));
+		vmt_buf_puts(o->b, "}");
+	} else {
+		struct vmt_buf p = { 0 };
+		fmt_pct(&p, change_pct((double)base, (double)nw));
+		vmt_buf_printf(o->b, "%16" PRIu64 " %10s %16" PRIu64 "  %-8s %s\n", base, p.data, nw, w,
+			       name);
+		vmt_buf_free(&p);
+	}
+	o->n++;
+}
+
+static int read_stats(const char *path, struct vmt_stats *s)
+{
+	struct vmt_input in;
+	if (vmt_input_open(&in, path))
+		return -1;
+	int rc = vmt_stats_read(s, in.r);
+	if (rc == -ENOMEM)
+		fprintf(stderr, "vmtrace: '%s': out of memory\n", path);
+	else if (rc < 0)
+		vmt_input_report(&in);
+	vmt_input_close(&in);
+	if (rc < 0) {
+		vmt_stats_free(s);
+		return -1;
+	}
+	return 0;
+}
+
+static int report(const char *pa, const char *pb, const struct vmt_stats *a,
+		  const struct vmt_stats *b, const struct conds *cs, double thr, int json, int all)
+{
+	size_t na, nb, n;
+	struct vmt_metric *ma = vmt_stats_metrics(a, &na), *mb = vmt_stats_metrics(b, &nb);
+	struct row *rows = ma && mb ? join(ma, na, mb, nb, &n) : NULL;
+	int status = 0;
+	if (!rows) {
+		fprintf(stderr, "vmtrace diff: out of memory\n");
+		free(ma), free(mb);
+		return 2;
+	}
+	/* Every metric name of a condition must exist (a typo must not pass
+	 * silently). */
+	for (size_t i = 0; i < cs->n; i++) {
+		int found = 0;
+		for (size_t j = 0; j < n && !found; j++)
+			found = cond_matches(&cs->c[i], &rows[j]);
+		if (!found && strcmp(cs->c[i].metric, "any") != 0) {
+			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
+				cs->c[i].text, cs->c[i].metric);
+			free(rows), free(ma), free(mb);
+			return 2;
+		}
+	}
+	struct vmt_buf out = { 0 };
+	if (json) {
+		vmt_buf_puts(&out, "{\"base\":");
+		vmt_buf_json_str(&out, pa);
+		vmt_buf_puts(&out, ",\"new\":");
+		vmt_buf_json_str(&out, pb);
+		vmt_buf_puts(&out, ",\"metrics\":[");
+		int f = 1;
+		for (size_t i = 0; i < n; i++) {
+			if (!all && rows[i].base == 0 && rows[i].new_ == 0)
+				continue;
+			vmt_buf_printf(&out, "%s{\"name\":\"%s\",\"base\":", f ? "" : ",", rows[i].name);
+			fmt_num(&out, rows[i].base);
+			vmt_buf_puts(&out, ",\"new\":");
+			fmt_num(&out, rows[i].new_);
+			vmt_buf_puts(&out, ",\"change_pct\":");
+			json_pct(&out, change_pct(rows[i].base, rows[i].new_));
+			vmt_buf_printf(&out, ",\"deterministic\":%s}",
+				       rows[i].flags & VMT_METRIC_NOISY ? "false" : "true");
+			f = 0;
+		}
+		vmt_buf_printf(&out, "],\"stacks_recorded\":%s,\"sites\":[",
+			       a->has_stacks && b->has_stacks ? "true" : "false");
+		struct site_out so = { &out, 1, 0 };
+		each_site(a, b, thr, site_line, &so);
+		vmt_buf_puts(&out, "],\"failed\":[");
+	} else {
+		vmt_buf_printf(&out, "%16s %10s %16s  %s\n", "base", "%change", "new", "metric");
+		for (int timing = 0; timing < 2; timing++) {
+			if (timing)
+				vmt_buf_puts(&out, "\nnot deterministic (timing, page cache; not part of 'any'):\n");
+			for (size_t i = 0; i < n; i++)
+				if (!!(rows[i].flags & VMT_METRIC_NOISY) == timing &&
+				    (all || rows[i].base != 0 || rows[i].new_ != 0))
+					text_row(&out, &rows[i]);
+		}
+		if (a->has_stacks || b->has_stacks) {
+			vmt_buf_printf(&out, "\ncall sites (appeared, vanished, or calls changed by more than %g%%):\n", thr);
+			struct site_out so = { &out, 0, 0 };
+			each_site(a, b, thr, site_line, &so);
+			if (!so.n)
+				vmt_buf_puts(&out, "  none\n");
+		}
+	}
+	int nfail = 0;
+	for (size_t i = 0; i < cs->n; i++) {
+		for (size_t j = 0; j < n; j++) {
+			if (!cond_matches(&cs->c[i], &rows[j]) || !cond_holds(&cs->c[i], &rows[j]))
+				continue;
+			struct vmt_buf x = { 0 }, y = { 0 }, p = { 0 };
+			fmt_num(&x, rows[j].base);
+			fmt_num(&y, rows[j].new_);
+			double pct = change_pct(rows[j].base, rows[j].new_);
+			fmt_pct(&p, pct);
+			if (json) {
+				vmt_buf_printf(&out, "%s{\"expr\":", nfail ? "," : "");
+				vmt_buf_json_str(&out, cs->c[i].text);
+				vmt_buf_printf(&out, ",\"metric\":\"%s\",\"base\":%s,\"new\":%s,\"change_pct\":",
+					       rows[j].name, x.data, y.data);
+				json_pct(&out, pct);
+				vmt_buf_puts(&out, "}");
+			} else {
+				vmt_buf_printf(&out, "%sFAIL %s: %s -> %s (%s), condition '%s'\n",
+					       nfail ? "" : "\n", rows[j].name, x.data, y.data, p.data,
+					       cs->c[i].text);
+			}
+			vmt_buf_free(&x), vmt_buf_free(&y), vmt_buf_free(&p);
+			nfail++;
+		}
+	}
+	if (json)
+		vmt_buf_printf(&out, "],\"verdict\":\"%s\"}\n", nfail ? "regression" : "ok");
+	else if (cs->n)
+		vmt_buf_printf(&out, "%sverdict: %s\n", nfail ? "" : "\n",
+			       nfail ? "regression (exit 1)" : "ok, no --fail-on condition holds");
+	status = nfail ? 1 : 0;
+	if (out.oom) {
+		fprintf(stderr, "vmtrace diff: out of memory\n");
+		status = 2;
+	} else if (out.len) {
+		fwrite(out.data, 1, out.len, stdout);
+	}
+	vmt_buf_free(&out);
+	free(rows), free(ma), free(mb);
+	return status;
+}
+
+static int run_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "fail-on", required_argument, NULL, 'f' },
+		{ "site-threshold", required_argument, NULL, 't' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, all = 0, c;
+	double thr = 10;
+	struct conds cs = { NULL, 0 };
+	char *end;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'a': all = 1; break;
+		case 'f':
+			if (add_conds(&cs, optarg)) {
+				free(cs.c);
+				return 2;
+			}
+			break;
+		case 't':
+			thr = strtod(optarg, &end);
+			if (end == optarg || *end || !(thr >= 0) || !isfinite(thr)) {
+				free(cs.c);
+				return vmt_usage_error("diff", "bad --site-threshold '%s': expected a percentage", optarg);
+			}
+			break;
+		case 'h':
+			free(cs.c);
+			fputs(diff_usage, stdout);
+			return vmt_finish_stdout(0);
+		default:
+			free(cs.c);
+			if (optopt && strchr("ft", optopt))
+				return vmt_usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
+			return vmt_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 2) {
+		free(cs.c);
+		return vmt_usage_error("diff", argc - optind > 2 ? "too many arguments"
+								 : "needs two traces, BASE and NEW");
+	}
+	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0) {
+		free(cs.c);
+		return vmt_usage_error("diff", "only one trace can be standard input");
+	}
+	struct vmt_stats a, b;
+	int status = 2;
+	if (read_stats(argv[optind], &a) == 0) {
+		if (read_stats(argv[optind + 1], &b) == 0) {
+			status = report(argv[optind], argv[optind + 1], &a, &b, &cs, thr, json, all);
+			vmt_stats_free(&b);
+		}
+		vmt_stats_free(&a);
+	}
+	free(cs.c);
+	return vmt_finish_stdout(status);
+}
+
+const struct vmt_cmd vmt_cmd_diff = {
+	"diff", run_diff, "compare two traces' metrics; --fail-on for CI regression checks",
+	diff_usage,
+};

@@ -1,0 +1,488 @@
+/*
+ * export.c - `vmtrace export`: a trace in formats other tools read.
+ *
+ *   perfetto  Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing):
+ *             a track per thread with a slice per syscall, counter tracks
+ *             per process (VMAs, mapped bytes, touched pages), instants for
+ *             faults, touches and life-cycle events
+ *   csv       one row per event for spreadsheets, pandas, DuckDB
+ *   jsonl     one JSON object per event (vmt_render_json plus "index")
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd.h"
+#include "tracks.h"
+
+static const char export_usage[] =
+	"usage: vmtrace export --format=perfetto|csv|jsonl [-o FILE] TRACE\n"
+	"\n"
+	"Write TRACE in another format, to FILE or standard output.\n"
+	"\n"
+	"  --format=perfetto  Chrome trace-event JSON, which ui.perfetto.dev and\n"
+	"                     chrome://tracing open: one track per thread with a\n"
+	"                     slice per syscall (args and result in its arguments),\n"
+	"                     counter tracks per process for the VMA count, mapped\n"
+	"                     bytes and touched pages, instant events for faults,\n"
+	"                     touches and thread/process life-cycle events.  Times\n"
+	"                     are microseconds since the start of recording; pid is\n"
+	"                     the process index + 1 and tid the thread index + 1\n"
+	"                     (0 is the idle task to Perfetto)\n"
+	"  --format=csv       one row per event after a header line: index, ts_ns,\n"
+	"                     kind, proc, thread, op, arg0..arg5, result,\n"
+	"                     duration_ns, text.  Syscall args are the raw values\n"
+	"                     (decimal); faults put addr, ip, access in arg0..2 and\n"
+	"                     touches start, pages, present pages, reason\n"
+	"  --format=jsonl     one JSON object per event: the keys of\n"
+	"                     'vmtrace dump --json' and \"index\"\n"
+	"  -o, --output=FILE  write to FILE instead of standard output\n"
+	"  -h, --help         this help\n"
+	"\n"
+	"TRACE may be '-' for standard input.\n"
+	"Exit status: 0, or 2 for a usage error, an unreadable, truncated or\n"
+	"corrupt trace (the events before the damage are written, as a complete\n"
+	"file), or an output that cannot be written.\n";
+
+enum fmt { FMT_PERFETTO, FMT_CSV, FMT_JSONL };
+
+#define MAX_ERRNO 4095
+
+static int sc_failed(const struct vmt_syscall *sc)
+{
+	return (sc->flags & VMT_SC_NO_RESULT) || (sc->result < 0 && sc->result >= -MAX_ERRNO);
+}
+
+/* Decimal without printf: the exporters write millions of numbers, and
+ * vsnprintf dominated their profile. */
+static void put_u64(struct vmt_buf *b, uint64_t v)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp) - 1;
+	tmp[i] = 0;
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	vmt_buf_puts(b, tmp + i);
+}
+
+static void put_i64(struct vmt_buf *b, int64_t v)
+{
+	if (v < 0) {
+		vmt_buf_puts(b, "-");
+		put_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_u64(b, (uint64_t)v);
+	}
+}
+
+/* ---- csv ---------------------------------------------------------------- */
+
+static void csv_quote(struct vmt_buf *b, const char *s)
+{
+	vmt_buf_puts(b, "\"");
+	for (const char *q; (q = strchr(s, '"')); s = q + 1) {
+		vmt_buf_printf(b, "%.*s\"\"", (int)(q - s), s);
+	}
+	vmt_buf_puts(b, s);
+	vmt_buf_puts(b, "\"");
+}
+
+static void csv_row(struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
+		    const struct vmt_event *ev)
+{
+	const char *kind = vmt_kind_name(ev->kind);
+	put_u64(b, index);
+	vmt_buf_puts(b, ",");
+	put_u64(b, ev->ts_ns);
+	vmt_buf_puts(b, ",");
+	vmt_buf_puts(b, kind ? kind : "?");
+	vmt_buf_puts(b, ",");
+	put_u64(b, ev->proc);
+	vmt_buf_puts(b, ",");
+	put_u64(b, ev->thread);
+	vmt_buf_puts(b, ",");
+	uint64_t a[VMT_MAX_ARGS];
+	uint32_t na = 0;
+	const char *op = "";
+	int has_result = 0, has_dur = 0;
+	if (ev->kind == VMT_EV_SYSCALL) {
+		const struct vmt_syscall *sc = &ev->u.sc;
+		op = vmt_op_name(sc->op) ? vmt_op_name(sc->op) : "?";
+		na = sc->nargs <= VMT_MAX_ARGS ? sc->nargs : VMT_MAX_ARGS;
+		memcpy(a, sc->args, sizeof(a));
+		has_result = has_dur = !(sc->flags & VMT_SC_NO_RESULT);
+	} else if (ev->kind == VMT_EV_FAULT) {
+		a[0] = ev->u.fault.addr;
+		a[1] = ev->u.fault.ip;
+		a[2] = ev->u.fault.access;
+		na = 3;
+	} else if (ev->kind == VMT_EV_TOUCH) {
+		uint64_t present = 0;
+		for (uint32_t i = 0; i < ev->u.touch.nruns; i++)
+			if (ev->u.touch.runs[i].state != VMT_PAGE_ABSENT)
+				present += ev->u.touch.runs[i].pages;
+		a[0] = ev->u.touch.start;
+		a[1] = ev->u.touch.npages;
+		a[2] = present;
+		a[3] = ev->u.touch.reason;
+		na = 4;
+	}
+	vmt_buf_puts(b, op);
+	vmt_buf_puts(b, ",");
+	for (uint32_t i = 0; i < VMT_MAX_ARGS; i++) {
+		if (i < na)
+			put_u64(b, a[i]);
+		vmt_buf_puts(b, ",");
+	}
+	if (has_result)
+		put_i64(b, ev->u.sc.result);
+	vmt_buf_puts(b, ",");
+	if (has_dur)
+		put_u64(b, ev->u.sc.exit_ns > ev->ts_ns ? ev->u.sc.exit_ns - ev->ts_ns : 0);
+	vmt_buf_puts(b, ",");
+	vmt_buf_reset(text);
+	vmt_render_text(text, ev);
+	csv_quote(b, text->len ? text->data : "");
+	vmt_buf_puts(b, "\n");
+}
+
+/* ---- perfetto ----------------------------------------------------------- */
+
+/* Microseconds with three decimals, exact from integer nanoseconds. */
+static void put_us(struct vmt_buf *b, const char *key, uint64_t ns)
+{
+	char frac[5] = { '.', (char)('0' + ns % 1000 / 100), (char)('0' + ns % 100 / 10),
+			 (char)('0' + ns % 10), 0 };
+	vmt_buf_puts(b, ",\"");
+	vmt_buf_puts(b, key);
+	vmt_buf_puts(b, "\":");
+	put_u64(b, ns / 1000);
+	vmt_buf_puts(b, frac);
+}
+
+struct pf {
+	vmt_tracks *trk;
+	uint64_t *last_vmas, *last_mapped, *last_touched; /* per process */
+	uint32_t nlast;
+	int first; /* no event written yet */
+};
+
+static void pf_sep(struct pf *p, struct vmt_buf *b)
+{
+	vmt_buf_puts(b, p->first ? "\n" : ",\n");
+	p->first = 0;
+}
+
+static void pf_counter(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t rel,
+		       const char *name, const char *key, uint64_t v)
+{
+	pf_sep(p, b);
+	vmt_buf_printf(b, "{\"ph\":\"C\",\"name\":\"%s\",\"pid\":%u", name, proc + 1);
+	put_us(b, "ts", rel);
+	vmt_buf_printf(b, ",\"args\":{\"%s\":%" PRIu64 "}}", key, v);
+}
+
+static int pf_grow(struct pf *p, uint32_t n)
+{
+	if (n <= p->nlast)
+		return 0;
+	uint32_t cap = p->nlast ? p->nlast : 8;
+	while (cap < n)
+		cap *= 2;
+	uint64_t **arrs[3] = { &p->last_vmas, &p->last_mapped, &p->last_touched };
+	for (int i = 0; i < 3; i++) {
+		uint64_t *q = realloc(*arrs[i], cap * sizeof(uint64_t));
+		if (!q)
+			return -ENOMEM;
+		/* All ones: "not written yet", so the first value is written. */
+		memset(q + p->nlast, 0xff, (cap - p->nlast) * sizeof(uint64_t));
+		*arrs[i] = q;
+	}
+	p->nlast = cap;
+	return 0;
+}
+
+/* The counters of proc whose values differ from the last ones written. */
+static int pf_counters(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t rel)
+{
+	struct vmt_track_vals v;
+	if (pf_grow(p, proc + 1))
+		return -ENOMEM;
+	vmt_tracks_get(p->trk, proc, &v);
+	if (v.vmas != p->last_vmas[proc]) {
+		pf_counter(p, b, proc, rel, "vma", "count", v.vmas);
+		p->last_vmas[proc] = v.vmas;
+	}
+	if (v.mapped_bytes != p->last_mapped[proc]) {
+		pf_counter(p, b, proc, rel, "mapped", "bytes", v.mapped_bytes);
+		p->last_mapped[proc] = v.mapped_bytes;
+	}
+	if (v.touched_pages != p->last_touched[proc]) {
+		pf_counter(p, b, proc, rel, "touched", "pages", v.touched_pages);
+		p->last_touched[proc] = v.touched_pages;
+	}
+	return 0;
+}
+
+static void pf_result(struct vmt_buf *b, const struct vmt_syscall *sc)
+{
+	const struct vmt_op_info *oi = vmt_op_info(sc->op);
+	if (sc->flags & VMT_SC_NO_RESULT) {
+		vmt_buf_puts(b, "\"?\"");
+	} else if (sc_failed(sc)) {
+		const char *e = vmt_errno_name((int)-sc->result);
+		vmt_buf_printf(b, "\"-1 %s\"", e ? e : "E?");
+	} else if (oi && oi->ret == VMT_RET_ADDR) {
+		vmt_buf_printf(b, "\"%#" PRIx64 "\"", (uint64_t)sc->result);
+	} else {
+		vmt_buf_printf(b, "\"%" PRId64 "\"", sc->result);
+	}
+}
+
+static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
+		    const struct vmt_event *ev, unsigned changed, uint32_t who)
+{
+	uint64_t rel = vmt_tracks_rel_ns(p->trk, ev->ts_ns);
+	uint32_t pid = ev->proc + 1, tid = ev->thread + 1;
+	switch (ev->kind) {
+	case VMT_EV_SYSCALL: {
+		const struct vmt_syscall *sc = &ev->u.sc;
+		const char *name = vmt_op_name(sc->op);
+		pf_sep(p, b);
+		vmt_buf_puts(b, "{\"ph\":\"X\",\"cat\":\"syscall\",\"name\":");
+		vmt_buf_json_str(b, name ? name : "?");
+		vmt_buf_puts(b, ",\"pid\":");
+		put_u64(b, pid);
+		vmt_buf_puts(b, ",\"tid\":");
+		put_u64(b, tid);
+		put_us(b, "ts", rel);
+		put_us(b, "dur", (sc->flags & VMT_SC_NO_RESULT) || sc->exit_ns < ev->ts_ns
+					  ? 0 : sc->exit_ns - ev->ts_ns);
+		vmt_buf_reset(text);
+		vmt_render_args(text, sc);
+		vmt_buf_puts(b, ",\"args\":{\"args\":");
+		vmt_buf_json_str(b, text->len ? text->data : "");
+		vmt_buf_puts(b, ",\"result\":");
+		pf_result(b, sc);
+		vmt_buf_puts(b, ",\"index\":");
+		put_u64(b, index);
+		if (sc->stack_id != VMT_NONE)
+			vmt_buf_printf(b, ",\"stack\":%u", sc->stack_id);
+		vmt_buf_puts(b, "}}");
+		break;
+	}
+	case VMT_EV_FAULT:
+	case VMT_EV_TOUCH:
+	case VMT_EV_THREAD_START:
+	case VMT_EV_THREAD_EXIT:
+	case VMT_EV_PROCESS_START:
+	case VMT_EV_EXEC:
+	case VMT_EV_PROCESS_EXIT:
+	case VMT_EV_MAPS:
+	case VMT_EV_LOST: {
+		const char *kind = vmt_kind_name(ev->kind);
+		pf_sep(p, b);
+		vmt_buf_puts(b, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":");
+		vmt_buf_json_str(b, ev->kind == VMT_EV_FAULT || ev->kind == VMT_EV_TOUCH
+					    ? "page" : "life");
+		vmt_buf_puts(b, ",\"name\":");
+		vmt_buf_json_str(b, kind ? kind : "?");
+		vmt_buf_printf(b, ",\"pid\":%u,\"tid\":%u", pid, tid);
+		put_us(b, "ts", rel);
+		vmt_buf_reset(text);
+		vmt_render_text(text, ev);
+		vmt_buf_puts(b, ",\"args\":{\"text\":");
+		vmt_buf_json_str(b, text->len ? text->data : "");
+		if (ev->kind == VMT_EV_FAULT)
+			vmt_buf_printf(b, ",\"addr\":\"%#" PRIx64 "\",\"ip\":\"%#" PRIx64 "\"",
+				       ev->u.fault.addr, ev->u.fault.ip);
+		vmt_buf_printf(b, ",\"index\":%" PRIu64 "}}", index);
+		break;
+	}
+	default:
+		break; /* tables (stacks, symbols, strings) are not timeline events */
+	}
+	if (changed & (VMT_TRK_SPACE | VMT_TRK_TOUCHED))
+		return pf_counters(p, b, who, rel);
+	return 0;
+}
+
+/* Names of the processes and threads, as metadata events at the end (the
+ * names are only known once EXEC and THREAD_START events were read). */
+static void pf_names(struct pf *p, struct vmt_buf *b)
+{
+	vmt_tracks *t = p->trk;
+	for (uint32_t i = 0; i < vmt_tracks_nprocs(t); i++) {
+		const char *name = vmt_tracks_proc_name(t, i);
+		struct vmt_buf n = { 0 };
+		vmt_buf_printf(&n, "p%u %s", i, *name ? name : "?");
+		if (vmt_tracks_os_pid(t, i))
+			vmt_buf_printf(&n, " (pid %d)", vmt_tracks_os_pid(t, i));
+		pf_sep(p, b);
+		vmt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":", i + 1);
+		vmt_buf_json_str(b, n.data ? n.data : "");
+		vmt_buf_puts(b, "}}");
+		pf_sep(p, b);
+		vmt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,"
+			       "\"args\":{\"sort_index\":%u}}", i + 1, i);
+		vmt_buf_free(&n);
+	}
+	for (uint32_t i = 0; i < vmt_tracks_nthreads(t); i++) {
+		uint32_t proc = vmt_tracks_thread_proc(t, i);
+		if (proc == VMT_NONE)
+			continue;
+		pf_sep(p, b);
+		vmt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
+			       "\"args\":{\"name\":\"t%u", proc + 1, i + 1, i);
+		if (vmt_tracks_os_tid(t, i))
+			vmt_buf_printf(b, " (tid %d)", vmt_tracks_os_tid(t, i));
+		vmt_buf_puts(b, "\"}}");
+	}
+}
+
+/* ---- driver -------------------------------------------------------------- */
+
+static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
+{
+	const struct vmt_header *h = vmt_reader_header(in->r);
+	struct vmt_buf b = { 0 }, text = { 0 };
+	struct pf pf = { .first = 1 };
+	struct vmt_event ev;
+	uint64_t index = 0;
+	int rc, err = 0;
+
+	if (fmt == FMT_PERFETTO) {
+		pf.trk = vmt_tracks_new(h);
+		if (!pf.trk) {
+			fprintf(stderr, "vmtrace export: out of memory\n");
+			return 2;
+		}
+		fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":", out);
+		vmt_buf_json_str(&b, in->path);
+		vmt_buf_puts(&b, ",\"recorder\":");
+		vmt_buf_json_str(&b, h->recorder ? h->recorder : "");
+		vmt_buf_puts(&b, ",\"options\":");
+		vmt_buf_json_str(&b, h->options ? h->options : "");
+		vmt_buf_printf(&b, ",\"page_size\":%u},\"traceEvents\":[", h->page_size);
+	} else if (fmt == FMT_CSV) {
+		vmt_buf_puts(&b, "index,ts_ns,kind,proc,thread,op,arg0,arg1,arg2,arg3,arg4,arg5,"
+				 "result,duration_ns,text\n");
+	}
+	while ((rc = vmt_reader_next(in->r, &ev)) == 1) {
+		if (fmt == FMT_CSV) {
+			csv_row(&b, &text, index, &ev);
+		} else if (fmt == FMT_JSONL) {
+			vmt_buf_reset(&text);
+			vmt_render_json(&text, &ev);
+			vmt_buf_printf(&b, "{\"index\":%" PRIu64 ",", index);
+			if (text.len > 1)
+				vmt_buf_puts(&b, text.data + 1);
+			vmt_buf_puts(&b, "\n");
+		} else {
+			unsigned changed = 0;
+			uint32_t who = 0;
+			if ((err = vmt_tracks_apply(pf.trk, &ev, &changed, &who)) ||
+			    (err = pf_event(&pf, &b, &text, index, &ev, changed, who)))
+				break;
+		}
+		index++;
+		if (b.oom) {
+			err = -ENOMEM;
+			break;
+		}
+		if (b.len >= 1 << 16) {
+			fwrite(b.data, 1, b.len, out);
+			vmt_buf_reset(&b);
+			if (ferror(out))
+				break;
+		}
+	}
+	if (fmt == FMT_PERFETTO) {
+		pf_names(&pf, &b);
+		vmt_buf_puts(&b, "\n]}\n");
+	}
+	fwrite(b.data ? b.data : "", 1, b.len, out);
+	int status = 0;
+	if (rc < 0) {
+		vmt_input_report(in);
+		status = 2;
+	} else if (err) {
+		fprintf(stderr, "vmtrace export: '%s': %s\n", in->path, vmt_strerror(err));
+		status = 2;
+	}
+	vmt_buf_free(&b);
+	vmt_buf_free(&text);
+	vmt_tracks_free(pf.trk);
+	free(pf.last_vmas);
+	free(pf.last_mapped);
+	free(pf.last_touched);
+	return status;
+}
+
+static int run_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *format = NULL, *output = NULL;
+	int c;
+	/* No '+': options may follow the trace, as in the synopsis. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': format = optarg; break;
+		case 'o': output = optarg; break;
+		case 'h': fputs(export_usage, stdout); return vmt_finish_stdout(0);
+		default:
+			if (optopt == 'o' || optopt == 'f')
+				return vmt_usage_error("export", "option '%s' needs a value",
+						       argv[optind - 1]);
+			return vmt_usage_error("export", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	enum fmt fmt;
+	if (!format)
+		return vmt_usage_error("export", "no --format given (perfetto, csv or jsonl)");
+	if (!strcmp(format, "perfetto"))
+		fmt = FMT_PERFETTO;
+	else if (!strcmp(format, "csv"))
+		fmt = FMT_CSV;
+	else if (!strcmp(format, "jsonl"))
+		fmt = FMT_JSONL;
+	else
+		return vmt_usage_error("export", "unknown format '%s' (perfetto, csv or jsonl)", format);
+	if (argc - optind != 1)
+		return vmt_usage_error("export", argc - optind ? "too many arguments" : "no trace given");
+
+	struct vmt_input in;
+	if (vmt_input_open(&in, argv[optind]))
+		return 2;
+	FILE *out = stdout;
+	if (output && strcmp(output, "-")) {
+		out = fopen(output, "w");
+		if (!out) {
+			fprintf(stderr, "vmtrace export: cannot create '%s': %s\n", output, strerror(errno));
+			vmt_input_close(&in);
+			return 2;
+		}
+	}
+	int status = export_events(&in, fmt, out);
+	vmt_input_close(&in);
+	if (out == stdout)
+		return vmt_finish_stdout(status);
+	if (ferror(out) | fclose(out)) {
+		fprintf(stderr, "vmtrace export: cannot write '%s': %s\n", output, strerror(errno));
+		return 2;
+	}
+	return status;
+}
+
+const struct vmt_cmd vmt_cmd_export = {
+	"export", run_export, "write a trace as Perfetto JSON, CSV or JSON lines", export_usage,
+};

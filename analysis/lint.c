@@ -1,0 +1,274 @@
+/*
+ * lint.c - `vmtrace lint`: the patterns of the seed posts, found in a trace,
+ * with evidence and the change that addresses each (detectors: lintcheck.c).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd.h"
+#include "lint.h"
+
+static const char lint_usage[] =
+	"usage: vmtrace lint [--json] TRACE\n"
+	"\n"
+	"Look for the memory-management patterns that the seed posts of vmrec\n"
+	"show to be slow, and print each one found with its evidence (counts, one\n"
+	"example event and its call site when the trace has stacks), what it costs\n"
+	"and the change, or vmreplay rewrite rule, that addresses it:\n"
+	"\n"
+	"  prot-none-free     mprotect(RW) ... mmap(PROT_NONE, MAP_FIXED) over the\n"
+	"                     same range, again and again (rule prot-none-free)\n"
+	"  madv-free-volume   much memory given back with MADV_FREE, the same\n"
+	"                     ranges again and again (rule free-to-dontneed)\n"
+	"  vma-fragmentation  many small adjacent mappings that did not merge, and\n"
+	"                     the peak VMA count\n"
+	"  locked-untouched   large ranges locked (and so populated) at once whose\n"
+	"                     pages are mostly never used (rule mlock-onfault)\n"
+	"  mlock-per-page     mlock called page by page (rule mlock-onfault)\n"
+	"  read-then-write    fresh anonymous pages read, then written: two faults\n"
+	"                     per page (rule populate); needs a trace recorded with\n"
+	"                     vmrec --touch=faults\n"
+	"\n"
+	"  --json      one JSON object: trace, findings (id, title, summary,\n"
+	"              evidence, parts, example, why, fix, rule), notes\n"
+	"  -h, --help  this help\n"
+	"\n"
+	"TRACE may be '-' for standard input.\n"
+	"Exit status: 1 when there are findings, 0 when there are none, 2 when the\n"
+	"trace is unreadable, truncated or corrupt.\n";
+
+/* Print text wrapped at 78 columns, continuation lines indented by `ind`. */
+static void wrap(const char *label, const char *text, int ind)
+{
+	int col = printf("  %-*s ", ind - 3, label);
+	const char *p = text;
+	while (*p) {
+		const char *sp = strchr(p, ' ');
+		int w = sp ? (int)(sp - p) : (int)strlen(p);
+		if (col > ind && col + 1 + w > 78) {
+			printf("\n%*s", ind, "");
+			col = ind;
+		} else if (col > ind) {
+			putchar(' ');
+			col++;
+		}
+		col += printf("%.*s", w, p);
+		p += w;
+		while (*p == ' ')
+			p++;
+	}
+	putchar('\n');
+}
+
+/* A number for people: bytes in KiB/MiB/GiB, times in ms. */
+static void human(char *out, size_t n, uint64_t v, const char *unit)
+{
+	if (!strcmp(unit, "bytes") && v >= 1024) {
+		static const char *const u[] = { "KiB", "MiB", "GiB", "TiB" };
+		double x = (double)v / 1024;
+		int i = 0;
+		while (x >= 1024 && i < 3) {
+			x /= 1024;
+			i++;
+		}
+		snprintf(out, n, "%.1f %s", x, u[i]);
+	} else if (!strcmp(unit, "ns")) {
+		snprintf(out, n, "%.3f ms", (double)v / 1e6);
+	} else {
+		snprintf(out, n, "%" PRIu64, v);
+	}
+}
+
+static void who(struct vmt_buf *b, uint32_t proc, uint32_t thread)
+{
+	if (thread == VMT_NONE)
+		vmt_buf_printf(b, "p%u", proc);
+	else
+		vmt_buf_printf(b, "p%u t%u", proc, thread);
+}
+
+static void print_text(const char *path, const vmt_lint *l, int n, const char **notes, int nnotes)
+{
+	struct vmt_buf b = { 0 };
+	printf("%s: %d finding%s\n", path, n, n == 1 ? "" : "s");
+	for (int i = 0; i < n; i++) {
+		const struct vmt_lint_finding *f = vmt_lint_get(l, (uint32_t)i);
+		printf("\n[%s] %s\n", f->id, f->title);
+		wrap("evidence:", f->summary, 14);
+		for (uint32_t k = 0; k < f->nnums; k++) {
+			char v[32];
+			human(v, sizeof(v), f->nums[k].value, f->nums[k].unit);
+			printf("%14s%-12s %s\n", "", v, f->nums[k].what);
+		}
+		if (f->nparts) {
+			vmt_buf_reset(&b);
+			for (uint32_t k = 0; k < f->nparts; k++) {
+				if (k)
+					vmt_buf_puts(&b, ", ");
+				char v[32];
+				human(v, sizeof(v), f->parts[k].value, f->part_unit);
+				who(&b, f->parts[k].proc, f->parts[k].thread);
+				vmt_buf_printf(&b, ": %s", v);
+			}
+			if (f->parts_more) {
+				char v[32];
+				human(v, sizeof(v), f->parts_more_value, f->part_unit);
+				vmt_buf_printf(&b, ", %u more: %s", f->parts_more, v);
+			}
+			if (strcmp(f->part_unit, "bytes"))
+				vmt_buf_printf(&b, " (%s)", f->part_unit);
+			wrap(f->parts[0].thread == VMT_NONE ? "by process:" : "by thread:",
+			     b.data, 14);
+		}
+		if (f->example[0]) {
+			printf("  %-11s event %" PRIu64 " [p%u t%u] %s\n", "example:",
+			       f->example_index, f->example_proc, f->example_thread, f->example);
+			for (uint32_t k = 0; k < f->nframes; k++)
+				printf("  %-11s #%u %s\n", k ? "" : "call site:", k, f->frames[k]);
+		}
+		wrap("cost:", f->why, 14);
+		wrap("fix:", f->fix, 14);
+		if (f->rule)
+			printf("  %-11s %s\n", "rule:", f->rule);
+	}
+	for (int i = 0; i < nnotes; i++)
+		printf("%snote: %s\n", i ? "" : "\n", notes[i]);
+	vmt_buf_free(&b);
+}
+
+static void print_json(const char *path, const vmt_lint *l, int n, const char **notes, int nnotes)
+{
+	struct vmt_buf b = { 0 };
+	vmt_buf_puts(&b, "{\"trace\":");
+	vmt_buf_json_str(&b, path);
+	vmt_buf_printf(&b, ",\"count\":%d,\"findings\":[", n);
+	for (int i = 0; i < n; i++) {
+		const struct vmt_lint_finding *f = vmt_lint_get(l, (uint32_t)i);
+		vmt_buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
+		vmt_buf_json_str(&b, f->id);
+		vmt_buf_puts(&b, ",\"title\":");
+		vmt_buf_json_str(&b, f->title);
+		vmt_buf_puts(&b, ",\"summary\":");
+		vmt_buf_json_str(&b, f->summary);
+		vmt_buf_puts(&b, ",\"evidence\":{");
+		for (uint32_t k = 0; k < f->nnums; k++) {
+			if (k)
+				vmt_buf_puts(&b, ",");
+			vmt_buf_json_str(&b, f->nums[k].key);
+			vmt_buf_printf(&b, ":%" PRIu64, f->nums[k].value);
+		}
+		vmt_buf_puts(&b, "},\"parts\":[");
+		for (uint32_t k = 0; k < f->nparts; k++) {
+			vmt_buf_printf(&b, "%s{\"proc\":%u", k ? "," : "", f->parts[k].proc);
+			if (f->parts[k].thread != VMT_NONE)
+				vmt_buf_printf(&b, ",\"thread\":%u", f->parts[k].thread);
+			vmt_buf_puts(&b, ",");
+			vmt_buf_json_str(&b, f->part_unit);
+			vmt_buf_printf(&b, ":%" PRIu64 "}", f->parts[k].value);
+		}
+		vmt_buf_printf(&b, "],\"parts_more\":%u", f->parts_more);
+		if (f->example[0]) {
+			vmt_buf_printf(&b, ",\"example\":{\"index\":%" PRIu64 ",\"proc\":%u,\"thread\":%u,\"text\":",
+				       f->example_index, f->example_proc, f->example_thread);
+			vmt_buf_json_str(&b, f->example);
+			vmt_buf_puts(&b, ",\"call_site\":[");
+			for (uint32_t k = 0; k < f->nframes; k++) {
+				if (k)
+					vmt_buf_puts(&b, ",");
+				vmt_buf_json_str(&b, f->frames[k]);
+			}
+			vmt_buf_puts(&b, "]}");
+		}
+		vmt_buf_puts(&b, ",\"why\":");
+		vmt_buf_json_str(&b, f->why);
+		vmt_buf_puts(&b, ",\"fix\":");
+		vmt_buf_json_str(&b, f->fix);
+		vmt_buf_puts(&b, ",\"rule\":");
+		if (f->rule)
+			vmt_buf_json_str(&b, f->rule);
+		else
+			vmt_buf_puts(&b, "null");
+		vmt_buf_puts(&b, "}");
+	}
+	vmt_buf_printf(&b, "],\"checked_read_then_write\":%s,\"notes\":[",
+		       vmt_lint_had_faults(l) ? "true" : "false");
+	for (int i = 0; i < nnotes; i++) {
+		if (i)
+			vmt_buf_puts(&b, ",");
+		vmt_buf_json_str(&b, notes[i]);
+	}
+	vmt_buf_puts(&b, "]}\n");
+	fwrite(b.data, 1, b.len, stdout);
+	vmt_buf_free(&b);
+}
+
+static int run_lint(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'h': fputs(lint_usage, stdout); return vmt_finish_stdout(0);
+		default:
+			return vmt_usage_error("lint", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 1)
+		return vmt_usage_error("lint", argc - optind ? "too many arguments" : "no trace given");
+
+	struct vmt_input in;
+	if (vmt_input_open(&in, argv[optind]))
+		return 2;
+	vmt_lint *l = vmt_lint_new(vmt_reader_header(in.r));
+	if (!l) {
+		fprintf(stderr, "vmtrace lint: out of memory\n");
+		vmt_input_close(&in);
+		return 2;
+	}
+	struct vmt_event ev;
+	int rc, err = 0;
+	uint64_t index = 0;
+	while ((rc = vmt_reader_next(in.r, &ev)) == 1) {
+		if ((err = vmt_lint_event(l, index++, &ev)))
+			break;
+	}
+	int status = 2, n = 0;
+	if (rc < 0) {
+		vmt_input_report(&in);
+	} else if (err || (n = vmt_lint_finish(l)) < 0) {
+		fprintf(stderr, "vmtrace lint: '%s': %s\n", in.path, vmt_strerror(err ? err : n));
+	} else {
+		const char *notes[2];
+		int nnotes = 0;
+		char inexact[160];
+		if (!vmt_lint_had_faults(l))
+			notes[nnotes++] = "read-then-write not checked: the trace has no FAULT "
+					  "events (record with vmrec --touch=faults)";
+		if (vmt_lint_model_inexact(l)) {
+			snprintf(inexact, sizeof(inexact),
+				 "the address-space model could only approximate %" PRIu64
+				 " events (VMA counts may be off)", vmt_lint_model_inexact(l));
+			notes[nnotes++] = inexact;
+		}
+		if (json)
+			print_json(in.path, l, n, notes, nnotes);
+		else
+			print_text(in.path, l, n, notes, nnotes);
+		status = n > 0;
+	}
+	vmt_lint_free(l);
+	vmt_input_close(&in);
+	return vmt_finish_stdout(status);
+}
+
+const struct vmt_cmd vmt_cmd_lint = {
+	"lint", run_lint, "find the slow memory-management patterns of the seed posts",
+	lint_usage,
+};

@@ -1,0 +1,149 @@
+/*
+ * lint_int.h - what the detectors (lintcheck.c) and the findings
+ * (lintfind.c) of `vmtrace lint` share: thresholds and the linter's state.
+ */
+#ifndef VMT_LINT_INT_H
+#define VMT_LINT_INT_H
+
+#include <stdint.h>
+#include "asmodel.h"
+#include "lint.h"
+#include "u64tab.h"
+
+#define LX_PROT_WRITE 0x2u
+#define LX_MAP_SHARED 0x01u
+#define LX_MAP_PRIVATE 0x02u
+#define LX_MAP_TYPE 0x0fu
+#define LX_MAP_FIXED 0x10u
+#define LX_MAP_ANONYMOUS 0x20u
+#define LX_MAP_LOCKED 0x2000u
+#define LX_MADV_DONTNEED 4
+#define LX_MADV_FREE 8
+#define LX_MADV_REMOVE 9
+#define LX_MADV_DONTNEED_LOCKED 24
+#define LX_MLOCK_ONFAULT 0x1u
+#define LX_MCL_ONFAULT 0x4u
+#define MAX_ERRNO 4095
+
+/* ---- Thresholds --------------------------------------------------------
+ * A finding must point at a pattern that costs something measurable, not at
+ * a single call that happens to look like one.  Each threshold says why it
+ * sits where it does; the workloads of tests/workloads cross them by an
+ * order of magnitude at their default settings, and their near-miss
+ * variants stay far below. */
+
+/* prot-none-free: a range that goes mprotect(RW) -> mmap(PROT_NONE,
+ * MAP_FIXED) this many times in one thread is an allocator's free path, not
+ * a one-off reset of a guard region.  Every cycle takes mmap_lock for
+ * writing twice (seed 000: 80 s against 8 s with 2 threads). */
+#define PNF_MIN_CYCLES 4
+
+/* madv-free-volume: MADV_FREE is cheap when nothing needs the memory, but
+ * every lazily freed page stays charged to the process and must be
+ * reclaimed when something does (seed 001: 1:30 against 0:49 for
+ * MADV_DONTNEED under pressure).  Below 64 MiB freed in total, or when no
+ * range is freed twice (a one-time trim), the reclaim work is too small to
+ * matter. */
+#define FREE_MIN_BYTES (64ull << 20)
+#define FREE_MIN_REPEATS 1
+
+/* vma-fragmentation: a "small" mapping is at most 64 KiB (16 pages), the
+ * size an allocator or a per-record file mapping uses.  A process normally
+ * has a few hundred VMAs (each shared library brings 4-5); 1000 VMAs at the
+ * peak with 500 small mappings that sat next to a neighbour and still did
+ * not merge is the shape of seed 002, where get_unmapped_area ended up at
+ * 19.8% of the profile. */
+#define FRAG_SMALL_BYTES (64ull << 10)
+#define FRAG_MIN_UNMERGED 500
+#define FRAG_MIN_PEAK_VMAS 1000
+#define FRAG_EXAMPLE_AT 100
+
+/* locked-untouched: locking populates every page of the range at once
+ * (seed 003: 9.5 s to set up a 5 GB MAP_LOCKED mapping of which 150,000
+ * pages were read).  Below 8 MiB (2048 pages) that costs a few ms at most.
+ * "Mostly never touched": fewer than half the pages show any use. */
+#define LOCK_MIN_BYTES (8ull << 20)
+#define LOCK_MAX_USED_PERCENT 50
+#define LOCK_MAX_RECORDS 256 /* large locks remembered for the use check */
+
+/* mlock-per-page: mlock of at most 4 pages at a time, 64 times or more in
+ * one process, is locking on demand by hand (seed 003's second method:
+ * 722 ms of processing against 42 ms with MLOCK_ONFAULT). */
+#define MLOCK_SMALL_PAGES 4
+#define MLOCK_MIN_CALLS 64
+
+/* read-then-write: a read fault on a fresh anonymous page maps the zero
+ * page; the write that follows faults again to copy it (seed 004: 890 +
+ * 2660 cycles against 2300 for writing at once).  256 pages (1 MiB) is
+ * above what ld.so and libc startup do (a handful of pages) and far below
+ * a buffer that is read before it is filled. */
+#define RTW_MIN_PAGES 256
+
+/* Page states in the faulted-page table. */
+#define PG_READ_FIRST 0x1u /* first fault was a read on an anonymous page */
+#define PG_WRITTEN 0x2u
+
+enum frag_reason {
+	FR_PROT, FR_FILE_ANON, FR_OTHER_FILE, FR_OFFSET, FR_FLAGS, FR_ANON_VMA, FR_OTHER,
+	FR__COUNT
+};
+struct example {
+	int set;
+	uint64_t index;
+	uint32_t proc, thread, stack;
+	int is_fault;
+	uint64_t ip;
+	char text[256];
+};
+
+struct lthread {
+	uint32_t proc;
+	uint64_t pnf_cycles, pnf_bytes;
+	uint64_t rtw_pages;
+};
+
+struct lproc {
+	int seen;
+	uint64_t free_calls, free_bytes, refree_calls, refree_bytes;
+	uint64_t small_maps, unmerged, reasons[FR__COUNT];
+	uint64_t peak_vmas, peak_ts;
+	uint64_t small_mlocks;
+	uint64_t rtw_pages, read_first_pages;
+};
+
+struct lockrec {
+	uint32_t proc;
+	uint64_t start, end;
+	uint64_t used_pages; /* pages with a fault: before the lock, or after */
+	uint64_t bytes;	     /* bytes the call locked */
+	uint64_t ns;	     /* duration of the locking call */
+	struct example ex;
+};
+
+struct vmt_lint {
+	const struct vmt_header *h;
+	uint64_t page;
+	vmt_asmodel *model;
+	vmt_symtab *syms;
+	struct vmt_buf scratch;
+	struct lthread *thr;
+	uint32_t nthr;
+	struct lproc *prc;
+	uint32_t nprc;
+	struct u64tab mprot_rw;	 /* (start, proc) -> len of an mprotect(RW) */
+	struct u64tab freed;	 /* (start, proc) -> len of an MADV_FREE */
+	struct u64tab pages;	 /* (page, proc) -> PG_* */
+	struct lockrec locks[LOCK_MAX_RECORDS];
+	uint32_t nlocks;
+	uint64_t locks_dropped;
+	int had_faults, had_touches;
+	uint64_t fault_events;
+	struct example ex_pnf, ex_free, ex_frag[FR__COUNT], ex_mlock, ex_rtw;
+	struct vmt_lint_finding *found;
+	uint32_t nfound;
+};
+
+/* Bytes for people ("64.0 MiB"), into out; returns out. */
+const char *vmt_lint_hbytes(char *out, size_t n, uint64_t v);
+
+#endif

@@ -1,0 +1,462 @@
+/*
+ * lintcheck.c - the detectors of `vmtrace lint` (see lint.h): one pass over
+ * the trace that counts, per thread or process, what the findings
+ * (lintfind.c) are decided on.
+ *
+ * The address-space model (asmodel.h) answers "how many VMAs", "did this
+ * mmap merge", "is this page anonymous", "how many bytes did this call
+ * lock"; a table of faulted pages per process answers "was this page read
+ * before it was written".  Each detector keeps counters and the example
+ * events.
+ *
+ * Flag values are the Linux generic ABI's (the same on x86-64 and arm64),
+ * spelled out because a trace is read on other machines than the one that
+ * recorded it (as in format/names.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lint_int.h"
+
+/* ---- Small helpers ------------------------------------------------------ */
+
+static int failed(const struct vmt_syscall *sc)
+{
+	return (sc->flags & VMT_SC_NO_RESULT) || (sc->result < 0 && sc->result >= -MAX_ERRNO);
+}
+
+static uint64_t page_down(const vmt_lint *l, uint64_t a)
+{
+	return a & ~(l->page - 1);
+}
+
+static uint64_t page_up(const vmt_lint *l, uint64_t a)
+{
+	uint64_t r = (a + l->page - 1) & ~(l->page - 1);
+	return r < a ? ~(l->page - 1) : r; /* saturate at the top */
+}
+
+/* Bytes for people ("64.0 MiB"), into a caller's buffer. */
+const char *vmt_lint_hbytes(char *out, size_t n, uint64_t v)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	double x = (double)v;
+	int i = 0;
+	while (x >= 1024 && i < 4) {
+		x /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(out, n, "%" PRIu64 " bytes", v);
+	else
+		snprintf(out, n, "%.1f %s", x, unit[i]);
+	return out;
+}
+
+static struct lthread *thread_of(vmt_lint *l, uint32_t t)
+{
+	if (t >= VMT_MAX_THREADS)
+		return NULL;
+	if (t >= l->nthr) {
+		uint32_t n = l->nthr ? l->nthr : 16;
+		while (n <= t)
+			n *= 2;
+		struct lthread *p = realloc(l->thr, n * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + l->nthr, 0, (n - l->nthr) * sizeof(*p));
+		l->thr = p;
+		l->nthr = n;
+	}
+	return &l->thr[t];
+}
+
+static struct lproc *proc_of(vmt_lint *l, uint32_t p)
+{
+	if (p >= VMT_MAX_THREADS)
+		return NULL;
+	if (p >= l->nprc) {
+		uint32_t n = l->nprc ? l->nprc : 8;
+		while (n <= p)
+			n *= 2;
+		struct lproc *q = realloc(l->prc, n * sizeof(*q));
+		if (!q)
+			return NULL;
+		memset(q + l->nprc, 0, (n - l->nprc) * sizeof(*q));
+		l->prc = q;
+		l->nprc = n;
+	}
+	l->prc[p].seen = 1;
+	return &l->prc[p];
+}
+
+static void take_example(vmt_lint *l, struct example *x, uint64_t index,
+			 const struct vmt_event *ev)
+{
+	x->set = 1;
+	x->index = index;
+	x->proc = ev->proc;
+	x->thread = ev->thread;
+	x->stack = ev->kind == VMT_EV_SYSCALL ? ev->u.sc.stack_id : VMT_NONE;
+	x->is_fault = ev->kind == VMT_EV_FAULT;
+	x->ip = x->is_fault ? ev->u.fault.ip : 0;
+	vmt_buf_reset(&l->scratch);
+	vmt_render_text(&l->scratch, ev);
+	snprintf(x->text, sizeof(x->text), "%s", l->scratch.len ? l->scratch.data : "");
+}
+
+/* ---- Lifecycle ---------------------------------------------------------- */
+
+vmt_lint *vmt_lint_new(const struct vmt_header *h)
+{
+	vmt_lint *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->h = h;
+	l->page = h && h->page_size && !(h->page_size & (h->page_size - 1)) ? h->page_size : 4096;
+	l->model = vmt_asmodel_new((uint32_t)l->page);
+	l->syms = vmt_symtab_new();
+	if (!l->model || !l->syms) {
+		vmt_lint_free(l);
+		return NULL;
+	}
+	u64tab_init(&l->mprot_rw);
+	u64tab_init(&l->freed);
+	u64tab_init(&l->pages);
+	return l;
+}
+
+void vmt_lint_free(vmt_lint *l)
+{
+	if (!l)
+		return;
+	vmt_asmodel_free(l->model);
+	vmt_symtab_free(l->syms);
+	vmt_buf_free(&l->scratch);
+	free(l->thr);
+	free(l->prc);
+	u64tab_free(&l->mprot_rw);
+	u64tab_free(&l->freed);
+	u64tab_free(&l->pages);
+	free(l->found);
+	free(l);
+}
+
+/* ---- Detectors ----------------------------------------------------------- */
+
+/* Forget the fault state of pages whose contents the op discarded. */
+static void discard_pages(vmt_lint *l, uint32_t proc, uint64_t start, uint64_t len)
+{
+	if (!len || !l->pages.n)
+		return;
+	uint64_t lo = page_down(l, start), hi = page_up(l, start + len);
+	if (hi < lo)
+		hi = ~(l->page - 1);
+	u64tab_del_range(&l->pages, lo, hi, l->page, proc);
+}
+
+/* seed 000: mprotect(RW) on a range, later mmap(PROT_NONE,
+ * MAP_FIXED|MAP_PRIVATE|MAP_ANONYMOUS) over it. */
+static int check_pnf(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+{
+	const struct vmt_syscall *sc = &ev->u.sc;
+	if (sc->op == VMT_OP_MPROTECT && (sc->args[2] & LX_PROT_WRITE)) {
+		uint64_t *v = u64tab_put(&l->mprot_rw, sc->args[0], ev->proc, NULL);
+		if (!v)
+			return -ENOMEM;
+		*v = sc->args[1];
+		return 0;
+	}
+	if (sc->op != VMT_OP_MMAP)
+		return 0;
+	uint64_t flags = sc->args[3];
+	if (sc->args[2] != 0 || !(flags & LX_MAP_FIXED) || !(flags & LX_MAP_ANONYMOUS) ||
+	    (flags & LX_MAP_TYPE) != LX_MAP_PRIVATE)
+		return 0;
+	uint64_t *len = u64tab_get(&l->mprot_rw, sc->args[0], ev->proc);
+	if (!len || *len < sc->args[1])
+		return 0;
+	u64tab_del(&l->mprot_rw, sc->args[0], ev->proc);
+	struct lthread *t = thread_of(l, ev->thread);
+	if (!t)
+		return -ENOMEM;
+	t->proc = ev->proc;
+	t->pnf_cycles++;
+	t->pnf_bytes += sc->args[1];
+	if (!l->ex_pnf.set)
+		take_example(l, &l->ex_pnf, index, ev);
+	return 0;
+}
+
+/* seed 001: bytes given back with MADV_FREE, and ranges freed again. */
+static int check_free(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+{
+	const struct vmt_syscall *sc = &ev->u.sc;
+	struct lproc *p;
+	if (sc->op == VMT_OP_PROCESS_MADVISE && (int32_t)sc->args[3] == LX_MADV_FREE) {
+		/* The ranges are in the tracee's iovec: count the call only. */
+		if (!(p = proc_of(l, ev->proc)))
+			return -ENOMEM;
+		p->free_calls++;
+		return 0;
+	}
+	if (sc->op != VMT_OP_MADVISE || (int32_t)sc->args[2] != LX_MADV_FREE)
+		return 0;
+	if (!(p = proc_of(l, ev->proc)))
+		return -ENOMEM;
+	uint64_t len = sc->args[1];
+	p->free_calls++;
+	p->free_bytes += len;
+	int created;
+	uint64_t *v = u64tab_put(&l->freed, sc->args[0], ev->proc, &created);
+	if (!v)
+		return -ENOMEM;
+	if (!created && *v >= len) {
+		p->refree_calls++;
+		p->refree_bytes += len;
+		if (!l->ex_free.set)
+			take_example(l, &l->ex_free, index, ev);
+	}
+	if (created || *v < len)
+		*v = len;
+	return 0;
+}
+
+static enum frag_reason why_apart(const struct vmt_vma *a, const struct vmt_vma *b)
+{
+	if (a->prot != b->prot)
+		return FR_PROT;
+	if ((a->flags ^ b->flags) & VMT_VMA_FILE)
+		return FR_FILE_ANON;
+	if (a->flags & VMT_VMA_FILE) {
+		if (a->dev != b->dev || a->ino != b->ino)
+			return FR_OTHER_FILE;
+		const struct vmt_vma *lo = a->start < b->start ? a : b, *hi = lo == a ? b : a;
+		if (lo->offset + (lo->end - lo->start) != hi->offset)
+			return FR_OFFSET;
+	}
+	if ((a->flags ^ b->flags) & ~(uint32_t)VMT_VMA_SNAPSHOT)
+		return FR_FLAGS;
+	if (!(a->flags & VMT_VMA_FILE) && a->anon && b->anon && a->anon != b->anon)
+		return FR_ANON_VMA;
+	return FR_OTHER;
+}
+
+/* seed 002: after the model applied a successful mmap: did a small new
+ * mapping next to a neighbour stay a VMA of its own? */
+static int check_frag(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
+		      const struct vmt_as_effect *eff)
+{
+	const struct vmt_syscall *sc = &ev->u.sc;
+	struct lproc *p = proc_of(l, ev->proc);
+	if (!p)
+		return -ENOMEM;
+	if (eff->changed) {
+		struct vmt_as_counts c;
+		vmt_asmodel_counts(l->model, eff->proc, &c);
+		struct lproc *o = eff->proc == ev->proc ? p : proc_of(l, eff->proc);
+		if (!o)
+			return -ENOMEM;
+		if (c.vmas > o->peak_vmas) {
+			o->peak_vmas = c.vmas;
+			o->peak_ts = ev->ts_ns;
+		}
+	}
+	if (sc->op != VMT_OP_MMAP || sc->args[1] > FRAG_SMALL_BYTES || !sc->args[1])
+		return 0;
+	p->small_maps++;
+	if (eff->merges)
+		return 0;
+	uint64_t start = (uint64_t)sc->result, end = page_up(l, start + sc->args[1]);
+	const struct vmt_vma *v = vmt_asmodel_lookup(l->model, ev->proc, start);
+	if (!v || v->start != start || v->end != end)
+		return 0; /* the model does not see a VMA of its own */
+	struct vmt_vma self = *v;
+	const struct vmt_vma *nb = start ? vmt_asmodel_lookup(l->model, ev->proc, start - 1) : NULL;
+	if (!nb || nb->end != start)
+		nb = vmt_asmodel_lookup(l->model, ev->proc, end);
+	if (!nb || (nb->start != end && nb->end != start))
+		return 0; /* no neighbour: nothing to merge with */
+	enum frag_reason r = why_apart(&self, nb);
+	p->unmerged++;
+	p->reasons[r]++;
+	/* The FRAG_EXAMPLE_AT-th case of a reason is part of a repeated
+	 * pattern, where the first one may be a startup mapping of ld.so. */
+	if (p->reasons[r] <= FRAG_EXAMPLE_AT)
+		take_example(l, &l->ex_frag[r], index, ev);
+	return 0;
+}
+
+/* seed 003: calls that lock (and so populate) large ranges, and mlock
+ * called page by page. */
+static int check_lock(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
+		      const struct vmt_as_effect *eff)
+{
+	const struct vmt_syscall *sc = &ev->u.sc;
+	int onfault = 0;
+	/* The range the call locked: what its arguments name. */
+	uint64_t start = page_down(l, sc->args[0]), end = page_up(l, sc->args[0] + sc->args[1]);
+
+	switch (sc->op) {
+	case VMT_OP_MLOCK:
+	case VMT_OP_MLOCK2:
+		onfault = sc->op == VMT_OP_MLOCK2 && (sc->args[2] & LX_MLOCK_ONFAULT);
+		if (!onfault && sc->args[1] <= MLOCK_SMALL_PAGES * l->page) {
+			struct lproc *p = proc_of(l, ev->proc);
+			if (!p)
+				return -ENOMEM;
+			p->small_mlocks++;
+			if (!l->ex_mlock.set)
+				take_example(l, &l->ex_mlock, index, ev);
+		}
+		break;
+	case VMT_OP_MLOCKALL:
+		onfault = (sc->args[0] & LX_MCL_ONFAULT) != 0;
+		start = 0;
+		end = ~0ull;
+		break;
+	case VMT_OP_MMAP: {
+		start = (uint64_t)sc->result;
+		end = page_up(l, start + sc->args[1]);
+		const struct vmt_vma *v = vmt_asmodel_lookup(l->model, ev->proc, start);
+		onfault = v && (v->flags & VMT_VMA_LOCKONFAULT);
+		break;
+	}
+	default:
+		break;
+	}
+	if (onfault || !eff->changed || eff->d_locked < (int64_t)LOCK_MIN_BYTES)
+		return 0;
+	if (l->nlocks == LOCK_MAX_RECORDS) {
+		l->locks_dropped++;
+		return 0;
+	}
+	struct lockrec *r = &l->locks[l->nlocks++];
+	memset(r, 0, sizeof(*r));
+	r->proc = eff->proc;
+	r->start = start;
+	r->end = end;
+	/* Pages faulted before the lock were in use: count them. */
+	r->used_pages = u64tab_count_range(&l->pages, page_down(l, start), end, l->page, eff->proc);
+	r->ns = sc->exit_ns > ev->ts_ns ? sc->exit_ns - ev->ts_ns : 0;
+	r->bytes = (uint64_t)eff->d_locked;
+	take_example(l, &r->ex, index, ev);
+	return 0;
+}
+
+/* seed 004, and use of locked ranges: one FAULT event. */
+static int check_fault(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+{
+	const struct vmt_fault *f = &ev->u.fault;
+	uint64_t pg = page_down(l, f->addr);
+	int write = (f->access & VMT_FAULT_WRITE) != 0;
+	int read = !write && (f->access & VMT_FAULT_READ);
+	int created;
+
+	l->had_faults = 1;
+	l->fault_events++;
+	for (uint32_t i = 0; i < l->nlocks; i++) {
+		struct lockrec *r = &l->locks[i];
+		if (r->proc == ev->proc && pg >= r->start && pg < r->end &&
+		    !u64tab_get(&l->pages, pg, ev->proc))
+			r->used_pages++;
+	}
+	uint64_t *st = u64tab_put(&l->pages, pg, ev->proc, &created);
+	if (!st)
+		return -ENOMEM;
+	if (created && read) {
+		/* A first read on a private anonymous page maps the zero page. */
+		const struct vmt_vma *v = vmt_asmodel_lookup(l->model, ev->proc, pg);
+		if (v && !(v->flags & (VMT_VMA_FILE | VMT_VMA_SHARED)) && (v->prot & VMT_PROT_W)) {
+			*st = PG_READ_FIRST;
+			struct lproc *p = proc_of(l, ev->proc);
+			if (!p)
+				return -ENOMEM;
+			p->read_first_pages++;
+		}
+	} else if (write && (*st & PG_READ_FIRST) && !(*st & PG_WRITTEN)) {
+		struct lthread *t = thread_of(l, ev->thread);
+		struct lproc *p = proc_of(l, ev->proc);
+		if (!t || !p)
+			return -ENOMEM;
+		t->proc = ev->proc;
+		t->rtw_pages++;
+		p->rtw_pages++;
+		if (!l->ex_rtw.set)
+			take_example(l, &l->ex_rtw, index, ev);
+	}
+	if (write)
+		*st |= PG_WRITTEN;
+	return 0;
+}
+
+/* The fault states a successful syscall discards. */
+static void syscall_discards(vmt_lint *l, const struct vmt_event *ev)
+{
+	const struct vmt_syscall *sc = &ev->u.sc;
+	switch (sc->op) {
+	case VMT_OP_MUNMAP:
+		discard_pages(l, ev->proc, sc->args[0], sc->args[1]);
+		break;
+	case VMT_OP_MMAP:
+		if (sc->args[3] & LX_MAP_FIXED)
+			discard_pages(l, ev->proc, sc->args[0], sc->args[1]);
+		break;
+	case VMT_OP_MADVISE: {
+		int adv = (int32_t)sc->args[2];
+		if (adv == LX_MADV_DONTNEED || adv == LX_MADV_FREE || adv == LX_MADV_REMOVE ||
+		    adv == LX_MADV_DONTNEED_LOCKED)
+			discard_pages(l, ev->proc, sc->args[0], sc->args[1]);
+		break;
+	}
+	case VMT_OP_MREMAP:
+		/* Moved or shrunk: the old addresses no longer hold the pages. */
+		if ((uint64_t)sc->result != sc->args[0] || sc->args[2] < sc->args[1])
+			discard_pages(l, ev->proc, sc->args[0], sc->args[1]);
+		break;
+	case VMT_OP_MPROTECT:
+		break;
+	default:
+		break;
+	}
+}
+
+int vmt_lint_event(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+{
+	int rc;
+	switch (ev->kind) {
+	case VMT_EV_STACK:
+	case VMT_EV_SYMBOL:
+	case VMT_EV_STRING:
+		/* A bad table entry only costs the call-site names. */
+		rc = vmt_symtab_add(l->syms, ev);
+		return rc == -ENOMEM ? rc : 0;
+	case VMT_EV_TOUCH:
+		l->had_touches = 1;
+		break;
+	case VMT_EV_FAULT:
+		if ((rc = check_fault(l, index, ev)))
+			return rc;
+		break;
+	case VMT_EV_EXEC:
+	case VMT_EV_PROCESS_EXIT:
+		discard_pages(l, ev->proc, 0, ~0ull - l->page);
+		break;
+	default:
+		break;
+	}
+	if ((rc = vmt_asmodel_apply(l->model, ev)))
+		return rc;
+	if (ev->kind != VMT_EV_SYSCALL || failed(&ev->u.sc))
+		return 0;
+	const struct vmt_as_effect *eff = vmt_asmodel_last(l->model);
+	if ((rc = check_pnf(l, index, ev)) || (rc = check_free(l, index, ev)) ||
+	    (rc = check_frag(l, index, ev, eff)) || (rc = check_lock(l, index, ev, eff)))
+		return rc;
+	syscall_discards(l, ev);
+	return 0;
+}
+

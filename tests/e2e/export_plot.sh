@@ -1,0 +1,160 @@
+#!/bin/sh
+# vmtrace export (perfetto, csv, jsonl) and vmtrace plot on the golden
+# traces: the outputs parse, hold one row/slice per event as the golden
+# `dump --json` files say, and carry the counters the traces imply; the
+# plot is well-formed, self-contained SVG with its four panels.
+B=${B:-build}
+VT=$B/vmtrace
+D=tests/data
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+t() { # NAME, then a command whose success means ok
+	name=$1; shift
+	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $name"; else echo "not ok $name"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
+}
+status() { # NAME want-status command...
+	name=$1 want=$2; shift 2
+	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?
+	if [ "$got" = "$want" ]; then echo "ok $name"
+	else echo "not ok $name: exit $got, want $want"; head -5 "$tmp/err"; fi
+}
+
+for g in every-kind seed000-old; do
+	status "export-csv-$g" 0 $VT export --format=csv $D/$g.zst -o "$tmp/$g.csv"
+	t "csv-matches-golden-$g" python3 - "$tmp/$g.csv" "$D/$g.jsonl" <<'EOF'
+import csv, json, sys
+rows = list(csv.reader(open(sys.argv[1], newline='')))
+gold = [json.loads(l) for l in open(sys.argv[2])]
+head = rows[0]
+assert head == ['index', 'ts_ns', 'kind', 'proc', 'thread', 'op', 'arg0', 'arg1', 'arg2',
+                'arg3', 'arg4', 'arg5', 'result', 'duration_ns', 'text'], head
+rows = rows[1:]
+assert len(rows) == len(gold), (len(rows), len(gold))
+for i, (r, g) in enumerate(zip(rows, gold)):
+    assert len(r) == 15, r
+    assert int(r[0]) == i and r[2] == g['kind'] and int(r[1]) == g['ts_ns'], (r, g)
+    assert int(r[3]) == g['proc'] and int(r[4]) == g['thread'], (r, g)
+    if g['kind'] == 'syscall':
+        assert r[5] == g['op'], (r, g)
+        args = [int(a) for a in r[6:12] if a != '']
+        assert args == g['args'], (args, g['args'])
+        assert int(r[12]) == g['result'] and r[14] == g['text'], (r, g)
+        assert int(r[13]) == g['exit_ns'] - g['ts_ns'], (r, g)
+    elif g['kind'] == 'fault':
+        assert int(r[6]) == g['addr'], (r, g)
+    else:
+        assert r[5] == '' and r[12] == '', r
+EOF
+	status "export-jsonl-$g" 0 $VT export --format=jsonl $D/$g.zst -o "$tmp/$g.jsonl"
+	t "jsonl-matches-golden-$g" python3 - "$tmp/$g.jsonl" "$D/$g.jsonl" <<'EOF'
+import json, sys
+got = [json.loads(l) for l in open(sys.argv[1])]
+gold = [json.loads(l) for l in open(sys.argv[2])]
+assert len(got) == len(gold), (len(got), len(gold))
+for i, (a, b) in enumerate(zip(got, gold)):
+    assert a.pop('index') == i
+    assert a == b, (a, b)
+EOF
+	status "export-perfetto-$g" 0 $VT export --format=perfetto $D/$g.zst -o "$tmp/$g.json"
+	t "perfetto-structure-$g" python3 - "$tmp/$g.json" "$D/$g.jsonl" <<'EOF'
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+gold = [json.loads(l) for l in open(sys.argv[2])]
+ev = d['traceEvents']
+sc = [g for g in gold if g['kind'] == 'syscall']
+xs = [e for e in ev if e['ph'] == 'X']
+# one complete slice per syscall, named by op, on track pid=proc+1, tid=thread+1
+assert len(xs) == len(sc), (len(xs), len(sc))
+for x, g in zip(sorted(xs, key=lambda e: e['args']['index']), sc):
+    assert x['name'] == g['op'] and x['pid'] == g['proc'] + 1 and x['tid'] == g['thread'] + 1, (x, g)
+    assert abs(x['dur'] * 1000 - (g['exit_ns'] - g['ts_ns'])) < 1, (x, g)
+    assert isinstance(x['args']['args'], str) and isinstance(x['args']['result'], str)
+# instants for faults, touches and life-cycle events
+inst = {'fault', 'touch', 'thread_start', 'thread_exit', 'process_start', 'exec',
+        'process_exit', 'maps', 'lost'}
+want = collections.Counter(g['kind'] for g in gold if g['kind'] in inst)
+got = collections.Counter(e['name'] for e in ev if e['ph'] == 'i')
+assert got == want, (got, want)
+assert all(e.get('s') == 't' for e in ev if e['ph'] == 'i')
+# names of every process and thread
+procs = {g['proc'] for g in gold}
+threads = {g['thread'] for g in gold if g['kind'] not in ('string', 'symbol', 'stack')}
+pn = {e['pid'] for e in ev if e['ph'] == 'M' and e['name'] == 'process_name'}
+tn = {e['tid'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
+assert pn == {p + 1 for p in procs}, (pn, procs)
+assert tn == {t + 1 for t in threads}, (tn, threads)
+# slices of one thread do not overlap, times are relative and not negative
+by = collections.defaultdict(list)
+for x in xs:
+    by[x['tid']].append(x)
+for l in by.values():
+    l.sort(key=lambda e: e['ts'])
+    for a, b in zip(l, l[1:]):
+        assert a['ts'] + a['dur'] <= b['ts'] + 1e-9, (a, b)
+assert min(e['ts'] for e in ev if 'ts' in e) >= 0
+# counter tracks per process
+cs = [e for e in ev if e['ph'] == 'C']
+names = {(e['name'], tuple(e['args'])) for e in cs}
+assert ('vma', ('count',)) in names and ('mapped', ('bytes',)) in names, names
+last = {}
+peak = collections.defaultdict(int)
+for e in sorted(cs, key=lambda e: e['ts']):
+    k = (e['pid'], e['name'])
+    last[k] = list(e['args'].values())[0]
+    peak[k] = max(peak[k], last[k])
+if 'seed000' in sys.argv[2]:
+    # two one-page regions (one per worker), unmapped at the end; 10 pages
+    # touched before the 10 PROT_NONE remaps
+    assert peak[(1, 'vma')] == 2 and peak[(1, 'mapped')] == 8192, peak
+    assert last[(1, 'vma')] == 0 and last[(1, 'mapped')] == 0, last
+    assert last[(1, 'touched')] == 10, last
+else:
+    # the snapshot's 5 mappings, and the forked child that exits
+    assert peak[(1, 'vma')] >= 5, peak
+    assert (2, 'vma') in last, last
+EOF
+	status "plot-$g" 0 $VT plot $D/$g.zst -o "$tmp/$g.svg"
+	t "plot-svg-valid-$g" python3 - "$tmp/$g.svg" <<'EOF'
+import sys, xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+svg = doc.documentElement
+assert svg.tagName == 'svg' and svg.getAttribute('xmlns') == 'http://www.w3.org/2000/svg'
+texts = [''.join(n.data for n in t.childNodes if n.nodeType == n.TEXT_NODE)
+         for t in doc.getElementsByTagName('text')]
+for title in ('VMA count', 'Mapped memory', 'Touched pages', 'Syscall rate'):
+    assert any(s.startswith(title) for s in texts), (title, texts)
+assert 'time since start (ms)' in texts  # the golden traces last 0.1 ms
+assert any(s.startswith('p0 golden-app') for s in texts), texts  # legend
+assert len(doc.getElementsByTagName('polyline')) >= 4
+# self-contained: no scripts, images, links, external fonts or styles
+for tag in ('script', 'image', 'a', 'style', 'foreignObject', 'use'):
+    assert not doc.getElementsByTagName(tag), tag
+raw = open(sys.argv[1]).read()
+assert 'href' not in raw and 'url(' not in raw and '@font-face' not in raw
+EOF
+done
+
+# units on the mapped-memory axis follow the size (the golden traces map KiB)
+t plot-units grep -q 'Mapped memory (KiB)' "$tmp/seed000-old.svg"
+
+# damage, stdin, usage
+status export-truncated-exit-2 2 $VT export --format=perfetto $D/truncated.zst -o "$tmp/tr.json"
+t export-truncated-still-json python3 -c "import json; json.load(open('$tmp/tr.json'))"
+t export-truncated-message grep -q "truncated at byte" "$tmp/err"
+status export-stdin 0 sh -c "$VT export --format=csv - < $D/every-kind.zst > $tmp/stdin.csv"
+t export-stdin-rows sh -c "test \$(wc -l < $tmp/stdin.csv) -eq 49"
+status export-stdout 0 $VT export --format=jsonl $D/every-kind.zst
+status export-no-format 2 $VT export $D/every-kind.zst
+status export-bad-format 2 $VT export --format=xml $D/every-kind.zst
+t export-bad-format-message grep -q "unknown format 'xml'" "$tmp/err"
+status export-unwritable 2 $VT export --format=csv $D/every-kind.zst -o /nonexistent/x.csv
+t export-unwritable-message grep -q "cannot create '/nonexistent/x.csv'" "$tmp/err"
+status export-help 0 $VT help export
+t export-help-formats grep -q -- '--format=perfetto' "$tmp/out"
+status plot-no-output 2 $VT plot $D/every-kind.zst
+status plot-no-trace 2 $VT plot -o "$tmp/x.svg"
+status plot-missing 2 $VT plot /nonexistent/t.zst -o "$tmp/x.svg"
+status plot-truncated 2 $VT plot $D/truncated.zst -o "$tmp/tr.svg"
+t plot-truncated-still-drawn python3 -c "import xml.dom.minidom; xml.dom.minidom.parse('$tmp/tr.svg')"
+status plot-help 0 $VT plot --help
+exit 0

@@ -1,0 +1,146 @@
+#!/bin/sh
+# vmtrace lint: on the golden traces (exit codes, text and JSON), then on
+# every workload of tests/workloads recorded with vmrec: each variant that
+# shows a seed's pattern gets exactly that finding, the others none.
+B=${B:-build}
+VT=$B/vmtrace
+D=tests/data
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+t() { # NAME, then a command whose success means ok
+	name=$1; shift
+	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $name"; else echo "not ok $name"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
+}
+status() { # NAME want-status command...
+	name=$1 want=$2; shift 2
+	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?
+	if [ "$got" = "$want" ]; then echo "ok $name"
+	else echo "not ok $name: exit $got, want $want"; head -5 "$tmp/err"; fi
+}
+
+# ---- golden traces ----
+status lint-golden-seed000 1 $VT lint $D/seed000-old.zst
+t lint-golden-seed000-text grep -q '^\[prot-none-free\]' "$tmp/out"
+t lint-golden-seed000-rule grep -q 'rule: *prot-none-free' "$tmp/out"
+t lint-golden-seed000-example grep -q 'example: *event [0-9]* \[p0 t1\] mmap(0x7f0000001000, 4096, PROT_NONE' "$tmp/out"
+status lint-golden-seed000-json 1 $VT lint --json $D/seed000-old.zst
+t lint-json-parses python3 - "$tmp/out" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['count'] == 1 and len(d['findings']) == 1, d
+f = d['findings'][0]
+assert f['id'] == 'prot-none-free' and f['rule'] == 'prot-none-free', f
+# 2 worker threads, 5 cycles each (tests/data/README.md)
+assert f['evidence']['cycles'] == 10 and f['evidence']['threads'] == 2, f
+assert sorted((p['thread'], p['cycles']) for p in f['parts']) == [(1, 5), (2, 5)], f
+ex = f['example']
+assert ex['text'].startswith('mmap(') and 'PROT_NONE' in ex['text'] and ex['thread'] == 1, ex
+assert d['checked_read_then_write'] is False
+EOF
+status lint-golden-every-kind-clean 0 $VT lint $D/every-kind.zst
+t lint-clean-says-0 grep -q ': 0 findings' "$tmp/out"
+status lint-truncated 2 $VT lint $D/truncated.zst
+t lint-truncated-message grep -q 'truncated at byte' "$tmp/err"
+status lint-stdin 1 sh -c "$VT lint - < $D/seed000-old.zst"
+status lint-no-trace 2 $VT lint
+status lint-bad-option 2 $VT lint --bogus $D/seed000-old.zst
+status lint-help 0 $VT help lint
+
+# ---- recorded workloads ----
+VR=$B/vmrec
+W=$B/workloads
+if [ ! -x "$VR" ]; then
+	echo "skip lint-workloads: $VR is not built"
+	exit 0
+fi
+if ! "$VR" -q -o "$tmp/probe.zst" -- /bin/true > /dev/null 2> "$tmp/probe.err"; then
+	echo "skip lint-workloads: vmrec cannot record here: $(head -1 "$tmp/probe.err")"
+	exit 0
+fi
+
+# VARIANT-NAME  TOUCH-MODE  EXPECTED-FINDINGS(comma list or -)  COMMAND...
+while read -r name mode want cmd; do
+	[ -n "$name" ] || continue
+	prog=${cmd%% *}
+	if [ ! -x "$W/$prog" ]; then
+		echo "skip lint-$name: $W/$prog is not built"
+		continue
+	fi
+	# shellcheck disable=SC2086
+	"$VR" -q --touch=$mode -o "$tmp/$name.zst" -- $W/$cmd > "$tmp/$name.log" 2>&1
+	rc=$?
+	if [ "$rc" = 77 ]; then
+		echo "skip lint-$name: $(tail -1 "$tmp/$name.log")"
+		continue
+	fi
+	if [ "$rc" != 0 ]; then
+		echo "not ok lint-$name: recording exited $rc"; tail -3 "$tmp/$name.log"
+		continue
+	fi
+	$VT lint --json "$tmp/$name.zst" > "$tmp/$name.json" 2> "$tmp/$name.err"
+	lrc=$?
+	got=$(python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(','.join(f['id'] for f in d['findings']) or '-')" "$tmp/$name.json" 2>&1)
+	wrc=1; [ "$want" = "-" ] && wrc=0
+	if [ "$got" = "$want" ] && [ "$lrc" = "$wrc" ]; then
+		echo "ok lint-$name"
+	else
+		echo "not ok lint-$name: findings '$got' (exit $lrc), want '$want' (exit $wrc)"
+		head -3 "$tmp/$name.err"
+	fi
+done <<'EOF'
+seed000-old resident prot-none-free seed000 --mode old
+seed000-new resident - seed000 --mode new
+seed001-free resident madv-free-volume seed001 --advice free
+seed001-dontneed resident - seed001 --advice dontneed
+seed002-file resident vma-fragmentation seed002 --kind file
+seed002-anon resident vma-fragmentation seed002 --kind anon
+seed002-anon-merge resident - seed002 --kind anon-merge
+seed003-locked resident locked-untouched seed003 --mode locked
+seed003-locked-faults faults locked-untouched seed003 --mode locked
+seed003-mlock resident mlock-per-page seed003 --mode mlock
+seed003-onfault resident - seed003 --mode onfault
+seed004-faults faults read-then-write seed004
+seed004-resident resident - seed004
+seed004-write-only faults - seed004 --write-only
+everyop resident - everyop
+everyop-faults faults - everyop
+forkexec resident - forkexec
+forkexec-faults faults - forkexec
+EOF
+
+# a finding's evidence agrees with what the workload says it did
+if [ -s "$tmp/seed001-free.json" ]; then
+	t lint-seed001-evidence python3 - "$tmp/seed001-free.json" <<'EOF'
+import json, sys
+f = json.load(open(sys.argv[1]))['findings'][0]
+# seed001 defaults: 2 children, 16 MiB each, 5 rounds of MADV_FREE
+assert f['evidence']['calls'] == 10, f['evidence']
+assert f['evidence']['bytes'] == 2 * 5 * 16 << 20, f['evidence']
+assert f['evidence']['repeated_calls'] == 8, f['evidence']
+EOF
+fi
+if [ -s "$tmp/seed004-faults.json" ]; then
+	t lint-seed004-evidence python3 - "$tmp/seed004-faults.json" "$tmp/seed004-faults.log" <<'EOF'
+import json, re, sys
+f = json.load(open(sys.argv[1]))['findings'][0]
+log = open(sys.argv[2]).read()
+pages = int(re.search(r' pages=(\d+)', log).group(1)) * int(re.search(r' rounds=(\d+)', log).group(1))
+# every page the workload read then wrote, plus at most a few of startup
+assert pages <= f['evidence']['pages'] <= pages + 64, (pages, f['evidence'])
+EOF
+fi
+if [ -s "$tmp/seed002-file.json" ]; then
+	t lint-seed002-peak-vmas python3 - "$tmp/seed002-file.json" "$tmp/seed002-file.log" <<'EOF'
+import json, re, sys
+f = json.load(open(sys.argv[1]))['findings'][0]
+# the workload counts the lines of /proc/self/maps at its peak; the model
+# must agree (1 line of slack: [vsyscall] is a maps line, not a VMA)
+peak = int(re.search(r' peak_vmas=(\d+)', open(sys.argv[2]).read()).group(1))
+assert abs(f['evidence']['peak_vmas'] - peak) <= 1, (f['evidence'], peak)
+assert f['evidence']['unmerged_small_maps'] >= 1990, f['evidence']
+EOF
+fi
+exit 0

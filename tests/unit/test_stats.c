@@ -1,0 +1,401 @@
+/*
+ * test_stats.c - the metrics of stats.c on synthetic traces written with
+ * vmt_writer, whose counts and peaks are known by construction.
+ *
+ * Also a trace generator for tests/e2e/stat_diff.sh and benchmarks:
+ *   test_stats --gen OUT MMAPS FREES [STACKS [LOOPS]]
+ * writes a trace where one process maps MMAPS separate pages (a peak of
+ * 3 + MMAPS VMAs), unmaps them, and calls madvise(MADV_FREE) FREES times;
+ * with STACKS=1 the calls carry stacks from the sites "grow (app)",
+ * "release (app)" and "trim (app)" (under a libc frame); then LOOPS rounds
+ * of mprotect(RW) + mmap(PROT_NONE, MAP_FIXED) on one page (seed 000).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats.h"
+#include "tgen.h"
+#include "vmtrace.h"
+
+#define PG 4096ull
+#define A0 0x7f0000000000ull
+#define T0 1000000000ull /* tg_header's start */
+
+struct gen {
+	vmt_writer *w;
+	uint64_t ts;
+	int failed;
+};
+
+static void put(struct gen *g, struct vmt_event *ev)
+{
+	ev->ts_ns = g->ts;
+	g->ts += 1000;
+	if (ev->kind == VMT_EV_SYSCALL) {
+		ev->u.sc.exit_ns = ev->ts_ns + 500;
+		ev->u.sc.nargs = vmt_op_info(ev->u.sc.op)->nargs;
+	}
+	if (vmt_writer_append(g->w, ev))
+		g->failed = 1;
+}
+
+static void sc(struct gen *g, uint32_t proc, uint32_t thread, uint32_t stack, uint32_t op,
+	       int64_t result, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	struct vmt_event ev = { .kind = VMT_EV_SYSCALL, .proc = proc, .thread = thread };
+	ev.u.sc.op = op;
+	ev.u.sc.args[0] = a0, ev.u.sc.args[1] = a1, ev.u.sc.args[2] = a2, ev.u.sc.args[3] = a3;
+	ev.u.sc.args[4] = (uint64_t)-1;
+	ev.u.sc.result = result;
+	ev.u.sc.stack_id = stack;
+	put(g, &ev);
+}
+
+static void simple(struct gen *g, uint32_t kind, uint32_t proc, uint32_t thread)
+{
+	struct vmt_event ev = { .kind = kind, .proc = proc, .thread = thread };
+	if (kind == VMT_EV_PROCESS_START)
+		ev.u.process_start = (struct vmt_process_start){ VMT_NONE, 100, VMT_PROC_ROOT };
+	if (kind == VMT_EV_THREAD_START)
+		ev.u.thread_start = (struct vmt_thread_start){ VMT_NONE, (int32_t)(100 + thread) };
+	put(g, &ev);
+}
+
+/* Three mappings, like a tiny program's start: text, data, stack. */
+static void snapshot(struct gen *g, uint32_t proc)
+{
+	static const struct vmt_map_entry e[] = {
+		{ 0x400000, 0x401000, 0, 0x801, 42, VMT_PROT_R | VMT_PROT_X, "/usr/bin/app" },
+		{ 0x600000, 0x602000, 0x1000, 0x801, 42, VMT_PROT_R | VMT_PROT_W, "/usr/bin/app" },
+		{ 0x7ffffffde000, 0x7ffffffff000, 0, 0, 0, VMT_PROT_R | VMT_PROT_W, "[stack]" },
+	};
+	struct vmt_event ev = { .kind = VMT_EV_MAPS, .proc = proc };
+	ev.u.maps.count = 3;
+	ev.u.maps.entries = e;
+	put(g, &ev);
+}
+
+#define MMAP_ANON(g, p, t, st, addr, len, res)                                                  \
+	sc(g, p, t, st, VMT_OP_MMAP, res, addr, len, 3 /* RW */, 0x22 /* PRIVATE|ANON */)
+
+static void symbols(struct gen *g)
+{
+	static const char *const strs[] = { "/usr/lib/libc.so.6", "/usr/bin/app", "mmap",
+					    "grow", "release", "trim" };
+	for (uint32_t i = 0; i < 6; i++) {
+		struct vmt_event ev = { .kind = VMT_EV_STRING };
+		ev.u.string = (struct vmt_string){ i, strs[i] };
+		put(g, &ev);
+	}
+	static const uint64_t ips[] = { 0x1000, 0x2000, 0x3000, 0x4000 };
+	static const uint32_t mod[] = { 0, 1, 1, 1 }, fn[] = { 2, 3, 4, 5 };
+	for (uint32_t i = 0; i < 4; i++) {
+		struct vmt_event ev = { .kind = VMT_EV_SYMBOL };
+		ev.u.symbol = (struct vmt_symbol){ ips[i], mod[i], fn[i], 0x10 };
+		put(g, &ev);
+	}
+}
+
+static void stacks(struct gen *g)
+{
+	/* libc's mmap under each application site; ids 0, 1, 2 */
+	static const uint64_t s0[] = { 0x1000, 0x2000 }, s1[] = { 0x1000, 0x3000 },
+			      s2[] = { 0x1000, 0x4000 };
+	static const uint64_t *const all[] = { s0, s1, s2 };
+	for (uint32_t i = 0; i < 3; i++) {
+		struct vmt_event ev = { .kind = VMT_EV_STACK };
+		ev.u.stack = (struct vmt_stack){ i, 2, all[i] };
+		put(g, &ev);
+	}
+}
+
+static int gen_trace_loops(int fd, unsigned mmaps, unsigned frees, int with_stacks,
+			   unsigned loops);
+static int gen_trace(int fd, unsigned mmaps, unsigned frees, int with_stacks)
+{
+	return gen_trace_loops(fd, mmaps, frees, with_stacks, 0);
+}
+
+static int gen_trace_loops(int fd, unsigned mmaps, unsigned frees, int with_stacks,
+			   unsigned loops)
+{
+	struct vmt_header h;
+	int err;
+	tg_header(&h);
+	struct gen g = { vmt_writer_create(fd, &h, NULL, &err), T0 + 1000, 0 };
+	if (!g.w)
+		return err;
+	simple(&g, VMT_EV_PROCESS_START, 0, 0);
+	simple(&g, VMT_EV_THREAD_START, 0, 0);
+	snapshot(&g, 0);
+	if (with_stacks)
+		stacks(&g);
+	uint32_t st0 = with_stacks ? 0 : VMT_NONE, st1 = with_stacks ? 1 : VMT_NONE,
+		 st2 = with_stacks ? 2 : VMT_NONE;
+	for (unsigned i = 0; i < mmaps; i++)
+		MMAP_ANON(&g, 0, 0, st0, 0, PG, (int64_t)(A0 + 2 * i * PG));
+	for (unsigned i = 0; i < mmaps; i++)
+		sc(&g, 0, 0, st1, VMT_OP_MUNMAP, 0, A0 + 2 * i * PG, PG, 0, 0);
+	for (unsigned i = 0; i < frees; i++)
+		sc(&g, 0, 0, st2, VMT_OP_MADVISE, 0, 0x600000, PG, 8 /* MADV_FREE */, 0);
+	/* seed 000's old way of freeing a page, `loops` times */
+	uint64_t L = A0 + (1ull << 30);
+	if (loops)
+		sc(&g, 0, 0, VMT_NONE, VMT_OP_MMAP, (int64_t)L, 0, PG, 0, 0x22);
+	for (unsigned i = 0; i < loops; i++) {
+		sc(&g, 0, 0, VMT_NONE, VMT_OP_MPROTECT, 0, L, PG, 3, 0);
+		sc(&g, 0, 0, VMT_NONE, VMT_OP_MMAP, (int64_t)L, L, PG, 0, 0x32);
+	}
+	if (with_stacks)
+		symbols(&g);
+	simple(&g, VMT_EV_PROCESS_EXIT, 0, 0);
+	int rc = vmt_writer_finish(g.w);
+	vmt_writer_free(g.w);
+	return g.failed ? -EINVAL : rc;
+}
+
+static void read_back(int fd, struct vmt_stats *s)
+{
+	char msg[256];
+	int err;
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
+	assert_non_null(r);
+	assert_int_equal(vmt_stats_read(s, r), 0);
+	vmt_reader_free(r);
+}
+
+static double metric(const struct vmt_stats *s, const char *name)
+{
+	size_t n;
+	struct vmt_metric *m = vmt_stats_metrics(s, &n);
+	assert_non_null(m);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(m[i].name, name) == 0) {
+			double v = m[i].value;
+			free(m);
+			return v;
+		}
+	free(m);
+	fail_msg("no metric %s", name);
+	return -1;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_generated(void **state)
+{
+	int fd = tg_memfd("stats-gen");
+	assert_int_equal(gen_trace(fd, 50, 7, 1), 0);
+	struct vmt_stats s;
+	read_back(fd, &s);
+	/* 2 starts + maps + 3 stacks + 50 mmap + 50 munmap + 7 madvise +
+	 * 6 strings + 4 symbols + exit */
+	assert_int_equal(s.events, 2 + 1 + 3 + 50 + 50 + 7 + 6 + 4 + 1);
+	assert_int_equal(s.processes, 1);
+	assert_int_equal(s.threads, 1);
+	assert_int_equal(s.syscalls, 107);
+	assert_int_equal(s.ops[VMT_OP_MMAP].count, 50);
+	assert_int_equal(s.ops[VMT_OP_MMAP].bytes, 50 * PG);
+	assert_int_equal(s.ops[VMT_OP_MUNMAP].count, 50);
+	assert_int_equal(s.ops[VMT_OP_MADVISE].count, 7);
+	assert_int_equal(s.nadvice, 1);
+	assert_int_equal(s.advice[0].advice, 8);
+	assert_int_equal(s.advice[0].s.count, 7);
+	assert_int_equal(s.advice[0].s.bytes, 7 * PG);
+	/* 3 snapshot VMAs + 50 separate pages */
+	assert_int_equal(s.peak_vmas, 53);
+	assert_int_equal(s.peak_mapped_bytes, (1 + 2 + 33 + 50) * PG);
+	/* reached by the 50th mmap: event 6 + 50 (1-based), 1000 ns apart,
+	 * starting 1000 ns after time 0 */
+	assert_int_equal(s.peak_vmas_ns, 1000 + (6 + 49) * 1000);
+	assert_int_equal(s.duration_ns, (s.events - 1) * 1000);
+	assert_int_equal(metric(&s, "ops.mmap.count"), 50);
+	assert_int_equal(metric(&s, "madvise.MADV_FREE.count"), 7);
+	assert_int_equal(metric(&s, "peak_vmas"), 53);
+	/* call sites: the first frame outside libc, by count */
+	assert_true(s.has_stacks);
+	assert_int_equal(s.nsites, 3);
+	assert_string_equal(s.sites[0].name, "grow (app)");
+	assert_int_equal(s.sites[0].count, 50);
+	assert_int_equal(s.sites[0].op_count[VMT_OP_MMAP], 50);
+	assert_string_equal(s.sites[1].name, "release (app)");
+	assert_string_equal(s.sites[2].name, "trim (app)");
+	assert_int_equal(s.sites[2].count, 7);
+	vmt_stats_free(&s);
+	close(fd);
+}
+
+/* Splits, merges, locks, errors, touches, faults, threads and a fork. */
+static void test_peaks_and_counts(void **state)
+{
+	struct vmt_header h;
+	int err, fd = tg_memfd("stats-peaks");
+	tg_header(&h);
+	struct gen g = { vmt_writer_create(fd, &h, NULL, &err), T0, 0 };
+	assert_non_null(g.w);
+	simple(&g, VMT_EV_PROCESS_START, 0, 0);
+	simple(&g, VMT_EV_THREAD_START, 0, 0);
+	snapshot(&g, 0);					   /* 3 VMAs, 36 pages */
+	MMAP_ANON(&g, 0, 0, VMT_NONE, 0, 3 * PG, (int64_t)A0);	   /* 4 */
+	sc(&g, 0, 0, VMT_NONE, VMT_OP_MMAP, (int64_t)(A0 + 3 * PG), A0 + 3 * PG, 2 * PG, 3,
+	   0x32 /* FIXED */);					   /* merges: 4, 41 pages */
+	sc(&g, 0, 0, VMT_NONE, VMT_OP_MPROTECT, 0, A0 + PG, PG, 1, 0); /* 6 */
+	sc(&g, 0, 0, VMT_NONE, VMT_OP_MPROTECT, 0, A0 + PG, PG, 3, 0); /* merges back: 4 */
+	MMAP_ANON(&g, 0, 0, VMT_NONE, 0, 1ull << 46, -ENOMEM);	   /* an error */
+	sc(&g, 0, 0, VMT_NONE, VMT_OP_MLOCK, 0, A0, 2 * PG, 0, 0);  /* 5 VMAs, 8K locked */
+	sc(&g, 0, 0, VMT_NONE, VMT_OP_MADVISE, -EINVAL, A0, PG, 9999, 0);
+	struct vmt_touch_run runs[] = { { 3, VMT_PAGE_WRITTEN }, { 2, VMT_PAGE_ABSENT },
+					{ 1, VMT_PAGE_READ } };
+	struct vmt_event t = { .kind = VMT_EV_TOUCH };
+	t.u.touch = (struct vmt_touch){ A0, 6, VMT_TOUCH_BEFORE_OP, 3, runs };
+	put(&g, &t);
+	sc(&g, 0, 0, VMT_NONE, VMT_OP_MUNLOCK, 0, A0, 2 * PG, 0, 0); /* 4 VMAs */
+	struct vmt_event f = { .kind = VMT_EV_FAULT };
+	f.u.fault = (struct vmt_fault){ A0, 0x401000, VMT_FAULT_WRITE };
+	put(&g, &f);
+	f.u.fault.access = VMT_FAULT_READ;
+	put(&g, &f);
+	struct vmt_event l = { .kind = VMT_EV_LOST };
+	l.u.lost = (struct vmt_lost){ 5, VMT_LOST_FAULTS };
+	put(&g, &l);
+	simple(&g, VMT_EV_THREAD_START, 0, 1);
+	sc(&g, 0, 1, VMT_NONE, VMT_OP_MUNMAP, 0, A0, 5 * PG, 0, 0); /* 3 VMAs */
+	/* a fork: the child has the parent's 3 VMAs and maps 100 pages */
+	struct vmt_event ps = { .kind = VMT_EV_PROCESS_START, .proc = 1, .thread = 2 };
+	ps.u.process_start = (struct vmt_process_start){ 0, 101, VMT_PROC_FORK };
+	put(&g, &ps);
+	simple(&g, VMT_EV_THREAD_START, 1, 2);
+	uint64_t big_at = g.ts;
+	MMAP_ANON(&g, 1, 2, VMT_NONE, 0, 100 * PG, (int64_t)(A0 + 0x100000));
+	simple(&g, VMT_EV_PROCESS_EXIT, 1, 2);
+	assert_int_equal(vmt_writer_finish(g.w), 0);
+	vmt_writer_free(g.w);
+	assert_false(g.failed);
+
+	struct vmt_stats s;
+	read_back(fd, &s);
+	assert_int_equal(s.processes, 2);
+	assert_int_equal(s.threads, 3);
+	assert_int_equal(s.syscalls, 10);
+	assert_int_equal(s.errors, 2);
+	assert_int_equal(s.ops[VMT_OP_MMAP].count, 4);
+	assert_int_equal(s.ops[VMT_OP_MMAP].errors, 1);
+	assert_int_equal(s.ops[VMT_OP_MMAP].bytes, (3 + 2 + 100) * PG); /* not the failed one */
+	assert_int_equal(s.ops[VMT_OP_MPROTECT].count, 2);
+	assert_int_equal(s.ops[VMT_OP_MADVISE].errors, 1);
+	assert_int_equal(s.peak_vmas, 6);
+	assert_int_equal(s.procs[0].peak_vmas, 6);
+	assert_int_equal(s.procs[1].peak_vmas, 4);
+	assert_int_equal(s.procs[1].pid, 101);
+	assert_int_equal(s.procs[1].parent, 0);
+	assert_int_equal(s.peak_mapped_bytes, (36 + 100) * PG);
+	assert_int_equal(s.peak_mapped_ns, big_at - T0);
+	assert_int_equal(s.procs[0].peak_mapped_bytes, 41 * PG);
+	assert_int_equal(s.peak_locked_bytes, 2 * PG);
+	assert_int_equal(s.touched_pages, 4);
+	assert_int_equal(s.touched_written_pages, 3);
+	assert_int_equal(s.faults, 2);
+	assert_int_equal(s.faults_write, 1);
+	assert_int_equal(s.faults_read, 1);
+	assert_int_equal(s.lost_faults, 5);
+	assert_int_equal(s.thread[1].ops, 1);
+	assert_int_equal(s.thread[2].proc, 1);
+	assert_false(s.has_stacks);
+	assert_int_equal(s.model_inexact, 0);
+	vmt_stats_free(&s);
+	close(fd);
+}
+
+/* The metric names are the same for every trace (diff joins on them). */
+static void test_metric_names(void **state)
+{
+	int fd = tg_memfd("stats-names");
+	assert_int_equal(gen_trace(fd, 1, 0, 0), 0);
+	struct vmt_stats s;
+	read_back(fd, &s);
+	size_t n;
+	struct vmt_metric *m = vmt_stats_metrics(&s, &n);
+	assert_non_null(m);
+	static const char *const want[] = { "events", "processes", "threads", "duration_ns",
+					    "ops.mmap.count", "ops.mmap.errors", "ops.mmap.bytes",
+					    "ops.mseal.count", "peak_vmas", "peak_mapped_bytes",
+					    "touched_pages", "madvise.MADV_DONTNEED.count" };
+	for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
+		size_t i;
+		for (i = 0; i < n && strcmp(m[i].name, want[w]) != 0; i++)
+			;
+		if (i == n)
+			fail_msg("metric %s missing", want[w]);
+		if (strcmp(want[w], "duration_ns") == 0)
+			assert_true(m[i].flags & VMT_METRIC_TIMING);
+		else
+			assert_false(m[i].flags & VMT_METRIC_TIMING);
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (strcmp(m[i].name, m[j].name) == 0)
+				fail_msg("metric %s twice", m[i].name);
+	free(m);
+	vmt_stats_free(&s);
+	close(fd);
+}
+
+/* A damaged trace: stats of the events before the damage, and the error. */
+static void test_truncated(void **state)
+{
+	int fd = tg_memfd("stats-trunc");
+	assert_int_equal(gen_trace(fd, 2000, 0, 0), 0);
+	size_t len;
+	uint8_t *buf = tg_slurp(fd, &len);
+	int cut = tg_memfd_with(buf, len - 40);
+	char msg[256];
+	int err;
+	vmt_reader *r = vmt_reader_open_fd(cut, &err, msg, sizeof(msg));
+	assert_non_null(r);
+	struct vmt_stats s;
+	assert_true(vmt_stats_read(&s, r) < 0);
+	assert_true(s.ops[VMT_OP_MMAP].count > 0);
+	vmt_stats_free(&s);
+	vmt_reader_free(r);
+	free(buf);
+	close(cut);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 5 && strcmp(argv[1], "--gen") == 0) {
+		int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0) {
+			perror(argv[2]);
+			return 2;
+		}
+		int rc = gen_trace_loops(fd, (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]),
+					 argc > 5 && atoi(argv[5]),
+					 argc > 6 ? (unsigned)atoi(argv[6]) : 0);
+		close(fd);
+		if (rc) {
+			fprintf(stderr, "test_stats: cannot write '%s': %s\n", argv[2], vmt_strerror(rc));
+			return 2;
+		}
+		return 0;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_generated),
+		cmocka_unit_test(test_peaks_and_counts),
+		cmocka_unit_test(test_metric_names),
+		cmocka_unit_test(test_truncated),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
