@@ -1,0 +1,87 @@
+#!/bin/sh
+# Replay overhead and fidelity on the seed-000 workload (issue 4):
+#  (a) replay wall time / native wall time, new style, 1 and 2 threads
+#      (goal <= 1.10);
+#  (b) replayed minor faults / native (goal 0.98-1.02), context switches
+#      (goal: within 10% or 50, whichever is larger);
+#  (c) --scale=1,2 on the old-style trace: how voluntary context switches
+#      and wall time grow with K.
+# Native numbers are the workload's own (its loop: getrusage(RUSAGE_SELF)
+# deltas and wall time between its start and end barriers); replay numbers
+# are vmreplay's totals (first to last replayed event).  Native and replay
+# runs alternate (A B A B ...) and the medians are compared.
+# Environment: B (build dir), RUNS (alternations, default 7), ITER
+# (iterations per thread, default 100000).
+B=${B:-build}
+RUNS=${RUNS:-7} ITER=${ITER:-100000}
+REC=$B/vmrec RP=$B/vmreplay WL=$B/workloads/seed000
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+for x in "$REC" "$RP" "$WL"; do
+	[ -x "$x" ] || { echo "bench/replay.sh: '$x' is not built" >&2; exit 1; }
+done
+
+# CASE THREADS MODE: record once, then RUNS alternations native/replay.
+measure() {
+	name=$1 threads=$2 mode=$3
+	"$REC" -q -o "$tmp/$name.zst" -- "$WL" --threads "$threads" --iterations "$ITER" \
+		--mode "$mode" > /dev/null || { echo "bench/replay.sh: recording $name failed" >&2; exit 1; }
+	i=0
+	while [ $i -lt "$RUNS" ]; do
+		"$WL" --threads "$threads" --iterations "$ITER" --mode "$mode" | grep '^summary:' >> "$tmp/$name.native"
+		"$RP" -q --json="$tmp/$name.$i.json" "$tmp/$name.zst" > /dev/null ||
+			{ echo "bench/replay.sh: replay of $name failed" >&2; exit 1; }
+		i=$((i + 1))
+	done
+}
+
+measure new-1thread 1 new
+measure new-2threads 2 new
+python3 - "$tmp" "$RUNS" "$ITER" <<'PY'
+import json, re, statistics as st, sys
+tmp, runs, it = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+med = st.median
+print(f"seed000 --mode new, {it} iterations per thread: medians of {runs} alternating runs")
+print(f"{'case':<13} {'native_ms':>10} {'replay_ms':>10} {'wall':>6} {'native_flt':>10} "
+      f"{'replay_flt':>10} {'faults':>6} {'native_cs':>9} {'replay_cs':>9}  goals")
+for name in ('new-1thread', 'new-2threads'):
+    nat = [dict(re.findall(r'(\w+)=(\d+)', l)) for l in open(f'{tmp}/{name}.native')]
+    rep = [json.load(open(f'{tmp}/{name}.{i}.json'))['median'] for i in range(runs)]
+    nw = med(int(n['wall_ns']) for n in nat); rw = med(r['wall_ns'] for r in rep)
+    nf = med(int(n['minflt']) for n in nat); rf = med(r['minor_faults'] for r in rep)
+    nc = med(int(n['nvcsw']) + int(n['nivcsw']) for n in nat)
+    rc = med(r['voluntary_cs'] + r['involuntary_cs'] for r in rep)
+    wr, fr = rw / nw, rf / nf
+    goals = []
+    goals.append('wall ok' if wr <= 1.10 else 'WALL MISSED')
+    goals.append('faults ok' if 0.98 <= fr <= 1.02 else 'FAULTS MISSED')
+    goals.append('cs ok' if abs(rc - nc) <= max(50, 0.1 * nc) else 'CS MISSED')
+    print(f"{name:<13} {nw/1e6:>10.1f} {rw/1e6:>10.1f} {wr:>6.3f} {nf:>10.0f} {rf:>10.0f} "
+          f"{fr:>6.3f} {nc:>9.0f} {rc:>9.0f}  {', '.join(goals)}")
+PY
+
+# (c) --scale on the old-style trace (mprotect + mmap(MAP_FIXED): mmap_lock
+# taken for writing by every call).
+"$REC" -q -o "$tmp/old.zst" -- "$WL" --threads 2 --iterations $((ITER / 5)) --mode old > /dev/null ||
+	{ echo "bench/replay.sh: recording old failed" >&2; exit 1; }
+i=0
+while [ $i -lt "$RUNS" ]; do
+	for k in 1 2; do
+		"$RP" -q --scale=$k --json="$tmp/old.$k.$i.json" "$tmp/old.zst" > /dev/null ||
+			{ echo "bench/replay.sh: --scale=$k replay failed" >&2; exit 1; }
+	done
+	i=$((i + 1))
+done
+python3 - "$tmp" "$RUNS" "$((ITER / 5))" <<'PY'
+import json, statistics as st, sys
+tmp, runs, it = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+print(f"\nseed000 --mode old --threads 2, {it} iterations: --scale=K, medians of {runs} alternating runs")
+print(f"{'K':>2} {'wall_ms':>9} {'vcs':>8} {'ivcs':>8} {'minflt':>9} {'wall/K=1':>9} {'vcs/K=1':>8}")
+base = None
+for k in (1, 2):
+    rs = [json.load(open(f'{tmp}/old.{k}.{i}.json'))['median'] for i in range(runs)]
+    w = st.median(r['wall_ns'] for r in rs); v = st.median(r['voluntary_cs'] for r in rs)
+    iv = st.median(r['involuntary_cs'] for r in rs); f = st.median(r['minor_faults'] for r in rs)
+    if base is None:
+        base = (w, max(v, 1))
+    print(f"{k:>2} {w/1e6:>9.1f} {v:>8.0f} {iv:>8.0f} {f:>9.0f} {w/base[0]:>9.2f} {v/base[1]:>8.1f}")
+PY

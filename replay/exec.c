@@ -1,0 +1,258 @@
+/*
+ * exec.c - one replay run: the shared result area, the run process, and
+ * turning what its threads reported into an rp_run_result.
+ *
+ * Each run is a fresh process (forked from here) so that runs are
+ * independent: nothing replayed (mappings, seals, locks) survives a run,
+ * a trace that makes the replay trap cannot take this process down, and
+ * --compare can alternate between two traces.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "execint.h"
+
+static volatile pid_t current_run;
+
+/* For a signal handler of the program: kill the run in progress. */
+void rp_abort_current(void)
+{
+	pid_t p = current_run;
+	if (p > 0)
+		kill(-p, SIGKILL);
+}
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+static void render_div(const rp_trace *t, const struct rp_divrec *d, struct rp_divergence *out)
+{
+	const struct rp_thread *th = &t->threads[d->tid];
+	const struct rp_elem *e = &th->elem[d->elem];
+	struct vmt_event ev;
+	struct vmt_buf b = {0};
+	const struct vmt_op_info *oi = vmt_op_info(e->op);
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = VMT_EV_SYSCALL;
+	ev.thread = th->rec;
+	ev.proc = t->procs[th->proc].rec;
+	ev.ts_ns = t->first_ts + e->ts;
+	ev.u.sc.op = e->op;
+	ev.u.sc.nargs = oi ? oi->nargs : VMT_MAX_ARGS;
+	memcpy(ev.u.sc.args, e->args, sizeof(e->args));
+	ev.u.sc.result = e->result;
+	ev.u.sc.exit_ns = ev.ts_ns;
+	ev.u.sc.stack_id = VMT_NONE;
+	vmt_render_text(&b, &ev);
+	out->event = d->event;
+	out->thread = th->rec;
+	out->recorded = e->result;
+	out->replayed = d->replayed;
+	snprintf(out->text, sizeof(out->text), "%s", b.len ? b.data : "?");
+	vmt_buf_free(&b);
+}
+
+static int cmp_div(const void *a, const void *b)
+{
+	const struct rp_divrec *x = a, *y = b;
+	return x->event < y->event ? -1 : x->event > y->event;
+}
+
+static int collect(struct rp_rt *rt, struct rp_run_result *res)
+{
+	const rp_trace *t = rt->t;
+	uint32_t K = rt->opt.scale, nth = 0;
+	uint64_t end = 0;
+	struct rp_divrec divs[RP_DIV_SHOWN * 4];
+	uint32_t ndivs = 0;
+
+	memset(res, 0, sizeof(*res));
+	for (uint32_t s = 0; s < rt->nslots; s++)
+		nth += rt->slot[s].ran;
+	res->threads = calloc(nth ? nth : 1, sizeof(*res->threads));
+	if (!res->threads)
+		return -ENOMEM;
+	for (uint32_t s = 0; s < rt->nslots; s++) {
+		const struct rp_slot *o = &rt->slot[s];
+		if (!o->ran)
+			continue;
+		uint32_t tid = s % t->nthreads;
+		struct rp_thread_result *tr = &res->threads[res->nthreads++];
+		tr->thread = t->threads[tid].rec;
+		tr->proc = t->procs[t->threads[tid].proc].rec;
+		tr->copy = s / t->nthreads;
+		tr->elems = o->elems;
+		tr->minor_faults = o->minflt;
+		tr->major_faults = o->majflt;
+		tr->voluntary_cs = o->nvcsw;
+		tr->involuntary_cs = o->nivcsw;
+		tr->user_ns = o->user_ns;
+		tr->sys_ns = o->sys_ns;
+		tr->wait_ns = o->wait_ns;
+		tr->waits = o->waits;
+		tr->busy_ns = o->end_ns > o->start_ns ? o->end_ns - o->start_ns : 0;
+		if (o->end_ns > end)
+			end = o->end_ns;
+		res->rusage_minor += o->minflt;
+		res->rusage_major += o->majflt;
+		res->voluntary_cs += o->nvcsw;
+		res->involuntary_cs += o->nivcsw;
+		res->wait_ns += o->wait_ns;
+		res->touched_pages += o->touched;
+		res->touch_faults += o->touch_faults;
+		res->fallbacks += o->fallbacks;
+		res->skipped += o->skipped;
+		res->events += o->syscalls;
+		res->divergences += o->ndiv;
+		for (unsigned op = 0; op < VMT_OP__COUNT; op++)
+			res->div_by_op[op] += o->div_by_op[op];
+		for (uint64_t i = 0; i < o->ndiv && i < RP_DIV_SHOWN; i++) {
+			if (ndivs < sizeof(divs) / sizeof(divs[0])) {
+				divs[ndivs++] = o->div[i];
+			} else {
+				/* Keep the earliest: replace the latest kept. */
+				qsort(divs, ndivs, sizeof(divs[0]), cmp_div);
+				if (o->div[i].event < divs[ndivs - 1].event)
+					divs[ndivs - 1] = o->div[i];
+			}
+		}
+	}
+	(void)K;
+	res->wall_ns = end > rt->sh->t_start ? end - rt->sh->t_start : 0;
+	res->perf_ok = rt->sh->perf_ok;
+	res->perf_minor = rt->sh->perf_minor;
+	res->perf_major = rt->sh->perf_major;
+	res->perf_cs = rt->sh->perf_cs;
+	res->minor_faults = res->perf_ok ? res->perf_minor : res->rusage_minor;
+	res->major_faults = res->perf_ok ? res->perf_major : res->rusage_major;
+	res->peak_vmas = rt->sh->peak_vmas;
+	qsort(divs, ndivs, sizeof(divs[0]), cmp_div);
+	for (uint32_t i = 0; i < ndivs && i < RP_DIV_SHOWN; i++)
+		render_div(t, &divs[i], &res->div[res->ndiv_shown++]);
+	/* Per-op latency: every slot's histogram of that op. */
+	struct rp_hist *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	for (unsigned op = 1; op < VMT_OP__COUNT; op++) {
+		if (!(t->ops_used_mask & (1u << op)))
+			continue;
+		memset(h, 0, sizeof(*h));
+		for (uint32_t s = 0; s < rt->nslots; s++)
+			rp_hist_merge(h, &rt->hist[(size_t)s * rt->nused + rt->hidx[op]]);
+		struct rp_op_result *r = &res->ops[op];
+		r->count = h->count;
+		r->errors = h->errors;
+		r->mean_ns = h->count ? h->sum_ns / h->count : 0;
+		r->p50_ns = rp_hist_quantile(h, 0.50);
+		r->p90_ns = rp_hist_quantile(h, 0.90);
+		r->p99_ns = rp_hist_quantile(h, 0.99);
+		r->max_ns = h->max_ns;
+	}
+	free(h);
+	return 0;
+}
+
+int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *res, char *msg,
+	   size_t msglen)
+{
+	struct rp_rt rt;
+	char dummy[8];
+	int rc = 0;
+
+	if (!msg || !msglen) {
+		msg = dummy;
+		msglen = sizeof(dummy);
+	}
+	msg[0] = 0;
+	memset(res, 0, sizeof(*res));
+	memset(&rt, 0, sizeof(rt));
+	rt.t = t;
+	rt.opt = *o;
+	rt.opt.order = t->opt.order;
+	if (!rt.opt.scale)
+		rt.opt.scale = 1;
+	if (rt.opt.scale > 1024) {
+		snprintf(msg, msglen, "--scale above 1024");
+		return -EINVAL;
+	}
+	rt.page = t->page_size;
+	rt.futex_private = t->nprocs == 1;
+	{
+		/* The void: the same length the load assumed. */
+		FILE *f = fopen("/proc/sys/vm/mmap_min_addr", "r");
+		unsigned long long x = 0;
+		if (f) {
+			if (fscanf(f, "%llu", &x) != 1)
+				x = 0;
+			fclose(f);
+		}
+		rt.void_len = (x > 65536 ? 65536 : x) & ~(rt.page - 1);
+	}
+	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+		if (t->ops_used_mask & (1u << op))
+			rt.hidx[op] = (uint8_t)rt.nused++;
+	if (!rt.nused)
+		rt.nused = 1;
+	uint64_t nslots = (uint64_t)t->nthreads * rt.opt.scale;
+	if (nslots > (1u << 20)) {
+		snprintf(msg, msglen, "%llu replay threads are too many", (unsigned long long)nslots);
+		return -E2BIG;
+	}
+	rt.nslots = (uint32_t)nslots;
+	size_t off_ctl = align64(sizeof(struct rp_shared));
+	size_t off_slot = off_ctl + align64(nslots * sizeof(struct rp_ctl));
+	size_t off_hist = off_slot + align64(nslots * sizeof(struct rp_slot));
+	rt.area_len = off_hist + nslots * rt.nused * sizeof(struct rp_hist);
+	rt.area = mmap(NULL, rt.area_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (rt.area == MAP_FAILED) {
+		rc = -errno;
+		snprintf(msg, msglen, "cannot map the result area: %s", strerror(errno));
+		return rc;
+	}
+	rt.sh = rt.area;
+	rt.ctl = (struct rp_ctl *)((char *)rt.area + off_ctl);
+	rt.slot = (struct rp_slot *)((char *)rt.area + off_slot);
+	rt.hist = (struct rp_hist *)((char *)rt.area + off_hist);
+
+	fflush(NULL); /* nothing buffered gets written twice */
+	pid_t pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		snprintf(msg, msglen, "cannot fork the replay: %s", strerror(errno));
+		munmap(rt.area, rt.area_len);
+		return rc;
+	}
+	if (pid == 0)
+		rp_child_main(&rt);
+	setpgid(pid, pid);
+	current_run = pid;
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	kill(-pid, SIGKILL); /* anything left of the run */
+	current_run = 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		if (rt.sh->msg[0])
+			snprintf(msg, msglen, "%s", rt.sh->msg);
+		else if (WIFSIGNALED(st))
+			snprintf(msg, msglen, "the replay process was killed by signal %d (%s)",
+				 WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else
+			snprintf(msg, msglen, "the replay process failed (status %d)", WEXITSTATUS(st));
+		rc = rt.sh->error ? rt.sh->error : -EIO;
+	} else {
+		rc = collect(&rt, res);
+		if (rc < 0)
+			snprintf(msg, msglen, "out of memory");
+	}
+	munmap(rt.area, rt.area_len);
+	return rc;
+}

@@ -1,0 +1,118 @@
+/*
+ * execint.h - the executor's run-time state (internal to libvmreplay).
+ *
+ * rp_run() (exec.c) maps one shared area, forks the run process, waits,
+ * and reads the results from the area.  The run process (worker.c,
+ * setup.c) replays: one replay thread per recorded thread (per copy), one
+ * forked process per recorded process.  Everything the threads and
+ * processes report goes into the shared area, so it survives the forks.
+ */
+#ifndef VMREPLAY_EXECINT_H
+#define VMREPLAY_EXECINT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+#include "model.h"
+
+/* Completion counter of one replay thread: elements done, and whether
+ * someone sleeps on it.  One cache line each, so posting is local. */
+struct rp_ctl {
+	uint32_t done;
+	uint32_t waiters;
+	char pad[56];
+} __attribute__((aligned(64)));
+
+struct rp_divrec {
+	uint64_t event;
+	int64_t replayed;
+	uint32_t tid, elem; /* local thread, element index */
+};
+
+/* What one replay thread reports. */
+struct rp_slot {
+	uint64_t start_ns, end_ns;
+	uint64_t minflt, majflt, nvcsw, nivcsw;
+	uint64_t user_ns, sys_ns;
+	uint64_t wait_ns, waits;
+	uint64_t elems, syscalls;
+	uint64_t touched, touch_faults, fallbacks, skipped;
+	uint64_t ndiv;
+	uint64_t div_by_op[VMT_OP__COUNT];
+	struct rp_divrec div[RP_DIV_SHOWN];
+	uint32_t ran;
+} __attribute__((aligned(64)));
+
+struct rp_shared {
+	int error;	/* first fatal error (-errno) */
+	char msg[256];
+	uint64_t t_start;
+	uint64_t peak_vmas;
+	int perf_ok;
+	uint64_t perf_minor, perf_major, perf_cs;
+	uint32_t gate;	/* copies start when it turns 1 */
+	uint32_t pad;
+} __attribute__((aligned(64)));
+
+struct rp_rt;
+
+/* One replay thread (slot = copy * nthreads + thread). */
+struct rp_wctx {
+	struct rp_rt *rt;
+	uint32_t tid, copy, slot;
+	uint64_t *base;	      /* this copy's region bases */
+	struct rp_ctl *ctl;   /* this copy's counters */
+	struct rp_slot *out;
+	struct rp_hist *hist; /* this slot's histograms, by rt->hidx */
+	uint8_t *mincore;     /* vector buffer (thread's largest mincore) */
+};
+
+struct rp_rt {
+	const rp_trace *t;
+	struct rp_options opt;
+	uint64_t page, void_len;
+	uint32_t nslots;
+	uint8_t hidx[VMT_OP__COUNT]; /* op -> histogram index */
+	uint32_t nused;
+	int futex_private;	     /* single process: private futexes */
+
+	/* The shared area. */
+	void *area;
+	size_t area_len;
+	struct rp_shared *sh;
+	struct rp_ctl *ctl;
+	struct rp_slot *slot;
+	struct rp_hist *hist;
+
+	/* Private to each replay process (copied by fork). */
+	uint64_t *base;	   /* nregions * scale */
+	uint32_t *live;	   /* threads running, per (process, copy) */
+	int *fd_rd, *fd_rw; /* per file */
+	struct rp_wctx *w; /* per slot */
+	pthread_attr_t attr;
+};
+
+/* worker.c: the body of the run process; never returns. */
+void rp_child_main(struct rp_rt *rt) __attribute__((noreturn));
+
+/* setup.c */
+int rt_open_files(struct rp_rt *rt);
+int rt_setup_plan(struct rp_rt *rt, uint32_t copy, uint32_t plan);
+uint64_t rt_reserve(struct rp_rt *rt, uint64_t rec_start, uint64_t size, uint32_t copy, int *fallback);
+uint64_t rt_count_vmas(void);
+void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 3, 4)));
+
+/* metrics.c */
+int rp_perf_open(int fds[3]);
+void rp_perf_enable(int fds[3], int on);
+int rp_perf_read(int fds[3], uint64_t out[3]);
+
+static inline uint64_t rp_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif

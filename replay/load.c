@@ -1,0 +1,819 @@
+/*
+ * load.c - read a whole trace into per-thread element arrays (model.h),
+ * validating it, and compute the ordering each element needs.
+ *
+ * Threads and processes: a root process's first thread starts with the
+ * run; every other thread is started by an RK_SPAWN element in its
+ * creator's array, every other process by an RK_FORK element, where the
+ * recording saw them start.  Touches wait in the thread until its next
+ * element.
+ *
+ * Ordering: order.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "loadint.h"
+
+int ld_fail(struct loader *L, int err, const char *fmt, ...)
+{
+	if (L->err)
+		return L->err;
+	char what[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (L->msg && L->msglen)
+		snprintf(L->msg, L->msglen, "event %llu: %s", (unsigned long long)L->event, what);
+	L->err = err < 0 ? err : -EINVAL;
+	return L->err;
+}
+
+int ld_grow(struct loader *L, void **arr, uint32_t *cap, uint32_t need, size_t elsz)
+{
+	if (need <= *cap)
+		return 0;
+	if (need == 0 || need > (1u << 31))
+		return ld_fail(L, VMT_E_LIMIT, "more than 2^31 items of one kind");
+	uint64_t nc = *cap ? *cap : 16;
+	while (nc < need)
+		nc *= 2;
+	uint64_t add = (nc - *cap) * elsz;
+	if (L->t->loaded_bytes + add > L->t->opt.max_memory)
+		return ld_fail(L, -E2BIG, "the trace needs more than --max-memory to load");
+	void *n = realloc(*arr, nc * elsz);
+	if (!n)
+		return ld_fail(L, -ENOMEM, "out of memory");
+	memset((char *)n + (size_t)*cap * elsz, 0, (size_t)(nc - *cap) * elsz);
+	*arr = n;
+	*cap = (uint32_t)nc;
+	L->t->loaded_bytes += add;
+	return 0;
+}
+
+int ld_new_region(struct loader *L, uint32_t proc, uint8_t kind, uint64_t rec_start,
+		  uint64_t size, uint32_t *out)
+{
+	rp_trace *t = L->t;
+	int rc = ld_grow(L, (void **)&t->regions, &L->rcap, t->nregions + 1, sizeof(*t->regions));
+	if (rc < 0)
+		return rc;
+	struct rp_region *r = &t->regions[t->nregions];
+	memset(r, 0, sizeof(*r));
+	r->rec_start = rec_start;
+	r->size = size;
+	r->proc = proc;
+	r->kind = kind;
+	r->needed = kind == RG_MAP;
+	*out = t->nregions++;
+	return 0;
+}
+
+int ld_add_piece(struct loader *L, uint64_t off, uint64_t len, uint32_t region)
+{
+	rp_trace *t = L->t;
+	int rc = ld_grow(L, (void **)&t->pieces, &L->picap, t->npieces + 1, sizeof(*t->pieces));
+	if (rc < 0)
+		return rc;
+	t->pieces[t->npieces].off = off;
+	t->pieces[t->npieces].len = len;
+	t->pieces[t->npieces].region = region;
+	t->pieces[t->npieces].pad = 0;
+	return (int)t->npieces++;
+}
+
+int ld_file_index(struct loader *L, const struct rp_file *f, uint32_t *out)
+{
+	rp_trace *t = L->t;
+	const char *path = f->path ? f->path : "";
+	for (uint32_t i = t->nfiles; i-- > 0;) {
+		struct rp_file *g = &t->files[i];
+		int same = (f->dev || f->ino) ? (g->dev == f->dev && g->ino == f->ino)
+					      : (!g->dev && !g->ino && !strcmp(g->path, path));
+		if (!same)
+			continue;
+		if (f->size > g->size)
+			g->size = f->size;
+		if (f->rec_size > g->rec_size)
+			g->rec_size = f->rec_size;
+		*out = i;
+		return 0;
+	}
+	int rc = ld_grow(L, (void **)&t->files, &L->fcap, t->nfiles + 1, sizeof(*t->files));
+	if (rc < 0)
+		return rc;
+	struct rp_file *g = &t->files[t->nfiles];
+	*g = *f;
+	g->path = strdup(path);
+	if (!g->path)
+		return ld_fail(L, -ENOMEM, "out of memory");
+	g->shared_rw = g->original = 0;
+	if (g->rec_size > g->size)
+		g->size = g->rec_size;
+	*out = t->nfiles++;
+	return 0;
+}
+
+/* ---- threads and processes ---------------------------------------------- */
+
+static int map_rec(struct loader *L, uint32_t **arr, uint32_t *n, uint32_t rec)
+{
+	if (rec < *n)
+		return 0;
+	uint32_t nn = *n ? *n : 64;
+	while (nn <= rec)
+		nn *= 2;
+	uint32_t *a = realloc(*arr, nn * sizeof(*a));
+	if (!a)
+		return ld_fail(L, -ENOMEM, "out of memory");
+	for (uint32_t i = *n; i < nn; i++)
+		a[i] = RP_VOID;
+	*arr = a;
+	*n = nn;
+	return 0;
+}
+
+static int new_proc(struct loader *L, uint32_t rec, uint32_t parent, uint32_t *out)
+{
+	rp_trace *t = L->t;
+	int rc;
+	if ((rc = map_rec(L, &L->proc_of_rec, &L->nproc_of_rec, rec)))
+		return rc;
+	if (t->nprocs >= 65536)
+		return ld_fail(L, VMT_E_LIMIT, "more than 65536 processes");
+	uint32_t old = L->pcap;
+	if ((rc = ld_grow(L, (void **)&t->procs, &L->pcap, t->nprocs + 1, sizeof(*t->procs))))
+		return rc;
+	if (L->pcap != old) {
+		void *n = realloc(L->lp, L->pcap * sizeof(*L->lp));
+		if (!n)
+			return ld_fail(L, -ENOMEM, "out of memory");
+		L->lp = n;
+		memset(L->lp + old, 0, (L->pcap - old) * sizeof(*L->lp));
+	}
+	uint32_t p = t->nprocs;
+	struct rp_proc *pr = &t->procs[p];
+	struct lproc *P = &L->lp[p];
+	pr->rec = rec;
+	pr->parent = parent;
+	pr->first_thread = RP_VOID;
+	pr->plan = RP_VOID;
+	rpam_init(&P->map, 1);
+	rpam_init(&P->last, 0);
+	rpam_init(&P->touched, 0);
+	P->plan = RP_VOID;
+	P->brk_region = RP_VOID;
+	P->global_thread = RP_VOID;
+	if (parent != RP_VOID) {
+		struct lproc *Q = &L->lp[parent];
+		/* A fork copies the address space (and its accounting). */
+		if (rpam_copy(&P->map, &Q->map) || rpam_copy(&P->touched, &Q->touched))
+			return ld_fail(L, -ENOMEM, "out of memory");
+		P->mapped = Q->mapped;
+		P->touched_bytes = Q->touched_bytes;
+		L->cur_mapped += P->mapped;
+		L->cur_touched += P->touched_bytes;
+		P->brk_region = Q->brk_region;
+		P->brk_cur = Q->brk_cur;
+		P->have_snapshot = 1;
+		P->pending_fork = 1;
+		if ((rc = sim_check_memory(L)))
+			return rc;
+	}
+	L->proc_of_rec[rec] = p;
+	t->nprocs++;
+	*out = p;
+	return 0;
+}
+
+static int new_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t *out)
+{
+	rp_trace *t = L->t;
+	int rc;
+	if ((rc = map_rec(L, &L->thread_of_rec, &L->nthread_of_rec, rec)))
+		return rc;
+	if (t->nthreads >= 65536)
+		return ld_fail(L, VMT_E_LIMIT, "more than 65536 threads");
+	uint32_t old = L->tcap;
+	if ((rc = ld_grow(L, (void **)&t->threads, &L->tcap, t->nthreads + 1, sizeof(*t->threads))))
+		return rc;
+	if (L->tcap != old) {
+		void *n = realloc(L->lt, L->tcap * sizeof(*L->lt));
+		if (!n)
+			return ld_fail(L, -ENOMEM, "out of memory");
+		L->lt = n;
+		memset(L->lt + old, 0, (L->tcap - old) * sizeof(*L->lt));
+	}
+	uint32_t tid = t->nthreads;
+	struct lproc *P = &L->lp[p];
+	if (P->nthreads == P->tcap) {
+		uint32_t cap = P->tcap ? P->tcap * 2 : 4;
+		void *n = realloc(P->threads, cap * sizeof(*P->threads));
+		if (!n)
+			return ld_fail(L, -ENOMEM, "out of memory");
+		P->threads = n;
+		P->tcap = cap;
+	}
+	L->lt[tid].in_proc = P->nthreads;
+	P->threads[P->nthreads++] = tid;
+	P->live++;
+	t->threads[tid].proc = p;
+	t->threads[tid].rec = rec;
+	t->procs[p].nthreads++;
+	L->thread_of_rec[rec] = tid;
+	t->nthreads++;
+	*out = tid;
+	return 0;
+}
+
+/* The first live thread of p, or RP_VOID. */
+static uint32_t first_live(struct loader *L, uint32_t p)
+{
+	struct lproc *P = &L->lp[p];
+	for (uint32_t i = 0; i < P->nthreads; i++)
+		if (!L->t->threads[P->threads[i]].ended)
+			return P->threads[i];
+	return RP_VOID;
+}
+
+/* ---- elements ----------------------------------------------------------- */
+
+/* Append element proto to thread tid (with its pending touches); rng:
+ * recorded ranges it uses. */
+static int append(struct loader *L, uint32_t tid, const struct rp_elem *proto, uint64_t ts,
+		  const struct lrange *rng, int nrng, int global)
+{
+	rp_trace *t = L->t;
+	struct rp_thread *th = &t->threads[tid];
+	struct lthread *lt = &L->lt[tid];
+	int rc;
+
+	if (th->nelem >= (1u << 31))
+		return ld_fail(L, VMT_E_LIMIT, "more than 2^31 elements in one thread");
+	if ((rc = ld_grow(L, (void **)&th->elem, &lt->cap, th->nelem + 1, sizeof(*th->elem))))
+		return rc;
+	struct rp_elem *e = &th->elem[th->nelem];
+	*e = *proto;
+	e->event = L->event;
+	e->ts = ts >= t->first_ts ? ts - t->first_ts : 0;
+	if (lt->npt) {
+		if ((rc = ld_grow(L, (void **)&t->touches, &L->tocap, t->ntouches + lt->npt,
+				  sizeof(*t->touches))) < 0)
+			return rc;
+		memcpy(&t->touches[t->ntouches], lt->pt, lt->npt * sizeof(*lt->pt));
+		e->touch0 = t->ntouches;
+		e->ntouch = lt->npt;
+		t->ntouches += lt->npt;
+	}
+	e->dep0 = t->ndeps;
+	uint32_t seq = th->nelem + 1;
+	if ((rc = ld_order(L, tid, e, seq, rng, nrng, global)) < 0)
+		return rc;
+	e->ndeps = t->ndeps - e->dep0;
+	L->prev_thread = tid;
+	L->prev_seq = seq;
+	lt->npt = 0;
+	lt->ntr = 0;
+	th->nelem++;
+	if (e->kind == RK_SYSCALL) {
+		t->nops++;
+		t->op_count[e->op]++;
+		t->ops_used_mask |= 1u << e->op;
+	} else if (e->kind == RK_SKIP) {
+		t->skipped_ops++;
+	}
+	struct lproc *P = &L->lp[th->proc];
+	if (P->map.n > P->max_segs) {
+		P->max_segs = P->map.n;
+		P->max_thread = tid;
+		P->max_elem = th->nelem - 1;
+	}
+	return 0;
+}
+
+static int simple(struct loader *L, uint32_t tid, uint8_t kind, uint32_t arg, uint32_t region,
+		  uint64_t ts, int global)
+{
+	struct rp_elem e;
+	memset(&e, 0, sizeof(e));
+	e.kind = kind;
+	e.arg = arg;
+	e.region = region;
+	return append(L, tid, &e, ts, NULL, 0, global);
+}
+
+static int end_thread(struct loader *L, uint32_t tid, uint64_t ts)
+{
+	struct rp_thread *th = &L->t->threads[tid];
+	if (th->ended)
+		return 0;
+	int rc = simple(L, tid, RK_END, 0, 0, ts, 0);
+	if (rc < 0)
+		return rc;
+	th->ended = 1;
+	L->lp[th->proc].live--;
+	return 0;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* Create thread `rec` in process p, started by recorded thread `parent`
+ * (VMT_NONE: unknown): a root's first thread starts with the run, a forked
+ * process's first thread by an RK_FORK of the forking thread, any other
+ * thread by an RK_SPAWN of its creator. */
+static int start_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t parent, uint64_t ts,
+			uint32_t *out)
+{
+	rp_trace *t = L->t;
+	struct lproc *P = &L->lp[p];
+	uint32_t par = parent < L->nthread_of_rec ? L->thread_of_rec[parent] : RP_VOID;
+	int rc, first = P->nthreads == 0;
+	uint32_t tid = RP_VOID;
+
+	if (par != RP_VOID && t->threads[par].ended)
+		par = RP_VOID;
+	if (!first && P->live == 0)
+		return ld_fail(L, VMT_E_CORRUPT, "thread %u starts in process %u after all its threads ended",
+			       rec, t->procs[p].rec);
+	if ((rc = new_thread(L, rec, p, &tid)))
+		return rc;
+	if (first) {
+		t->procs[p].first_thread = tid;
+		if (P->pending_fork) {
+			uint32_t pp = t->procs[p].parent;
+			if (par == RP_VOID || t->threads[par].proc != pp)
+				par = first_live(L, pp);
+			if (par == RP_VOID)
+				return ld_fail(L, VMT_E_CORRUPT, "process %u forked by a process with no threads",
+					       t->procs[p].rec);
+			P->pending_fork = 0;
+			if ((rc = simple(L, par, RK_FORK, tid, p, ts, 0)) < 0)
+				return rc;
+		}
+	} else {
+		if (par == RP_VOID || t->threads[par].proc != p)
+			par = first_live(L, p);
+		if (par == RP_VOID || par == tid)
+			return ld_fail(L, VMT_E_CORRUPT, "thread %u has no live creator", rec);
+		if ((rc = simple(L, par, RK_SPAWN, tid, 0, ts, 0)) < 0)
+			return rc;
+	}
+	*out = tid;
+	return 0;
+}
+
+/* The local process of ev; a trace that starts without PROCESS_START gets
+ * an implicit root. */
+static int proc_of(struct loader *L, const struct vmt_event *ev, uint32_t *out)
+{
+	if (ev->proc < L->nproc_of_rec && L->proc_of_rec[ev->proc] != RP_VOID) {
+		*out = L->proc_of_rec[ev->proc];
+		if (L->lp[*out].exited)
+			return ld_fail(L, VMT_E_CORRUPT, "event of process %u after its exit", ev->proc);
+		return 0;
+	}
+	if (L->t->nprocs == 0)
+		return new_proc(L, ev->proc, RP_VOID, out);
+	return ld_fail(L, VMT_E_CORRUPT, "event of process %u, which never started", ev->proc);
+}
+
+/* The local thread of ev, creating it when the trace never announced it
+ * (e.g. threads that existed before an attach). */
+static int thread_of(struct loader *L, const struct vmt_event *ev, uint32_t *out)
+{
+	rp_trace *t = L->t;
+	uint32_t p;
+	int rc;
+	if (ev->thread < L->nthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID) {
+		*out = L->thread_of_rec[ev->thread];
+		if (t->threads[*out].ended)
+			return ld_fail(L, VMT_E_CORRUPT, "thread %u has an event after its exit", ev->thread);
+		if (t->procs[t->threads[*out].proc].rec != ev->proc)
+			return ld_fail(L, VMT_E_CORRUPT, "thread %u appears in process %u and %u",
+				       ev->thread, t->procs[t->threads[*out].proc].rec, ev->proc);
+		return 0;
+	}
+	if ((rc = proc_of(L, ev, &p)))
+		return rc;
+	return start_thread(L, ev->thread, p, VMT_NONE, ev->ts_ns, out);
+}
+
+static int ev_syscall(struct loader *L, const struct vmt_event *ev)
+{
+	uint32_t tid;
+	int rc, nrng = 0, global = 0;
+	struct lrange rng[LD_MAX_RANGES];
+	struct rp_elem e;
+
+	if ((rc = thread_of(L, ev, &tid)))
+		return rc;
+	memset(&e, 0, sizeof(e));
+	if ((rc = sim_syscall(L, tid, ev, &e, rng, &nrng, &global)) < 0)
+		return rc;
+	L->lt[tid].have_file = 0;
+	return append(L, tid, &e, ev->ts_ns, rng, nrng, global);
+}
+
+static int ev_map_file(struct loader *L, const struct vmt_event *ev)
+{
+	uint32_t tid;
+	int rc;
+	if ((rc = thread_of(L, ev, &tid)))
+		return rc;
+	struct lthread *lt = &L->lt[tid];
+	char *path = strdup(ev->u.file.path ? ev->u.file.path : "");
+	if (!path)
+		return ld_fail(L, -ENOMEM, "out of memory");
+	free(lt->pathbuf);
+	lt->pathbuf = path;
+	memset(&lt->file, 0, sizeof(lt->file));
+	lt->file.dev = ev->u.file.dev;
+	lt->file.ino = ev->u.file.ino;
+	lt->file.rec_size = ev->u.file.size < RP_ADDR_LIMIT ? ev->u.file.size : 0;
+	lt->file.path = path;
+	/* Devices (/dev/zero, a GPU, ...) are never mapped: anonymous memory
+	 * stands in for them. */
+	uint32_t fmt = ev->u.file.mode & S_IFMT;
+	lt->file.zero = fmt && fmt != S_IFREG;
+	lt->open_flags = ev->u.file.open_flags;
+	lt->have_file = 1;
+	return 0;
+}
+
+static int ev_process_start(struct loader *L, const struct vmt_event *ev)
+{
+	uint32_t p, parent = RP_VOID;
+	int rc;
+	if (ev->proc < L->nproc_of_rec && L->proc_of_rec[ev->proc] != RP_VOID)
+		return ld_fail(L, VMT_E_CORRUPT, "process %u started twice", ev->proc);
+	uint32_t pp = ev->u.process_start.parent_proc;
+	if (pp != VMT_NONE) {
+		if (pp >= L->nproc_of_rec || L->proc_of_rec[pp] == RP_VOID)
+			return ld_fail(L, VMT_E_CORRUPT, "process %u has unknown parent %u", ev->proc, pp);
+		parent = L->proc_of_rec[pp];
+		if (L->lp[parent].exited)
+			return ld_fail(L, VMT_E_CORRUPT, "process %u forked by exited process %u",
+				       ev->proc, pp);
+	}
+	if ((rc = new_proc(L, ev->proc, parent, &p)))
+		return rc;
+	return 0;
+}
+
+static int ev_thread_start(struct loader *L, const struct vmt_event *ev)
+{
+	uint32_t p, tid;
+	int rc;
+	if (ev->thread < L->nthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID)
+		return ld_fail(L, VMT_E_CORRUPT, "thread %u started twice", ev->thread);
+	if ((rc = proc_of(L, ev, &p)))
+		return rc;
+	return start_thread(L, ev->thread, p, ev->u.thread_start.parent_thread, ev->ts_ns, &tid);
+}
+
+static int ev_thread_exit(struct loader *L, const struct vmt_event *ev)
+{
+	if (ev->thread < L->nthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID) {
+		uint32_t tid = L->thread_of_rec[ev->thread];
+		/* Threads ended by an exec or a process exit may report later. */
+		return L->t->threads[tid].ended ? 0 : end_thread(L, tid, ev->ts_ns);
+	}
+	uint32_t tid;
+	int rc = thread_of(L, ev, &tid);
+	return rc ? rc : end_thread(L, tid, ev->ts_ns);
+}
+
+static int ev_process_exit(struct loader *L, const struct vmt_event *ev)
+{
+	uint32_t p;
+	int rc;
+	if (ev->proc >= L->nproc_of_rec || L->proc_of_rec[ev->proc] == RP_VOID)
+		return ld_fail(L, VMT_E_CORRUPT, "exit of process %u, which never started", ev->proc);
+	p = L->proc_of_rec[ev->proc];
+	struct lproc *P = &L->lp[p];
+	if (P->exited)
+		return 0;
+	if (P->pending_fork)
+		return ld_fail(L, VMT_E_CORRUPT, "process %u exits without any thread", ev->proc);
+	for (uint32_t i = 0; i < P->nthreads; i++)
+		if ((rc = end_thread(L, P->threads[i], ev->ts_ns)))
+			return rc;
+	P->exited = 1;
+	sim_proc_exit(L, p);
+	return 0;
+}
+
+static int ev_exec(struct loader *L, const struct vmt_event *ev)
+{
+	uint32_t tid;
+	int rc;
+	if ((rc = thread_of(L, ev, &tid)))
+		return rc;
+	uint32_t p = L->t->threads[tid].proc;
+	struct lproc *P = &L->lp[p];
+	/* The exec that starts a launched program: nothing to replace yet. */
+	if (L->t->threads[tid].nelem == 0 && P->plan == RP_VOID && P->map.n == 0 &&
+	    L->t->procs[p].parent == RP_VOID)
+		return 0;
+	/* exec ends every other thread of the process. */
+	for (uint32_t i = 0; i < P->nthreads; i++)
+		if (P->threads[i] != tid && (rc = end_thread(L, P->threads[i], ev->ts_ns)))
+			return rc;
+	struct rp_elem e;
+	memset(&e, 0, sizeof(e));
+	e.kind = RK_EXEC;
+	if ((rc = sim_clear(L, p, &e.piece0, &e.npieces)))
+		return rc;
+	int pl = sim_plan(L, p);
+	if (pl < 0)
+		return pl;
+	e.arg = (uint32_t)pl;
+	return append(L, tid, &e, ev->ts_ns, NULL, 0, 1);
+}
+
+static int ev_maps(struct loader *L, const struct vmt_event *ev)
+{
+	uint32_t p;
+	int rc = proc_of(L, ev, &p);
+	if (rc)
+		return rc;
+	if (L->lp[p].have_snapshot)
+		return 0;
+	if ((rc = sim_snapshot(L, p, &ev->u.maps)))
+		return rc;
+	if (L->t->procs[p].parent == RP_VOID && L->t->procs[p].plan == RP_VOID)
+		L->t->procs[p].plan = L->lp[p].plan;
+	return 0;
+}
+
+static int ev_touch(struct loader *L, const struct vmt_event *ev)
+{
+	uint32_t tid;
+	int rc = thread_of(L, ev, &tid);
+	return rc ? rc : sim_touch(L, tid, ev);
+}
+
+static int one_event(struct loader *L, const struct vmt_event *ev)
+{
+	switch (ev->kind) {
+	case VMT_EV_SYSCALL: return ev_syscall(L, ev);
+	case VMT_EV_MAP_FILE: return ev_map_file(L, ev);
+	case VMT_EV_THREAD_START: return ev_thread_start(L, ev);
+	case VMT_EV_THREAD_EXIT: return ev_thread_exit(L, ev);
+	case VMT_EV_PROCESS_START: return ev_process_start(L, ev);
+	case VMT_EV_EXEC: return ev_exec(L, ev);
+	case VMT_EV_PROCESS_EXIT: return ev_process_exit(L, ev);
+	case VMT_EV_MAPS: return ev_maps(L, ev);
+	case VMT_EV_TOUCH:
+	case VMT_EV_FAULT: return ev_touch(L, ev);
+	case VMT_EV_LOST:
+		L->t->lost_events += ev->u.lost.count;
+		return 0;
+	default: /* stacks, symbols, strings: not needed to replay */
+		return 0;
+	}
+}
+
+/* ---- the whole trace ----------------------------------------------------- */
+
+void rp_options_default(struct rp_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->order = RP_ORDER_RESOURCE;
+	o->placement = RP_PLACE_KERNEL;
+	o->files = RP_FILES_SCRATCH;
+	o->speed = 0;
+	o->scale = 1;
+	o->max_memory = 0;
+}
+
+static uint64_t half_ram(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || ps <= 0)
+		return 1ull << 30;
+	return (uint64_t)pages * (uint64_t)ps / 2;
+}
+
+static uint64_t void_length(uint64_t page)
+{
+	/* Addresses below vm.mmap_min_addr can never be mapped (the replay
+	 * never maps there itself), so ops on them fail harmlessly. */
+	uint64_t v = 0;
+	FILE *f = fopen("/proc/sys/vm/mmap_min_addr", "r");
+	if (f) {
+		unsigned long long x;
+		if (fscanf(f, "%llu", &x) == 1)
+			v = x;
+		fclose(f);
+	}
+	if (v > 65536)
+		v = 65536;
+	return v & ~(page - 1);
+}
+
+static void human(char *buf, size_t n, uint64_t b)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, n, "%.1f GiB", (double)b / (1ull << 30));
+	else
+		snprintf(buf, n, "%.1f MiB", (double)b / (1ull << 20));
+}
+
+int ld_check_memory(struct loader *L)
+{
+	rp_trace *t = L->t;
+	uint64_t scale = t->opt.scale ? t->opt.scale : 1, peak = t->peak_mapped > t->peak_touched
+			 ? t->peak_mapped : t->peak_touched;
+	if (peak <= t->opt.max_memory / scale)
+		return 0;
+	char a[32], b[32];
+	human(a, sizeof(a), peak * scale);
+	human(b, sizeof(b), t->opt.max_memory);
+	return ld_fail(L, -E2BIG, "peak %s memory %s%s exceeds --max-memory %s",
+		       t->peak_mapped >= t->peak_touched ? "mapped" : "touched", a,
+		       scale > 1 ? " (all copies)" : "", b);
+}
+
+static int finish(struct loader *L)
+{
+	rp_trace *t = L->t;
+	int rc;
+	/* Threads still running when the recording stopped end there. */
+	for (uint32_t tid = 0; tid < t->nthreads; tid++)
+		if (!t->threads[tid].ended && (rc = end_thread(L, tid, 0)))
+			return rc;
+	for (uint32_t p = 0; p < t->nprocs; p++) {
+		struct lproc *P = &L->lp[p];
+		if (P->pending_fork)
+			return ld_fail(L, VMT_E_CORRUPT, "process %u never had a thread", t->procs[p].rec);
+		if (P->max_segs)
+			t->threads[P->max_thread].elem[P->max_elem].flags |= RF_SAMPLE_VMAS;
+	}
+	if ((rc = ld_check_memory(L)))
+		return rc;
+	for (uint32_t i = 0; i < t->nfiles; i++) {
+		struct rp_file *f = &t->files[i];
+		struct stat st;
+		f->size = (f->size + L->page - 1) & ~(L->page - 1);
+		if (t->opt.files == RP_FILES_ORIGINAL && !f->shared_rw && !f->zero && f->rec_size &&
+		    f->path[0] == '/' && stat(f->path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (uint64_t)st.st_size == f->rec_size)
+			f->original = 1;
+	}
+	return 0;
+}
+
+static void free_loader(struct loader *L)
+{
+	if (L->lt)
+		for (uint32_t i = 0; i < L->t->nthreads; i++) {
+			free(L->lt[i].tr);
+			free(L->lt[i].pt);
+			free(L->lt[i].known);
+			free(L->lt[i].pathbuf);
+		}
+	if (L->lp)
+		for (uint32_t i = 0; i < L->t->nprocs; i++) {
+			rpam_free(&L->lp[i].map);
+			rpam_free(&L->lp[i].last);
+			rpam_free(&L->lp[i].touched);
+			free(L->lp[i].threads);
+		}
+	free(L->lt);
+	free(L->lp);
+	free(L->thread_of_rec);
+	free(L->proc_of_rec);
+}
+
+int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out, char *msg,
+		  size_t msglen)
+{
+	struct loader L;
+	struct vmt_event ev;
+	int err = 0, rc;
+	char dummy[8];
+
+	*out = NULL;
+	if (!msg || !msglen) {
+		msg = dummy;
+		msglen = sizeof(dummy);
+	}
+	msg[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(msg, msglen, "%s", strerror(errno));
+		return err;
+	}
+	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, msglen);
+	if (!r) {
+		close(fd);
+		if (!msg[0])
+			snprintf(msg, msglen, "%s", vmt_strerror(err));
+		return err ? err : -EINVAL;
+	}
+	memset(&L, 0, sizeof(L));
+	rp_trace *t = calloc(1, sizeof(*t));
+	if (!t) {
+		vmt_reader_free(r);
+		close(fd);
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	t->opt = *o;
+	if (!t->opt.max_memory)
+		t->opt.max_memory = half_ram();
+	if (!t->opt.scale)
+		t->opt.scale = 1;
+	L.t = t;
+	L.msg = msg;
+	L.msglen = msglen;
+	L.prev_thread = RP_VOID;
+	const struct vmt_header *h = vmt_reader_header(r);
+	long ps = sysconf(_SC_PAGESIZE);
+	if (!h->page_size || (h->page_size & (h->page_size - 1)) || (long)h->page_size != ps) {
+		snprintf(msg, msglen, "recorded with %u-byte pages; this machine has %ld",
+			 h->page_size, ps);
+		rc = -EINVAL;
+		goto out;
+	}
+	L.page = h->page_size;
+	t->page_size = h->page_size;
+	L.void_len = void_length(L.page);
+	t->path = strdup(path);
+	int first = 1;
+	while ((rc = vmt_reader_next(r, &ev)) == 1) {
+		L.event = vmt_reader_event_index(r) - 1;
+		if (first) {
+			t->first_ts = ev.ts_ns;
+			first = 0;
+		}
+		if ((rc = one_event(&L, &ev)) < 0)
+			goto out;
+	}
+	if (rc < 0) {
+		snprintf(msg, msglen, "%s", vmt_reader_errmsg(r));
+		goto out;
+	}
+	t->events = vmt_reader_event_index(r);
+	if (t->nthreads == 0) {
+		snprintf(msg, msglen, "the trace has no threads to replay");
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = finish(&L);
+out:
+	if (rc < 0 && !msg[0])
+		snprintf(msg, msglen, "%s", vmt_strerror(rc));
+	free_loader(&L);
+	vmt_reader_free(r);
+	close(fd);
+	if (rc < 0) {
+		rp_trace_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+void rp_trace_free(rp_trace *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		free(t->threads[i].elem);
+	for (uint32_t i = 0; i < t->nfiles; i++)
+		free(t->files[i].path);
+	free(t->threads);
+	free(t->procs);
+	free(t->regions);
+	free(t->pieces);
+	free(t->touches);
+	free(t->deps);
+	free(t->standins);
+	free(t->plans);
+	free(t->files);
+	free(t->path);
+	free(t);
+}
+
+void rp_trace_get_info(const rp_trace *t, struct rp_trace_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	i->events = t->events;
+	i->ops = t->nops;
+	i->skipped = t->skipped_ops;
+	i->threads = t->nthreads;
+	i->procs = t->nprocs;
+	i->peak_mapped = t->peak_mapped;
+	i->peak_touched = t->peak_touched;
+	i->touch_unmapped_pages = t->touch_unmapped_pages;
+	i->lost_events = t->lost_events;
+}

@@ -1,0 +1,127 @@
+/*
+ * loadint.h - state shared by the trace loader (load.c: event stream,
+ * threads, processes, ordering) and the address-space simulation (sim.c:
+ * translating each recorded op into replay pieces).  Internal.
+ */
+#ifndef VMREPLAY_LOADINT_H
+#define VMREPLAY_LOADINT_H
+
+#include "addrmap.h"
+#include "model.h"
+
+/* Attributes kept per recorded mapping in the simulated map (rpam_val.attr). */
+#define AT_PROT 0x7u	   /* PROT_READ | PROT_WRITE | PROT_EXEC */
+#define AT_SHARED 0x8u
+#define AT_NORESERVE 0x10u
+
+/* Addresses at or above this are outside any address space: clamps
+ * ranges, and gives each process a private "brk resource" for ordering. */
+#define RP_ADDR_LIMIT (1ull << 57)
+#define RP_BRK_RESOURCE (1ull << 62)
+
+struct lrange {
+	uint64_t a, b;
+};
+
+struct lthread {
+	uint32_t cap;	       /* of rp_thread.elem */
+	uint32_t in_proc;      /* index among its process's threads */
+	/* Touches waiting for the thread's next element. */
+	struct rp_touch *pt;
+	uint32_t npt, ptcap;
+	struct lrange *tr;     /* their recorded ranges (for ordering) */
+	uint32_t ntr, trcap;
+	/* MAP_FILE waiting for the thread's next syscall. */
+	int have_file;
+	struct rp_file file;   /* path points into pathbuf */
+	uint32_t open_flags;
+	char *pathbuf;
+	/* Highest seq of each thread of the process this thread has
+	 * already waited for (resource order; indexed by in_proc). */
+	uint32_t *known;
+	uint32_t nknown;
+	uint32_t last_dep_thread, last_dep_seq; /* strict order */
+};
+
+struct lproc {
+	struct addrmap map;     /* recorded address -> region/offset/attr */
+	struct addrmap last;    /* recorded address -> last (thread, seq) */
+	struct addrmap touched; /* pages known present */
+	uint64_t mapped;	/* charged bytes (accessible, not NORESERVE) */
+	uint64_t touched_bytes;
+	uint32_t plan;		/* current epoch's plan, RP_VOID if none */
+	int have_snapshot;	/* the epoch's MAPS has been seen */
+	uint32_t brk_region;	/* RP_VOID until known */
+	uint64_t brk_cur;	/* recorded current break (absolute) */
+	uint32_t *threads;	/* local thread ids, in creation order */
+	uint32_t nthreads, tcap;
+	uint32_t live;		/* threads not ended */
+	uint32_t pending_fork;	/* 1: first thread not yet seen */
+	uint32_t global_thread, global_seq; /* last global op (RP_VOID) */
+	uint32_t exited;
+	size_t max_segs;	/* peak of map.n, and where it happened */
+	uint32_t max_thread, max_elem;
+};
+
+struct loader {
+	rp_trace *t;
+	struct lthread *lt;
+	struct lproc *lp;
+	uint32_t *thread_of_rec; /* recorded thread index -> local, RP_VOID */
+	uint32_t nthread_of_rec;
+	uint32_t *proc_of_rec;
+	uint32_t nproc_of_rec;
+	uint32_t tcap, pcap, rcap, picap, tocap, dcap, scap, plcap, fcap;
+	uint64_t event;	       /* index of the event being loaded */
+	uint64_t page;	       /* recorded page size */
+	uint64_t cur_mapped, cur_touched; /* all processes */
+	uint32_t prev_thread, prev_seq;	  /* last element (strict order) */
+	uint64_t void_len;     /* never-mapped bytes at address 0 */
+	char *msg;
+	size_t msglen;
+	int err;
+};
+
+/* Errors: set a message (with the event index) and return <0. */
+int ld_fail(struct loader *L, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Growth of the trace arrays; all return an index or <0 (ENOMEM, limit). */
+int ld_grow(struct loader *L, void **arr, uint32_t *cap, uint32_t need, size_t elsz);
+int ld_new_region(struct loader *L, uint32_t proc, uint8_t kind, uint64_t rec_start,
+		  uint64_t size, uint32_t *out);
+int ld_add_piece(struct loader *L, uint64_t off, uint64_t len, uint32_t region);
+int ld_file_index(struct loader *L, const struct rp_file *f, uint32_t *out);
+
+/* order.c: compute the dependencies of element e (the seq-th of thread
+ * tid, using recorded ranges rng, or the whole address space when global)
+ * into L->t->deps; the caller sets e->dep0 before and ndeps after. */
+int ld_order(struct loader *L, uint32_t tid, const struct rp_elem *e, uint32_t seq,
+	     const struct lrange *rng, int nrng, int global);
+
+/* sim.c: translate one SYSCALL of thread `tid` into element e (kind, how,
+ * flags, pieces, region fields), update the simulated address space, and
+ * collect the recorded ranges it uses (for ordering) in rng[0..*nrng).
+ * *global is set for ops on the whole address space. */
+#define LD_MAX_RANGES 4
+int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
+		struct rp_elem *e, struct lrange *rng, int *nrng, int *global);
+/* sim.c: a TOUCH or FAULT event of thread tid: append touch actions to the
+ * thread's pending list. */
+int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev);
+/* sim.c: a MAPS snapshot starting process p's epoch: stand-in regions
+ * into the map, a plan. */
+int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m);
+/* sim.c: ensure process p has a current plan; returns its index or <0. */
+int sim_plan(struct loader *L, uint32_t p);
+/* sim.c: all mapped pieces of p's map (for exec), appended to the pieces;
+ * then the map is emptied (piece0, npieces: where they went). */
+int sim_clear(struct loader *L, uint32_t p, uint32_t *piece0, uint32_t *npieces);
+/* sim.c: forget p's accounting (process exit). */
+void sim_proc_exit(struct loader *L, uint32_t p);
+/* load.c: fail if the peaks (times --scale) exceed --max-memory. */
+int ld_check_memory(struct loader *L);
+/* sim.c: memory accounting check after a change. */
+int sim_check_memory(struct loader *L);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * metrics.c - latency histograms, perf software counters, medians.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "execint.h"
+
+/* ---- histogram ---------------------------------------------------------- */
+
+static inline unsigned bucket(uint64_t v)
+{
+	if (v < 16)
+		return (unsigned)v;
+	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
+	unsigned idx = 16 + (e - 4) * RP_HIST_SUB + (unsigned)((v >> (e - 4)) & (RP_HIST_SUB - 1));
+	return idx < RP_HIST_BUCKETS ? idx : RP_HIST_BUCKETS - 1;
+}
+
+/* Largest value that falls in bucket idx. */
+static uint64_t bucket_top(unsigned idx)
+{
+	if (idx < 16)
+		return idx;
+	unsigned e = (idx - 16) / RP_HIST_SUB + 4, sub = (idx - 16) % RP_HIST_SUB;
+	return (((uint64_t)RP_HIST_SUB + sub + 1) << (e - 4)) - 1;
+}
+
+void rp_hist_add(struct rp_hist *h, uint64_t ns)
+{
+	h->count++;
+	h->sum_ns += ns;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+	h->b[bucket(ns)]++;
+}
+
+uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
+{
+	if (!h->count)
+		return 0;
+	uint64_t want = (uint64_t)(q * (double)h->count + 0.999999);
+	if (want < 1)
+		want = 1;
+	if (want > h->count)
+		want = h->count;
+	uint64_t seen = 0;
+	for (unsigned i = 0; i < RP_HIST_BUCKETS; i++) {
+		seen += h->b[i];
+		if (seen >= want) {
+			if (i == RP_HIST_BUCKETS - 1) /* everything beyond */
+				return h->max_ns;
+			uint64_t top = bucket_top(i);
+			return top < h->max_ns ? top : h->max_ns;
+		}
+	}
+	return h->max_ns;
+}
+
+void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
+{
+	dst->count += src->count;
+	dst->errors += src->errors;
+	dst->sum_ns += src->sum_ns;
+	if (src->max_ns > dst->max_ns)
+		dst->max_ns = src->max_ns;
+	for (unsigned i = 0; i < RP_HIST_BUCKETS; i++)
+		dst->b[i] += src->b[i];
+}
+
+/* ---- perf software counters --------------------------------------------- */
+
+/* Minor faults, major faults, context switches of this process and every
+ * thread and process it creates from now on (inherit), opened disabled. */
+int rp_perf_open(int fds[3])
+{
+	static const uint64_t cfg[3] = {PERF_COUNT_SW_PAGE_FAULTS_MIN, PERF_COUNT_SW_PAGE_FAULTS_MAJ,
+					PERF_COUNT_SW_CONTEXT_SWITCHES};
+	for (int i = 0; i < 3; i++) {
+		struct perf_event_attr a;
+		memset(&a, 0, sizeof(a));
+		a.type = PERF_TYPE_SOFTWARE;
+		a.size = sizeof(a);
+		a.config = cfg[i];
+		a.disabled = 1;
+		a.inherit = 1;
+		a.exclude_hv = 1;
+		fds[i] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fds[i] < 0) {
+			int err = -errno;
+			while (i-- > 0) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+			return err;
+		}
+	}
+	return 0;
+}
+
+void rp_perf_enable(int fds[3], int on)
+{
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			ioctl(fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+}
+
+int rp_perf_read(int fds[3], uint64_t out[3])
+{
+	for (int i = 0; i < 3; i++) {
+		uint64_t v;
+		if (fds[i] < 0 || read(fds[i], &v, sizeof(v)) != (ssize_t)sizeof(v))
+			return -EIO;
+		out[i] = v;
+	}
+	return 0;
+}
+
+/* ---- medians ------------------------------------------------------------ */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median_of(uint64_t *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+#define RUN_FIELD(f) offsetof(struct rp_run_result, f)
+static const size_t run_fields[] = {
+	RUN_FIELD(wall_ns), RUN_FIELD(minor_faults), RUN_FIELD(major_faults),
+	RUN_FIELD(voluntary_cs), RUN_FIELD(involuntary_cs), RUN_FIELD(divergences),
+	RUN_FIELD(events), RUN_FIELD(peak_vmas), RUN_FIELD(wait_ns), RUN_FIELD(touched_pages),
+	RUN_FIELD(touch_faults), RUN_FIELD(fallbacks), RUN_FIELD(skipped), RUN_FIELD(perf_minor),
+	RUN_FIELD(perf_major), RUN_FIELD(perf_cs), RUN_FIELD(rusage_minor), RUN_FIELD(rusage_major),
+};
+#define OP_FIELD(f) offsetof(struct rp_op_result, f)
+static const size_t op_fields[] = {
+	OP_FIELD(count), OP_FIELD(errors), OP_FIELD(mean_ns), OP_FIELD(p50_ns),
+	OP_FIELD(p90_ns), OP_FIELD(p99_ns), OP_FIELD(max_ns),
+};
+
+int rp_run_median(const struct rp_run_result *runs, unsigned n, struct rp_run_result *med)
+{
+	memset(med, 0, sizeof(*med));
+	if (!n)
+		return -EINVAL;
+	uint64_t *v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t f = 0; f < sizeof(run_fields) / sizeof(run_fields[0]); f++) {
+		for (unsigned i = 0; i < n; i++)
+			v[i] = *(const uint64_t *)((const char *)&runs[i] + run_fields[f]);
+		*(uint64_t *)((char *)med + run_fields[f]) = median_of(v, n);
+	}
+	for (unsigned op = 0; op < VMT_OP__COUNT; op++) {
+		for (size_t f = 0; f < sizeof(op_fields) / sizeof(op_fields[0]); f++) {
+			for (unsigned i = 0; i < n; i++)
+				v[i] = *(const uint64_t *)((const char *)&runs[i].ops[op] + op_fields[f]);
+			*(uint64_t *)((char *)&med->ops[op] + op_fields[f]) = median_of(v, n);
+		}
+		for (unsigned i = 0; i < n; i++)
+			v[i] = runs[i].div_by_op[op];
+		med->div_by_op[op] = median_of(v, n);
+	}
+	/* Threads and divergence details: those of the median-wall run. */
+	for (unsigned i = 0; i < n; i++)
+		v[i] = runs[i].wall_ns;
+	uint64_t mw = median_of(v, n);
+	unsigned pick = 0;
+	uint64_t best = UINT64_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t d = runs[i].wall_ns > mw ? runs[i].wall_ns - mw : mw - runs[i].wall_ns;
+		if (d < best) {
+			best = d;
+			pick = i;
+		}
+	}
+	free(v);
+	med->perf_ok = runs[pick].perf_ok;
+	med->ndiv_shown = runs[pick].ndiv_shown;
+	memcpy(med->div, runs[pick].div, sizeof(med->div));
+	med->nthreads = runs[pick].nthreads;
+	if (med->nthreads) {
+		med->threads = malloc(med->nthreads * sizeof(*med->threads));
+		if (!med->threads) {
+			med->nthreads = 0;
+			return -ENOMEM;
+		}
+		memcpy(med->threads, runs[pick].threads, med->nthreads * sizeof(*med->threads));
+	}
+	return 0;
+}
+
+void rp_run_result_free(struct rp_run_result *r)
+{
+	if (!r)
+		return;
+	free(r->threads);
+	r->threads = NULL;
+	r->nthreads = 0;
+}

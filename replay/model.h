@@ -1,0 +1,208 @@
+/*
+ * model.h - the loaded trace, as the executor wants it (internal to
+ * libvmreplay).
+ *
+ * Loading (load.c, sim.c) turns the event stream into one array of
+ * "elements" per recorded thread, with everything decided up front: which
+ * replay region and offset each recorded address range maps to, which
+ * pages to touch before each op and how, which ops of other threads each
+ * element must wait for, and which stand-ins, scratch files and brk
+ * reservations the run needs.  The executor (exec.c, worker.c) then only
+ * reads these arrays; the only run-time translation state is the table of
+ * region bases (replay address of offset 0 of each region), filled in as
+ * the ops that create regions return.
+ */
+#ifndef VMREPLAY_MODEL_H
+#define VMREPLAY_MODEL_H
+
+#include <stdint.h>
+#include "replay.h"
+#include "vmtrace.h"
+
+/* Element kinds. */
+enum rp_kind {
+	RK_SYSCALL = 0, /* a replayed memory op */
+	RK_SPAWN,	/* create replay thread `arg` (a thread index) */
+	RK_FORK,	/* fork; the child runs thread `arg` of process `proc2` */
+	RK_EXEC,	/* exec: unmap the address space, create new stand-ins */
+	RK_END,		/* the thread ends here (after its last touches) */
+	RK_SKIP,	/* a recorded op the replayer cannot replay (counted) */
+};
+
+/* How a syscall element is executed. */
+enum rp_how {
+	RX_RANGE = 0, /* the op on each piece: munmap, mprotect, madvise, ... */
+	RX_MMAP,      /* mmap: new region, or MAP_FIXED inside one region */
+	RX_MREMAP,
+	RX_BRK,	      /* emulated on the reserved brk region */
+	RX_NOARGS,    /* mlockall, munlockall: raw args */
+};
+
+/* Element flags. */
+#define RF_CHECK 0x1u	   /* compare the result with the recorded one */
+#define RF_FIXED_IN 0x2u   /* mmap/mremap target is inside region `region2` */
+#define RF_NEWREG 0x4u	   /* result becomes the base of region `region` */
+#define RF_STOP_ERR 0x8u   /* RX_RANGE: stop at the first failing piece */
+#define RF_RAW_LEN 0x10u   /* RX_RANGE: one piece, pass the recorded length */
+#define RF_SAMPLE_VMAS 0x20u /* count /proc/self/maps lines after this op */
+#define RF_RESERVE 0x40u   /* mremap FIXED to a target outside any region:
+			      reserve a place first (untimed) */
+#define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
+#define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
+
+/* One translated piece of a recorded range.  region RP_VOID: a recorded
+ * range with no mapping; executed on the never-mapped void range at the
+ * bottom of the address space (off: the in-page offset). */
+#define RP_VOID UINT32_MAX
+struct rp_piece {
+	uint64_t off, len;
+	uint32_t region;
+	uint32_t pad;
+};
+
+/* Pages to touch before an element, in one region. */
+#define RP_TOUCH_WRITE 0x80000000u
+struct rp_touch {
+	uint64_t off;	 /* page-aligned offset in the region */
+	uint32_t region;
+	uint32_t npages; /* | RP_TOUCH_WRITE for writes, else reads */
+};
+
+/* Wait until thread `thread` (of the same copy) has completed `seq`
+ * elements. */
+struct rp_dep {
+	uint32_t thread;
+	uint32_t seq;
+};
+
+struct rp_elem {
+	uint8_t kind;  /* enum rp_kind */
+	uint8_t op;    /* enum vmt_op (RK_SYSCALL, RK_SKIP) */
+	uint8_t how;   /* enum rp_how */
+	uint8_t pad;
+	uint32_t flags; /* RF_* */
+	uint32_t npieces, piece0; /* rp_trace.pieces[piece0 ..] */
+	uint32_t ndeps, dep0;	  /* rp_trace.deps[dep0 ..] */
+	uint32_t ntouch, touch0;  /* rp_trace.touches[touch0 ..] */
+	uint32_t region;  /* RF_NEWREG / RX_BRK: region; RK_FORK: child proc */
+	uint32_t region2; /* RF_FIXED_IN: region of the target */
+	uint32_t arg;	  /* RK_SPAWN/RK_FORK: thread; RF_FILE: file index;
+			     RK_EXEC: stand-in plan index */
+	uint32_t pad2;
+	uint64_t off2;	  /* RF_FIXED_IN: offset of the target in region2;
+			     RX_BRK: new break offset */
+	uint64_t aux;	  /* RX_BRK: old break offset */
+	uint64_t args[VMT_MAX_ARGS];
+	int64_t result;	  /* recorded */
+	uint64_t ts;	  /* recorded entry time - trace start (ns) */
+	uint64_t event;	  /* event index in the trace */
+};
+
+/* Region kinds. */
+enum rp_region_kind {
+	RG_MAP = 0, /* created by a replayed mmap/mremap */
+	RG_SNAP,    /* a stand-in for mappings of a MAPS snapshot */
+	RG_BRK,	    /* the emulated brk heap */
+};
+
+struct rp_region {
+	uint64_t rec_start; /* recorded address of offset 0 */
+	uint64_t size;
+	uint32_t proc;
+	uint8_t kind;
+	uint8_t needed; /* RG_SNAP/RG_BRK: some element uses it */
+	uint16_t pad;
+	uint64_t brk_init; /* RG_BRK: initial break offset */
+};
+
+/* One mapping of a stand-in group (a region covering contiguous snapshot
+ * entries). */
+struct rp_standin {
+	uint32_t region;
+	uint32_t prot;	 /* PROT_* */
+	uint32_t shared; /* MAP_SHARED */
+	uint32_t file;	 /* file index, or RP_VOID for anonymous */
+	uint64_t off, len; /* in the region */
+	uint64_t file_off;
+};
+
+/* The stand-ins and brk region of one address space epoch (a root
+ * process, or an exec). */
+struct rp_plan {
+	uint32_t standin0, nstandin;
+	uint32_t brk_region; /* RP_VOID if none */
+	uint32_t proc;
+};
+
+/* A file behind file-backed mappings. */
+struct rp_file {
+	uint64_t dev, ino;
+	uint64_t rec_size; /* recorded st_size (0 if unknown) */
+	uint64_t size;	   /* scratch size: covers every mapped offset */
+	char *path;
+	uint8_t zero;	   /* /dev/zero and other devices: anonymous */
+	uint8_t shared_rw; /* some mapping could write it (MAP_SHARED of a
+			      writable fd) */
+	uint8_t original;  /* --files=original and the file qualifies */
+	uint8_t pad;
+};
+
+struct rp_thread {
+	uint32_t proc;	 /* local process index */
+	uint32_t rec;	 /* recorded thread index */
+	uint32_t nelem;
+	uint32_t pad;
+	struct rp_elem *elem;
+	uint64_t mincore_max; /* largest mincore vector it needs (bytes) */
+	uint8_t watched; /* some other thread waits for it */
+	uint8_t ended;	 /* (load time) */
+	uint8_t pad3[6];
+};
+
+struct rp_proc {
+	uint32_t rec;	       /* recorded process index */
+	uint32_t parent;       /* local index, RP_VOID for a root */
+	uint32_t first_thread; /* the thread the process starts with */
+	uint32_t plan;	       /* initial plan (roots), RP_VOID otherwise */
+	uint32_t nthreads;     /* threads it ever had */
+	uint32_t pad;
+};
+
+struct rp_trace {
+	struct rp_options opt; /* as loaded (order matters to deps) */
+	char *path;
+	uint32_t page_size;    /* recorded */
+	uint64_t first_ts;
+	uint64_t events;       /* events in the trace */
+	uint64_t nops;	       /* syscall elements */
+	uint64_t op_count[VMT_OP__COUNT];
+
+	struct rp_thread *threads;
+	uint32_t nthreads;
+	struct rp_proc *procs;
+	uint32_t nprocs;
+	struct rp_region *regions;
+	uint32_t nregions;
+	struct rp_piece *pieces;
+	uint32_t npieces;
+	struct rp_touch *touches;
+	uint32_t ntouches;
+	struct rp_dep *deps;
+	uint32_t ndeps;
+	struct rp_standin *standins;
+	uint32_t nstandins;
+	struct rp_plan *plans;
+	uint32_t nplans;
+	struct rp_file *files;
+	uint32_t nfiles;
+
+	/* Load-time facts, reported. */
+	uint64_t peak_mapped, peak_touched; /* bytes, one copy */
+	uint64_t skipped_ops;		    /* RK_SKIP elements */
+	uint64_t touch_unmapped_pages;	    /* recorded touches outside mappings */
+	uint64_t lost_events;
+	uint64_t loaded_bytes;		    /* memory of this structure */
+	uint32_t ops_used_mask;		    /* bit per vmt_op present */
+};
+
+#endif

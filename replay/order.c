@@ -1,0 +1,162 @@
+/*
+ * order.c - which earlier elements of other threads each element waits for.
+ *
+ * Ordering (--order=resource): each element waits for the latest earlier
+ * element of every other thread of its process whose recorded ranges
+ * overlap its own (a per-process map of "last user" per range), and ops on
+ * the whole address space (exec, mlockall) wait for all threads and are
+ * waited for by all.  Waits already implied by earlier ones are dropped.
+ * --order=strict waits for the previous element of the whole trace;
+ * --order=free only orders ops that create or destroy mappings (see
+ * structural()) against everything else in their process.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "loadint.h"
+
+static int note_dep(struct loader *L, uint32_t self, uint32_t u, uint32_t seq)
+{
+	rp_trace *t = L->t;
+	struct lthread *lt = &L->lt[self];
+	if (u == self || seq == 0)
+		return 0;
+	if (t->threads[u].proc == t->threads[self].proc) {
+		uint32_t k = L->lt[u].in_proc;
+		if (k >= lt->nknown) {
+			uint32_t n = lt->nknown ? lt->nknown : 4;
+			while (n <= k)
+				n *= 2;
+			uint32_t *a = realloc(lt->known, n * sizeof(*a));
+			if (!a)
+				return ld_fail(L, -ENOMEM, "out of memory");
+			memset(a + lt->nknown, 0, (n - lt->nknown) * sizeof(*a));
+			lt->known = a;
+			lt->nknown = n;
+		}
+		if (lt->known[k] >= seq)
+			return 0;
+		lt->known[k] = seq;
+	} else {
+		if (lt->last_dep_thread == u && lt->last_dep_seq >= seq)
+			return 0;
+		lt->last_dep_thread = u;
+		lt->last_dep_seq = seq;
+	}
+	int rc = ld_grow(L, (void **)&t->deps, &L->dcap, t->ndeps + 1, sizeof(*t->deps));
+	if (rc < 0)
+		return rc;
+	t->deps[t->ndeps].thread = u;
+	t->deps[t->ndeps].seq = seq;
+	t->ndeps++;
+	t->threads[u].watched = 1;
+	return 0;
+}
+
+struct depctx {
+	struct loader *L;
+	uint32_t self;
+	int err;
+};
+
+static int dep_cb(void *ctx, const struct rpam_piece *p)
+{
+	struct depctx *c = ctx;
+	if (p->region == RPAM_GAP)
+		return 0;
+	c->err = note_dep(c->L, c->self, p->region, p->attr);
+	return c->err < 0;
+}
+
+static int resource_deps(struct loader *L, uint32_t tid, uint32_t seq, const struct lrange *rng,
+			 int nrng, int global)
+{
+	struct lproc *P = &L->lp[L->t->threads[tid].proc];
+	struct lthread *lt = &L->lt[tid];
+	struct depctx c = {L, tid, 0};
+	int rc;
+	if (global) {
+		for (uint32_t i = 0; i < P->nthreads; i++) {
+			uint32_t u = P->threads[i];
+			if ((rc = note_dep(L, tid, u, L->t->threads[u].nelem)) < 0)
+				return rc;
+		}
+		P->global_thread = tid;
+		P->global_seq = seq;
+		return 0;
+	}
+	if (P->global_thread != RP_VOID && (rc = note_dep(L, tid, P->global_thread, P->global_seq)) < 0)
+		return rc;
+	for (int pass = 0; pass < 2; pass++) {
+		const struct lrange *r = pass ? lt->tr : rng;
+		uint32_t n = pass ? lt->ntr : (uint32_t)nrng;
+		for (uint32_t i = 0; i < n; i++) {
+			if (r[i].a >= r[i].b)
+				continue;
+			rpam_pieces(&P->last, r[i].a, r[i].b, 0, dep_cb, &c);
+			if (c.err < 0)
+				return c.err;
+		}
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		const struct lrange *r = pass ? lt->tr : rng;
+		uint32_t n = pass ? lt->ntr : (uint32_t)nrng;
+		for (uint32_t i = 0; i < n; i++) {
+			struct rpam_val v = {tid, seq, 0};
+			if (r[i].a < r[i].b && rpam_set(&P->last, r[i].a, r[i].b, v))
+				return ld_fail(L, -ENOMEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
+static int structural(const struct rp_elem *e)
+{
+	if (e->kind == RK_EXEC || e->kind == RK_FORK)
+		return 1;
+	if (e->kind != RK_SYSCALL)
+		return 0;
+	switch (e->op) {
+	case VMT_OP_MMAP:
+	case VMT_OP_MUNMAP:
+	case VMT_OP_MREMAP:
+	case VMT_OP_BRK:
+	case VMT_OP_MLOCKALL:
+	case VMT_OP_MUNLOCKALL:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int ld_order(struct loader *L, uint32_t tid, const struct rp_elem *e, uint32_t seq,
+	     const struct lrange *rng, int nrng, int global)
+{
+	struct lproc *P = &L->lp[L->t->threads[tid].proc];
+	int rc = 0;
+	switch (L->t->opt.order) {
+	case RP_ORDER_RESOURCE:
+		if ((rc = resource_deps(L, tid, seq, rng, nrng, global)) < 0)
+			return rc;
+		break;
+	case RP_ORDER_STRICT:
+		if (L->prev_thread != RP_VOID && (rc = note_dep(L, tid, L->prev_thread, L->prev_seq)) < 0)
+			return rc;
+		break;
+	default:
+		/* Per-thread order only, except around ops that create or
+		 * destroy mappings: they wait for every thread of the process
+		 * and every later op waits for them, so no replay op can land
+		 * on memory that is unmapped, or reused, under it. */
+		if (structural(e))
+			rc = resource_deps(L, tid, seq, NULL, 0, 1);
+		else if (P->global_thread != RP_VOID)
+			rc = note_dep(L, tid, P->global_thread, P->global_seq);
+		else
+			rc = 0;
+		if (rc < 0)
+			return rc;
+		break;
+	}
+	return 0;
+}

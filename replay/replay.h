@@ -1,0 +1,162 @@
+/*
+ * replay.h - libvmreplay: load a vmrec trace and re-execute it on this
+ * machine, measuring faults, context switches, per-op latency and
+ * divergences (DESIGN.md section 6).
+ *
+ * Use: rp_options_default(), rp_trace_load(), then rp_run() as often as
+ * wanted (each run is a fresh process tree, so runs are independent and can
+ * alternate between traces, as --compare does), then rp_trace_free().
+ *
+ * Conventions: functions return 0 or a negative errno / VMT_E_* code and,
+ * when given a message buffer, fill it with one lowercase line saying what
+ * was wrong ("peak mapped memory 30.0 GiB exceeds --max-memory 12.0 GiB").
+ * Nothing here prints or exits.
+ */
+#ifndef VMREPLAY_REPLAY_H
+#define VMREPLAY_REPLAY_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "vmtrace.h"
+
+enum rp_order {
+	RP_ORDER_RESOURCE = 0, /* overlapping ranges keep their recorded order */
+	RP_ORDER_STRICT,       /* the recorded total order */
+	RP_ORDER_FREE,	       /* per-thread order only */
+};
+
+enum rp_placement {
+	RP_PLACE_KERNEL = 0, /* hint-less mmaps: this kernel chooses */
+	RP_PLACE_EXACT,	     /* the recorded address (MAP_FIXED_NOREPLACE) */
+};
+
+enum rp_files {
+	RP_FILES_SCRATCH = 0, /* sparse scratch files of the recorded size */
+	RP_FILES_ORIGINAL,    /* the recorded path, read-only, if same size */
+};
+
+struct rp_options {
+	int order;	     /* enum rp_order */
+	int placement;	     /* enum rp_placement */
+	int files;	     /* enum rp_files */
+	double speed;	     /* 0: as fast as possible; else recorded gaps / speed */
+	uint32_t scale;	     /* copies of the trace run at once (>= 1) */
+	uint64_t max_memory; /* refuse traces needing more (bytes; 0: half of RAM) */
+};
+
+void rp_options_default(struct rp_options *o);
+
+typedef struct rp_trace rp_trace;
+
+/* Read and validate the whole trace at path and prepare it for replay
+ * with options o (the order and memory limit are applied here).  On error
+ * returns <0, *out = NULL and msg says why (without the path). */
+int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out,
+		  char *msg, size_t msglen);
+void rp_trace_free(rp_trace *t);
+
+struct rp_trace_info {
+	uint64_t events;   /* events in the trace */
+	uint64_t ops;	   /* syscall ops to replay (one copy) */
+	uint64_t skipped;  /* recorded ops that cannot be replayed */
+	uint32_t threads, procs;
+	uint64_t peak_mapped, peak_touched; /* bytes, one copy */
+	uint64_t touch_unmapped_pages;
+	uint64_t lost_events;
+};
+void rp_trace_get_info(const rp_trace *t, struct rp_trace_info *i);
+
+/* ---- Results ------------------------------------------------------------ */
+
+/* Log-linear latency histogram: values below 16 ns exactly, then 16
+ * sub-buckets per power of two (at most 6% apart), up to 2^44 ns. */
+#define RP_HIST_SUB 16
+#define RP_HIST_BUCKETS (16 + 40 * RP_HIST_SUB)
+struct rp_hist {
+	uint64_t count, errors, sum_ns, max_ns;
+	uint64_t b[RP_HIST_BUCKETS];
+};
+void rp_hist_add(struct rp_hist *h, uint64_t ns);
+/* The value below which a fraction q (0..1) of the samples lie (bucket
+ * upper bound, clamped to max); 0 for an empty histogram. */
+uint64_t rp_hist_quantile(const struct rp_hist *h, double q);
+void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src);
+
+struct rp_op_result {
+	uint64_t count, errors, mean_ns, p50_ns, p90_ns, p99_ns, max_ns;
+};
+
+struct rp_thread_result {
+	uint32_t thread, proc, copy; /* recorded thread/process index */
+	uint64_t elems;		     /* elements executed */
+	uint64_t minor_faults, major_faults, voluntary_cs, involuntary_cs;
+	uint64_t user_ns, sys_ns;    /* CPU time (getrusage) */
+	uint64_t wait_ns, waits;     /* time blocked on other threads, and how often */
+	uint64_t busy_ns;	     /* first to last element of this thread */
+};
+
+#define RP_DIV_SHOWN 10
+struct rp_divergence {
+	uint64_t event;	 /* event index in the trace */
+	uint32_t thread; /* recorded thread index */
+	uint32_t copy;
+	int64_t recorded, replayed;
+	char text[200];	 /* vmt_render_text of the recorded event */
+};
+
+struct rp_run_result {
+	uint64_t wall_ns;  /* first to last replayed element */
+	uint64_t minor_faults, major_faults; /* perf totals if available, else rusage */
+	uint64_t voluntary_cs, involuntary_cs; /* rusage, summed over threads */
+	uint64_t divergences, events, peak_vmas;
+	uint64_t wait_ns;  /* summed over threads */
+	uint64_t touched_pages, touch_faults; /* pages re-touched; touches that trapped */
+	uint64_t fallbacks; /* --placement=exact requests that got another address */
+	uint64_t skipped;   /* elements not replayable */
+	/* Both sources of the totals, to print when they disagree. */
+	int perf_ok;
+	uint64_t perf_minor, perf_major, perf_cs;
+	uint64_t rusage_minor, rusage_major;
+	struct rp_op_result ops[VMT_OP__COUNT];
+	uint64_t div_by_op[VMT_OP__COUNT];
+	uint32_t ndiv_shown;
+	struct rp_divergence div[RP_DIV_SHOWN];
+	uint32_t nthreads;
+	struct rp_thread_result *threads; /* malloc'd */
+};
+
+/* Replay t once with options o (order and max_memory are taken from the
+ * load; placement, files, speed and scale from o).  The replay runs in a
+ * child process tree; this function waits for it.  Returns 0 and fills
+ * *res (free with rp_run_result_free), or <0 with msg. */
+int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *res,
+	   char *msg, size_t msglen);
+void rp_run_result_free(struct rp_run_result *r);
+
+/* Kill the process tree of the run in progress, if any (async-signal-safe:
+ * for the program's SIGINT/SIGTERM handler). */
+void rp_abort_current(void);
+
+/* *med = the per-field median of runs[0..n) (threads and divergences are
+ * those of the run whose wall time is the median).  n >= 1.  The result
+ * shares no memory with runs; free it with rp_run_result_free. */
+int rp_run_median(const struct rp_run_result *runs, unsigned n, struct rp_run_result *med);
+
+/* ---- Reports ------------------------------------------------------------ */
+
+/* The readable report: header, per-run rows (when n > 1), totals, per-op
+ * latency, per-thread rows (when several threads), divergences.  quiet:
+ * only the totals line.  Returns 0 or -EIO on a write error. */
+int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
+		   const struct rp_run_result *runs, unsigned n,
+		   const struct rp_run_result *med, int quiet);
+
+/* The JSON object of DESIGN.md section 7: {"runs": [...], "median": {...}}
+ * plus descriptive keys.  Returns 0 or -EIO. */
+int rp_report_json(FILE *f, const rp_trace *t, const struct rp_options *o,
+		   const struct rp_run_result *runs, unsigned n,
+		   const struct rp_run_result *med);
+/* One run object (used by --compare reports). */
+void rp_json_run(struct vmt_buf *b, const struct rp_run_result *r);
+
+#endif

@@ -1,0 +1,215 @@
+/*
+ * setup.c - what a run needs before (and at exec, during) the replay:
+ * scratch files, stand-ins for the mappings of a MAPS snapshot, the brk
+ * reservation; and the run process's fatal-error path.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "execint.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
+{
+	int zero = 0;
+	/* The first error wins; the others die quietly. */
+	if (__atomic_compare_exchange_n(&rt->sh->error, &zero, err < 0 ? err : -EIO, 0,
+					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(rt->sh->msg, sizeof(rt->sh->msg), fmt, ap);
+		va_end(ap);
+	}
+	_exit(3);
+}
+
+/* Read the scratch files once, so that their pages are in the page cache
+ * as the recorded files' pages were: faults on them are then minor, with
+ * fault-around, instead of major.  Bounded, as it costs memory. */
+static void warm_cache(struct rp_rt *rt)
+{
+	static char buf[1 << 16];
+	uint64_t budget = 256ull << 20;
+	for (uint32_t i = 0; i < rt->t->nfiles && budget; i++) {
+		if (rt->fd_rw[i] < 0)
+			continue;
+		uint64_t size = rt->t->files[i].size;
+		for (uint64_t off = 0; off < size && budget; off += sizeof(buf)) {
+			ssize_t r = pread(rt->fd_rd[i], buf, sizeof(buf), (off_t)off);
+			if (r <= 0)
+				break;
+			budget -= budget > (uint64_t)r ? (uint64_t)r : budget;
+		}
+	}
+}
+
+/*
+ * Scratch files: created in a private directory, sized (sparse), opened
+ * read-only and read-write, then unlinked at once with their directory, so
+ * nothing is left behind whatever happens to the run.  --files=original
+ * opens the recorded file read-only (only for files no mapping could
+ * write: see finish() in load.c).
+ */
+int rt_open_files(struct rp_rt *rt)
+{
+	const rp_trace *t = rt->t;
+	char dir[4096], name[4200];
+	int made = 0;
+
+	if (!t->nfiles)
+		return 0;
+	rt->fd_rd = malloc(t->nfiles * sizeof(int));
+	rt->fd_rw = malloc(t->nfiles * sizeof(int));
+	if (!rt->fd_rd || !rt->fd_rw)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nfiles; i++)
+		rt->fd_rd[i] = rt->fd_rw[i] = -1;
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp || strlen(tmp) > 3000)
+		tmp = "/tmp";
+	snprintf(dir, sizeof(dir), "%s/vmreplay.XXXXXX", tmp);
+	for (uint32_t i = 0; i < t->nfiles; i++) {
+		const struct rp_file *f = &t->files[i];
+		if (f->zero)
+			continue;
+		if (f->original) {
+			rt->fd_rd[i] = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+			if (rt->fd_rd[i] >= 0)
+				continue;
+		}
+		if (!made) {
+			if (!mkdtemp(dir))
+				return -errno;
+			made = 1;
+		}
+		snprintf(name, sizeof(name), "%s/%u", dir, i);
+		int fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0)
+			goto fail;
+		rt->fd_rw[i] = fd;
+		rt->fd_rd[i] = open(name, O_RDONLY | O_CLOEXEC);
+		unlink(name);
+		if (rt->fd_rd[i] < 0 || ftruncate(fd, (off_t)f->size) < 0)
+			goto fail;
+	}
+	if (made)
+		rmdir(dir);
+	warm_cache(rt);
+	return 0;
+fail:;
+	int err = -errno;
+	for (uint32_t i = 0; i < t->nfiles; i++) {
+		snprintf(name, sizeof(name), "%s/%u", dir, i);
+		unlink(name);
+	}
+	rmdir(dir);
+	return err;
+}
+
+/* A PROT_NONE reservation of size bytes for a region; with exact
+ * placement, at the recorded address if free (copy 0 only). */
+uint64_t rt_reserve(struct rp_rt *rt, uint64_t rec_start, uint64_t size, uint32_t copy, int *fallback)
+{
+	const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	void *p;
+	if (rt->opt.placement == RP_PLACE_EXACT) {
+		if (copy == 0 && rec_start >= rt->void_len && rec_start) {
+			p = mmap((void *)rec_start, size, PROT_NONE, fl | MAP_FIXED_NOREPLACE, -1, 0);
+			if (p != MAP_FAILED && (uint64_t)p == rec_start)
+				return (uint64_t)p;
+			if (p != MAP_FAILED)
+				munmap(p, size);
+		}
+		if (fallback)
+			*fallback = 1;
+	}
+	p = mmap(NULL, size, PROT_NONE, fl, -1, 0);
+	return p == MAP_FAILED ? 0 : (uint64_t)p;
+}
+
+int rt_setup_plan(struct rp_rt *rt, uint32_t copy, uint32_t plan)
+{
+	const rp_trace *t = rt->t;
+	const struct rp_plan *pl = &t->plans[plan];
+	uint64_t *base = rt->base + (size_t)copy * t->nregions;
+	uint64_t mask = rt->page - 1;
+	int fb = 0;
+
+	for (uint32_t i = 0; i < pl->nstandin;) {
+		const struct rp_standin *s0 = &t->standins[pl->standin0 + i];
+		const struct rp_region *rg = &t->regions[s0->region];
+		uint32_t j = i;
+		while (j < pl->nstandin && t->standins[pl->standin0 + j].region == s0->region)
+			j++;
+		if (rg->needed && rg->size) {
+			uint64_t b = rt_reserve(rt, rg->rec_start, (rg->size + mask) & ~mask, copy, &fb);
+			if (!b)
+				return -ENOMEM;
+			for (uint32_t k = i; k < j; k++) {
+				const struct rp_standin *s = &t->standins[pl->standin0 + k];
+				int flags = MAP_FIXED | (s->shared ? MAP_SHARED : MAP_PRIVATE);
+				int fd = -1;
+				uint64_t off = 0;
+				if (s->file != RP_VOID && !t->files[s->file].zero) {
+					const struct rp_file *f = &t->files[s->file];
+					fd = (s->shared && (s->prot & PROT_WRITE) && !f->original)
+						     ? rt->fd_rw[s->file] : rt->fd_rd[s->file];
+					off = s->file_off;
+				}
+				if (fd < 0)
+					flags |= MAP_ANONYMOUS;
+				/* A stand-in that cannot be made stays PROT_NONE;
+				 * touches there are caught and counted. */
+				mmap((void *)(b + s->off), s->len, (int)s->prot, flags, fd, (off_t)off);
+			}
+			base[s0->region] = b;
+		}
+		i = j;
+	}
+	if (pl->brk_region != RP_VOID && t->regions[pl->brk_region].needed) {
+		const struct rp_region *rg = &t->regions[pl->brk_region];
+		uint64_t size = (rg->size + mask) & ~mask;
+		if (size < rt->page)
+			size = rt->page;
+		uint64_t b = rt_reserve(rt, rg->rec_start, size, copy, &fb);
+		if (!b)
+			return -ENOMEM;
+		uint64_t init = (rg->brk_init + mask) & ~mask;
+		if (init > size)
+			init = size;
+		if (init)
+			mmap((void *)b, init, PROT_READ | PROT_WRITE,
+			     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		base[pl->brk_region] = b;
+	}
+	return fb;
+}
+
+/* VMAs of this process: lines of /proc/self/maps. */
+uint64_t rt_count_vmas(void)
+{
+	char buf[4096];
+	uint64_t n = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (ssize_t i = 0; i < r; i++)
+			n += buf[i] == '\n';
+	}
+	close(fd);
+	return n;
+}

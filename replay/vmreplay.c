@@ -1,0 +1,253 @@
+/*
+ * vmreplay - re-execute a vmrec trace and measure it (vmreplay(1)).
+ *
+ * Parses options and dispatches to libvmreplay (replay.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "replay.h"
+
+#define VMREPLAY_VERSION "0.1"
+
+static const char usage_text[] =
+"Usage: vmreplay TRACE [OPTION...]\n"
+"Re-execute the memory-management calls of a vmrec trace on this machine, with\n"
+"one replay thread per recorded thread and one replay process per recorded\n"
+"process, and measure faults, context switches, per-op latency and divergences.\n"
+"\n"
+"  --order=resource|strict|free\n"
+"                      resource (default): ops on overlapping ranges keep their\n"
+"                      recorded order across threads, others run concurrently;\n"
+"                      strict: the recorded total order; free: per-thread order\n"
+"  --placement=kernel|exact\n"
+"                      kernel (default): this kernel places new mappings;\n"
+"                      exact: at the recorded addresses where free\n"
+"  --speed=max|FACTOR  max (default): no pauses; FACTOR: keep the recorded gaps\n"
+"                      between ops, divided by FACTOR\n"
+"  --scale=K           run K copies of the trace at once (default 1)\n"
+"  --repeat=N          replay N times; report each run and the median\n"
+"  --json=FILE         also write the results as JSON to FILE\n"
+"  --files=scratch|original\n"
+"                      scratch (default): file mappings map sparse scratch files\n"
+"                      of the recorded size; original: the recorded file,\n"
+"                      read-only, when it exists with the recorded size\n"
+"  --max-memory=SIZE   refuse traces needing more (bytes; suffixes K M G T;\n"
+"                      default: half of physical memory)\n"
+"  -q, --quiet         print only the totals line\n"
+"  -h, --help          this text\n"
+"      --version       print the version\n"
+"\n"
+"Exit status: 0 replayed (divergences are reported, not an error); 1 the replay\n"
+"failed; 2 usage error or a trace that cannot be replayed.\n";
+
+static const char *prog = "vmreplay";
+
+static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", prog);
+	exit(2);
+}
+
+static int parse_u64(const char *s, uint64_t *out, int sizes)
+{
+	char *end;
+	if (!*s || *s == '-')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	if (sizes && *end) {
+		int shift = 0;
+		switch (*end) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		case 't': case 'T': shift = 40; break;
+		default: return -1;
+		}
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
+		if (v > (UINT64_MAX >> shift))
+			return -1;
+		v <<= shift;
+	}
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void on_signal(int sig)
+{
+	rp_abort_current();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"order", required_argument, NULL, 'o'},
+		{"placement", required_argument, NULL, 'p'},
+		{"speed", required_argument, NULL, 's'},
+		{"scale", required_argument, NULL, 'k'},
+		{"repeat", required_argument, NULL, 'r'},
+		{"json", required_argument, NULL, 'j'},
+		{"files", required_argument, NULL, 'f'},
+		{"max-memory", required_argument, NULL, 'm'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	struct rp_options o;
+	const char *json = NULL;
+	uint64_t repeat = 1, v;
+	int quiet = 0, c;
+
+	rp_options_default(&o);
+	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!strcmp(optarg, "resource"))
+				o.order = RP_ORDER_RESOURCE;
+			else if (!strcmp(optarg, "strict"))
+				o.order = RP_ORDER_STRICT;
+			else if (!strcmp(optarg, "free"))
+				o.order = RP_ORDER_FREE;
+			else
+				usage_error("--order: '%s' is not resource, strict or free", optarg);
+			break;
+		case 'p':
+			if (!strcmp(optarg, "kernel"))
+				o.placement = RP_PLACE_KERNEL;
+			else if (!strcmp(optarg, "exact"))
+				o.placement = RP_PLACE_EXACT;
+			else
+				usage_error("--placement: '%s' is not kernel or exact", optarg);
+			break;
+		case 's':
+			if (!strcmp(optarg, "max")) {
+				o.speed = 0;
+			} else {
+				char *end;
+				errno = 0;
+				double d = strtod(optarg, &end);
+				if (errno || *end || !(d > 0) || d > 1e9)
+					usage_error("--speed: '%s' is not max or a positive factor", optarg);
+				o.speed = d;
+			}
+			break;
+		case 'k':
+			if (parse_u64(optarg, &v, 0) || v < 1 || v > 1024)
+				usage_error("--scale: '%s' is not a number from 1 to 1024", optarg);
+			o.scale = (uint32_t)v;
+			break;
+		case 'r':
+			if (parse_u64(optarg, &v, 0) || v < 1 || v > 1000)
+				usage_error("--repeat: '%s' is not a number from 1 to 1000", optarg);
+			repeat = v;
+			break;
+		case 'j':
+			json = optarg;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "scratch"))
+				o.files = RP_FILES_SCRATCH;
+			else if (!strcmp(optarg, "original"))
+				o.files = RP_FILES_ORIGINAL;
+			else
+				usage_error("--files: '%s' is not scratch or original", optarg);
+			break;
+		case 'm':
+			if (parse_u64(optarg, &v, 1) || v == 0)
+				usage_error("--max-memory: '%s' is not a size", optarg);
+			o.max_memory = v;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		case 'V':
+			printf("vmreplay %s\n", VMREPLAY_VERSION);
+			return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		default:
+			fprintf(stderr, "Try '%s --help' for more information.\n", prog);
+			return 2;
+		}
+	}
+	if (optind >= argc)
+		usage_error("no trace given");
+	if (optind + 1 < argc)
+		usage_error("unexpected argument '%s'", argv[optind + 1]);
+	const char *path = argv[optind];
+
+	char msg[512];
+	rp_trace *t;
+	if (rp_trace_load(path, &o, &t, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "%s: '%s': %s\n", prog, path, msg);
+		return 2;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+
+	struct rp_run_result *runs = calloc(repeat, sizeof(*runs)), med;
+	if (!runs) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	for (uint64_t i = 0; i < repeat; i++) {
+		if (rp_run(t, &o, &runs[i], msg, sizeof(msg)) < 0) {
+			fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
+			return 1;
+		}
+	}
+	if (rp_run_median(runs, (unsigned)repeat, &med) < 0) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	int rc = 0;
+	if (rp_report_text(stdout, t, &o, runs, (unsigned)repeat, &med, quiet) < 0 ||
+	    fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: write error on stdout\n", prog);
+		rc = 1;
+	}
+	if (json) {
+		FILE *f = fopen(json, "w");
+		if (!f) {
+			fprintf(stderr, "%s: cannot write '%s': %s\n", prog, json, strerror(errno));
+			rc = 1;
+		} else {
+			int wr = rp_report_json(f, t, &o, runs, (unsigned)repeat, &med);
+			if (fclose(f) || wr < 0) {
+				fprintf(stderr, "%s: write error on '%s'\n", prog, json);
+				rc = 1;
+			}
+		}
+	}
+	for (uint64_t i = 0; i < repeat; i++)
+		rp_run_result_free(&runs[i]);
+	rp_run_result_free(&med);
+	free(runs);
+	rp_trace_free(t);
+	return rc;
+}

@@ -1,0 +1,747 @@
+/*
+ * worker.c - the run process: replay threads walking their element arrays.
+ *
+ * The loop is kept lean on purpose (the replay's own cost must stay small
+ * next to what it measures, bench/replay.sh): per element it reads the
+ * element, waits only when the load computed a dependency, touches pages,
+ * and times the replayed syscall(s) with two vDSO clock reads.  No locks,
+ * no allocation, no other syscalls.  Threads post their progress to a
+ * counter only when some other thread may wait for it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "execint.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+
+static const long sysnr[VMT_OP__COUNT] = {
+	[VMT_OP_MMAP] = SYS_mmap,
+	[VMT_OP_MUNMAP] = SYS_munmap,
+	[VMT_OP_MPROTECT] = SYS_mprotect,
+	[VMT_OP_PKEY_MPROTECT] = SYS_pkey_mprotect,
+	[VMT_OP_MADVISE] = SYS_madvise,
+	[VMT_OP_MLOCK] = SYS_mlock,
+	[VMT_OP_MLOCK2] = SYS_mlock2,
+	[VMT_OP_MUNLOCK] = SYS_munlock,
+	[VMT_OP_MLOCKALL] = SYS_mlockall,
+	[VMT_OP_MUNLOCKALL] = SYS_munlockall,
+	[VMT_OP_MREMAP] = SYS_mremap,
+	[VMT_OP_BRK] = SYS_brk,
+	[VMT_OP_MSYNC] = SYS_msync,
+	[VMT_OP_MINCORE] = SYS_mincore,
+	[VMT_OP_REMAP_FILE_PAGES] = SYS_remap_file_pages,
+	[VMT_OP_MSEAL] = SYS_mseal,
+};
+
+static inline long sc6(long nr, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f)
+{
+	long r = syscall(nr, a, b, c, d, e, f);
+	return r == -1 ? -errno : r;
+}
+
+static inline int failed(long r)
+{
+	return r < 0 && r >= -4095;
+}
+
+/* ---- touches, guarded -------------------------------------------------- */
+
+/* A touch that traps (the recorded protection or file size was not what
+ * the replay has) jumps back here instead of killing the run. */
+static __thread sigjmp_buf *tls_jb;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *j = tls_jb;
+	if (j) {
+		tls_jb = NULL;
+		siglongjmp(*j, 1);
+	}
+	signal(sig, SIG_DFL); /* a real crash: fault again, unhandled */
+}
+
+static void install_guard(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+static void do_touches(struct rp_wctx *w, const struct rp_elem *e)
+{
+	const struct rp_touch *tc = &w->rt->t->touches[e->touch0];
+	const uint64_t *base = w->base;
+	uint64_t ps = w->rt->page;
+	sigjmp_buf jb;
+
+	if (sigsetjmp(jb, 0)) {
+		w->out->touch_faults++;
+		return;
+	}
+	tls_jb = &jb;
+	for (uint32_t i = 0; i < e->ntouch; i++) {
+		uint64_t b = base[tc[i].region];
+		if (!b)
+			continue;
+		volatile char *p = (volatile char *)(b + tc[i].off);
+		uint32_t n = tc[i].npages & ~RP_TOUCH_WRITE;
+		if (tc[i].npages & RP_TOUCH_WRITE)
+			for (uint32_t k = 0; k < n; k++)
+				p[(uint64_t)k * ps] = 1;
+		else
+			for (uint32_t k = 0; k < n; k++)
+				(void)p[(uint64_t)k * ps];
+		w->out->touched += n;
+	}
+	tls_jb = NULL;
+}
+
+/* ---- waiting ----------------------------------------------------------- */
+
+static inline long futex(uint32_t *a, int op, uint32_t v, int priv)
+{
+	return syscall(SYS_futex, a, op | (priv ? FUTEX_PRIVATE_FLAG : 0), v, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Spin a little (the other thread is usually about to post), then sleep
+ * on the counter, so waiting adds context switches only when it is long. */
+static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
+{
+	struct rp_ctl *c = &w->ctl[d->thread];
+	if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) >= d->seq)
+		return;
+	uint64_t t0 = rp_now();
+	for (unsigned i = 1;; i++) {
+		cpu_relax();
+		if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) >= d->seq)
+			goto done;
+		if (!(i & 15) && rp_now() - t0 > 3000)
+			break;
+	}
+	for (;;) {
+		__atomic_store_n(&c->waiters, 1, __ATOMIC_SEQ_CST);
+		uint32_t v = __atomic_load_n(&c->done, __ATOMIC_SEQ_CST);
+		if (v >= d->seq)
+			break;
+		futex(&c->done, FUTEX_WAIT, v, w->rt->futex_private);
+	}
+done:
+	w->out->wait_ns += rp_now() - t0;
+	w->out->waits++;
+}
+
+static inline void post(struct rp_wctx *w, uint32_t v)
+{
+	struct rp_ctl *c = &w->ctl[w->tid];
+	__atomic_store_n(&c->done, v, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&c->waiters, 0, __ATOMIC_SEQ_CST))
+		futex(&c->done, FUTEX_WAKE, INT_MAX, w->rt->futex_private);
+}
+
+static void pace(struct rp_wctx *w, uint64_t ts)
+{
+	uint64_t target = w->rt->sh->t_start + (uint64_t)((double)ts / w->rt->opt.speed);
+	uint64_t now = rp_now();
+	if (now >= target)
+		return;
+	if (target - now > 200000) {
+		struct timespec sl;
+		uint64_t wake = target - 100000;
+		sl.tv_sec = (time_t)(wake / 1000000000u);
+		sl.tv_nsec = (long)(wake % 1000000000u);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &sl, NULL) == EINTR)
+			;
+	}
+	while (rp_now() < target)
+		cpu_relax();
+}
+
+/* ---- ops --------------------------------------------------------------- */
+
+/* Replay address of a piece; the void (bottom of the address space,
+ * never mapped) for a piece without a live replay region, with the
+ * length clamped so the call can only ever cover the void. */
+static inline uint64_t piece_addr(const struct rp_wctx *w, const struct rp_piece *p, uint64_t *len,
+				  int *is_void)
+{
+	if (p->region != RP_VOID) {
+		uint64_t b = w->base[p->region];
+		if (b) {
+			*is_void = 0;
+			return b + p->off;
+		}
+	}
+	uint64_t a = p->off & (w->rt->page - 1);
+	uint64_t room = w->rt->void_len > a ? w->rt->void_len - a : 0;
+	if (*len > room)
+		*len = room;
+	*is_void = 1;
+	return a;
+}
+
+static long range_op(struct rp_wctx *w, const struct rp_elem *e)
+{
+	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
+	long nr = sysnr[e->op], r = 0;
+	uint64_t a2 = e->op == VMT_OP_MINCORE ? (uint64_t)w->mincore : e->args[2];
+	for (uint32_t i = 0; i < e->npieces; i++) {
+		uint64_t len = (e->flags & RF_RAW_LEN) ? e->args[1] : pc[i].len;
+		int is_void;
+		uint64_t addr = piece_addr(w, &pc[i], &len, &is_void);
+		long x;
+		if (is_void && !w->rt->void_len) /* no void on this machine */
+			x = e->op == VMT_OP_MUNMAP ? 0 : -ENOMEM;
+		else
+			x = sc6(nr, addr, len, a2, e->args[3], e->args[4], e->args[5]);
+		if (x < 0 && !r) {
+			r = x;
+			if (e->flags & RF_STOP_ERR)
+				break;
+		}
+	}
+	return r;
+}
+
+/* Unmap the mapped pieces of e (what a new region replaces). */
+static void unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
+{
+	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
+	for (uint32_t i = 0; i < e->npieces; i++) {
+		uint64_t b = pc[i].region != RP_VOID ? w->base[pc[i].region] : 0;
+		if (b)
+			sc6(SYS_munmap, b + pc[i].off, pc[i].len, 0, 0, 0, 0);
+	}
+}
+
+/* Forget the regions of e's pieces (a divergent munmap/mremap left them
+ * in an unknown state: later ops on them go to the void). */
+static void poison(struct rp_wctx *w, const struct rp_elem *e)
+{
+	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
+	for (uint32_t i = 0; i < e->npieces; i++)
+		if (pc[i].region != RP_VOID)
+			w->base[pc[i].region] = 0;
+}
+
+static int mmap_fd(struct rp_wctx *w, const struct rp_elem *e, uint64_t *flags)
+{
+	if (!(e->flags & RF_FILE)) {
+		*flags |= MAP_ANONYMOUS;
+		return -1;
+	}
+	const struct rp_rt *rt = w->rt;
+	if (rt->t->files[e->arg].original || !(e->flags & RF_FILE_RW) || rt->fd_rw[e->arg] < 0)
+		return rt->fd_rd[e->arg];
+	return rt->fd_rw[e->arg];
+}
+
+static long mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
+{
+	const struct rp_rt *rt = w->rt;
+	uint64_t len = e->args[1], prot = e->args[2], flags = e->args[3], off = e->args[5];
+	uint64_t hint = e->args[0];
+	int fd = mmap_fd(w, e, &flags);
+	long r;
+
+	if (e->flags & RF_NEWREG) {
+		const struct rp_region *rg = &rt->t->regions[e->region];
+		flags &= ~(uint64_t)(MAP_FIXED | MAP_FIXED_NOREPLACE);
+		*t0 = rp_now();
+		unmap_pieces(w, e);
+		if (rt->opt.placement == RP_PLACE_EXACT) {
+			r = -EEXIST;
+			if (w->copy == 0 && rg->rec_start >= rt->void_len)
+				r = sc6(SYS_mmap, rg->rec_start, len, prot, flags | MAP_FIXED_NOREPLACE,
+					(uint64_t)fd, off);
+			if (!failed(r) && (uint64_t)r != rg->rec_start) {
+				sc6(SYS_munmap, (uint64_t)r, len, 0, 0, 0, 0);
+				r = -EEXIST;
+			}
+			if (failed(r)) {
+				w->out->fallbacks++;
+				r = sc6(SYS_mmap, hint, len, prot, flags, (uint64_t)fd, off);
+			}
+		} else {
+			r = sc6(SYS_mmap, hint, len, prot, flags, (uint64_t)fd, off);
+		}
+		*t1 = rp_now();
+		if (!failed(r))
+			w->base[e->region] = (uint64_t)r;
+		return r;
+	}
+	if ((e->flags & RF_FIXED_IN) && w->base[e->region2]) {
+		*t0 = rp_now();
+		r = sc6(SYS_mmap, w->base[e->region2] + e->off2, len, prot, flags, (uint64_t)fd, off);
+		*t1 = rp_now();
+		return r;
+	}
+	/* Recorded failure: try it where the replay owns nothing. */
+	flags &= ~(uint64_t)(MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_POPULATE | MAP_LOCKED);
+	*t0 = rp_now();
+	r = sc6(SYS_mmap, hint, len, prot, flags, (uint64_t)fd, off);
+	*t1 = rp_now();
+	if (!failed(r))
+		sc6(SYS_munmap, (uint64_t)r, len, 0, 0, 0, 0);
+	return r;
+}
+
+static long mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
+{
+	const struct rp_rt *rt = w->rt;
+	const struct rp_piece *pc = &rt->t->pieces[e->piece0];
+	uint64_t olen = e->args[1], nlen = e->args[2], flags = e->args[3], naddr = 0;
+	uint64_t l0 = olen, reserved = 0;
+	int is_void;
+	uint64_t old = piece_addr(w, pc, &l0, &is_void);
+	long r;
+	int fb = 0;
+
+	if (flags & MREMAP_FIXED) {
+		if ((e->flags & RF_FIXED_IN) && w->base[e->region2]) {
+			naddr = w->base[e->region2] + e->off2;
+		} else {
+			reserved = rt_reserve(w->rt, e->args[4], nlen ? nlen : rt->page, w->copy, &fb);
+			naddr = reserved;
+		}
+	} else if ((e->flags & RF_NEWREG) && rt->opt.placement == RP_PLACE_EXACT &&
+		   (flags & MREMAP_MAYMOVE) && (uint64_t)e->result != e->args[0]) {
+		/* Moved when recorded: ask for the recorded destination. */
+		reserved = rt_reserve(w->rt, (uint64_t)e->result, nlen, w->copy, &fb);
+		if (reserved == (uint64_t)e->result) {
+			flags |= MREMAP_FIXED;
+			naddr = reserved;
+		} else if (reserved) {
+			munmap((void *)reserved, nlen);
+			reserved = 0;
+		}
+	}
+	w->out->fallbacks += (uint64_t)fb;
+	*t0 = rp_now();
+	r = sc6(SYS_mremap, old, olen, nlen, flags, naddr, 0);
+	*t1 = rp_now();
+	if (failed(r) && reserved)
+		munmap((void *)reserved, nlen ? nlen : rt->page);
+	if (!failed(r) && (e->flags & RF_NEWREG))
+		w->base[e->region] = (uint64_t)r;
+	return r;
+}
+
+/* brk, emulated on the region reserved for the heap: growing maps
+ * read-write pages, shrinking turns them back into reservation.  The
+ * result is returned in recorded terms, as the kernel's would be. */
+static long brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
+{
+	const struct rp_rt *rt = w->rt;
+	uint64_t mask = rt->page - 1, b = w->base[e->region];
+	uint64_t rs = rt->t->regions[e->region].rec_start;
+	uint64_t pold = (e->aux + mask) & ~mask, pnew = (e->off2 + mask) & ~mask;
+	long r = 0;
+
+	*t0 = rp_now();
+	if (!b)
+		r = -ENOMEM;
+	else if (pnew > pold)
+		r = sc6(SYS_mmap, b + pold, pnew - pold, PROT_READ | PROT_WRITE,
+			MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0);
+	else if (pnew < pold)
+		r = sc6(SYS_mmap, b + pnew, pold - pnew, PROT_NONE,
+			MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, (uint64_t)-1, 0);
+	else
+		sc6(SYS_brk, 0, 0, 0, 0, 0, 0); /* a query: the cost of asking */
+	*t1 = rp_now();
+	return (long)(rs + (failed(r) ? e->aux : e->off2));
+}
+
+static void diverged(struct rp_wctx *w, const struct rp_elem *e, long r)
+{
+	struct rp_slot *o = w->out;
+	if (o->ndiv < RP_DIV_SHOWN) {
+		struct rp_divrec *d = &o->div[o->ndiv];
+		d->event = e->event;
+		d->replayed = r;
+		d->tid = w->tid;
+		d->elem = (uint32_t)(e - w->rt->t->threads[w->tid].elem);
+	}
+	o->ndiv++;
+	o->div_by_op[e->op]++;
+}
+
+static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
+{
+	uint64_t t0, t1;
+	long r;
+
+	switch (e->how) {
+	case RX_RANGE:
+		if (e->npieces == 1 && !(e->flags & RF_RAW_LEN) && e->op != VMT_OP_MINCORE) {
+			/* The common case, kept short. */
+			const struct rp_piece *p = &w->rt->t->pieces[e->piece0];
+			uint64_t b = p->region != RP_VOID ? w->base[p->region] : 0;
+			if (b) {
+				t0 = rp_now();
+				r = sc6(sysnr[e->op], b + p->off, p->len, e->args[2], e->args[3],
+					e->args[4], e->args[5]);
+				t1 = rp_now();
+				break;
+			}
+		}
+		t0 = rp_now();
+		r = range_op(w, e);
+		t1 = rp_now();
+		break;
+	case RX_MMAP:
+		r = mmap_op(w, e, &t0, &t1);
+		break;
+	case RX_MREMAP:
+		r = mremap_op(w, e, &t0, &t1);
+		break;
+	case RX_BRK:
+		r = brk_op(w, e, &t0, &t1);
+		break;
+	default:
+		t0 = rp_now();
+		r = sc6(sysnr[e->op], e->args[0], 0, 0, 0, 0, 0);
+		t1 = rp_now();
+		break;
+	}
+	struct rp_hist *h = &w->hist[w->rt->hidx[e->op]];
+	rp_hist_add(h, t1 - t0);
+	int bad = e->how == RX_BRK ? r != e->result : failed(r);
+	if (bad)
+		h->errors++;
+	w->out->syscalls++;
+	if (!(e->flags & RF_CHECK))
+		return;
+	int rec_bad = e->how == RX_BRK ? 0 : failed(e->result);
+	int div;
+	if (e->how == RX_BRK)
+		div = r != e->result;
+	else if (rec_bad || bad)
+		div = r != e->result;
+	else
+		div = w->rt->opt.placement == RP_PLACE_EXACT &&
+		      (e->how == RX_MMAP || e->how == RX_MREMAP) && r != e->result;
+	if (!div)
+		return;
+	diverged(w, e, r);
+	if (e->op == VMT_OP_MUNMAP || (e->how == RX_MREMAP && !bad))
+		poison(w, e);
+}
+
+/* ---- threads and processes --------------------------------------------- */
+
+static void run_process(struct rp_wctx *w);
+
+static void *thread_main(void *arg);
+
+static void spawn(struct rp_wctx *w, uint32_t tid)
+{
+	struct rp_rt *rt = w->rt;
+	struct rp_wctx *nw = &rt->w[w->copy * rt->t->nthreads + tid];
+	uint32_t *live = &rt->live[rt->t->threads[tid].proc * rt->opt.scale + w->copy];
+	pthread_t th;
+	__atomic_add_fetch(live, 1, __ATOMIC_SEQ_CST);
+	int rc = pthread_create(&th, &rt->attr, thread_main, nw);
+	if (rc)
+		rt_fatal(rt, -rc, "cannot start replay thread %u: %s", rt->t->threads[tid].rec,
+			 strerror(rc));
+}
+
+static void fork_process(struct rp_wctx *w, const struct rp_elem *e)
+{
+	struct rp_rt *rt = w->rt;
+	struct rp_wctx *nw = &rt->w[w->copy * rt->t->nthreads + e->arg];
+	pid_t pid = fork();
+	if (pid < 0)
+		rt_fatal(rt, -errno, "cannot fork replay process %u: %s",
+			 rt->t->procs[e->region].rec, strerror(errno));
+	if (pid == 0) {
+		run_process(nw);
+		_exit(0);
+	}
+}
+
+/* exec: the old address space goes, the new one's stand-ins come. */
+static void exec_space(struct rp_wctx *w, const struct rp_elem *e)
+{
+	struct rp_rt *rt = w->rt;
+	const struct rp_piece *pc = &rt->t->pieces[e->piece0];
+	for (uint32_t i = 0; i < e->npieces; i++) {
+		uint64_t b = w->base[pc[i].region];
+		if (b)
+			munmap((void *)(b + pc[i].off), pc[i].len);
+	}
+	for (uint32_t i = 0; i < e->npieces; i++)
+		w->base[pc[i].region] = 0;
+	int rc = rt_setup_plan(rt, w->copy, e->arg);
+	if (rc < 0)
+		rt_fatal(rt, rc, "cannot set up the address space after exec: %s", strerror(-rc));
+	w->out->fallbacks += (uint64_t)rc;
+}
+
+static void sample_vmas(struct rp_rt *rt)
+{
+	uint64_t n = rt_count_vmas(), cur = __atomic_load_n(&rt->sh->peak_vmas, __ATOMIC_RELAXED);
+	while (n > cur && !__atomic_compare_exchange_n(&rt->sh->peak_vmas, &cur, n, 0, __ATOMIC_SEQ_CST,
+						       __ATOMIC_RELAXED))
+		;
+}
+
+static uint64_t tv_ns(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
+}
+
+static void run_stream(struct rp_wctx *w)
+{
+	struct rp_rt *rt = w->rt;
+	const struct rp_thread *th = &rt->t->threads[w->tid];
+	const struct rp_dep *deps = rt->t->deps;
+	const int watched = th->watched, paced = rt->opt.speed > 0;
+	struct rusage r0, r1;
+
+	getrusage(RUSAGE_THREAD, &r0);
+	w->out->ran = 1;
+	w->out->start_ns = rp_now();
+	for (uint32_t i = 0; i < th->nelem; i++) {
+		const struct rp_elem *e = &th->elem[i];
+		for (uint32_t d = 0; d < e->ndeps; d++)
+			wait_for(w, &deps[e->dep0 + d]);
+		if (paced)
+			pace(w, e->ts);
+		if (e->ntouch)
+			do_touches(w, e);
+		switch (e->kind) {
+		case RK_SYSCALL:
+			do_syscall(w, e);
+			if (e->flags & RF_SAMPLE_VMAS)
+				sample_vmas(rt);
+			break;
+		case RK_SPAWN:
+			spawn(w, e->arg);
+			break;
+		case RK_FORK:
+			fork_process(w, e);
+			break;
+		case RK_EXEC:
+			exec_space(w, e);
+			break;
+		case RK_SKIP:
+			w->out->skipped++;
+			break;
+		default:
+			break;
+		}
+		if (watched)
+			post(w, i + 1);
+	}
+	w->out->end_ns = rp_now();
+	w->out->elems = th->nelem;
+	getrusage(RUSAGE_THREAD, &r1);
+	w->out->minflt = (uint64_t)(r1.ru_minflt - r0.ru_minflt);
+	w->out->majflt = (uint64_t)(r1.ru_majflt - r0.ru_majflt);
+	w->out->nvcsw = (uint64_t)(r1.ru_nvcsw - r0.ru_nvcsw);
+	w->out->nivcsw = (uint64_t)(r1.ru_nivcsw - r0.ru_nivcsw);
+	w->out->user_ns = tv_ns(&r1.ru_utime) - tv_ns(&r0.ru_utime);
+	w->out->sys_ns = tv_ns(&r1.ru_stime) - tv_ns(&r0.ru_stime);
+}
+
+static uint32_t *live_of(struct rp_wctx *w)
+{
+	return &w->rt->live[w->rt->t->threads[w->tid].proc * w->rt->opt.scale + w->copy];
+}
+
+static void thread_done(struct rp_wctx *w)
+{
+	uint32_t *live = live_of(w);
+	if (__atomic_sub_fetch(live, 1, __ATOMIC_SEQ_CST) == 0)
+		syscall(SYS_futex, live, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
+static void *thread_main(void *arg)
+{
+	struct rp_wctx *w = arg;
+	run_stream(w);
+	thread_done(w);
+	return NULL;
+}
+
+/* The first thread of a replay process: its own stream, then wait for the
+ * other threads of the process. */
+static void run_process(struct rp_wctx *w)
+{
+	uint32_t *live = live_of(w), v;
+	__atomic_store_n(live, 1, __ATOMIC_SEQ_CST);
+	run_stream(w);
+	thread_done(w);
+	while ((v = __atomic_load_n(live, __ATOMIC_SEQ_CST)) != 0)
+		syscall(SYS_futex, live, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, v, NULL, NULL, 0);
+}
+
+static void wait_gate(struct rp_rt *rt)
+{
+	while (!__atomic_load_n(&rt->sh->gate, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &rt->sh->gate, FUTEX_WAIT, 0, NULL, NULL, 0);
+}
+
+/* Copies 1..K-1 of a root process run in threads of the run process. */
+static void *copy_main(void *arg)
+{
+	struct rp_wctx *w = arg;
+	wait_gate(w->rt);
+	run_process(w);
+	return NULL;
+}
+
+static void prefault(void *p, size_t len, size_t ps)
+{
+	for (size_t o = 0; o < len; o += ps) {
+		volatile char *c = (volatile char *)p + o;
+		*c = *c;
+	}
+}
+
+void rp_child_main(struct rp_rt *rt)
+{
+	const rp_trace *t = rt->t;
+	uint32_t K = rt->opt.scale;
+	int perf[3] = {-1, -1, -1}, rc;
+
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	install_guard();
+	rt->base = calloc((size_t)t->nregions * K + 1, sizeof(*rt->base));
+	rt->live = calloc((size_t)t->nprocs * K + 1, sizeof(*rt->live));
+	rt->w = calloc(rt->nslots, sizeof(*rt->w));
+	if (!rt->base || !rt->live || !rt->w)
+		rt_fatal(rt, -ENOMEM, "out of memory");
+	if ((rc = rt_open_files(rt)) < 0)
+		rt_fatal(rt, rc, "cannot create scratch files: %s", strerror(-rc));
+	pthread_attr_init(&rt->attr);
+	pthread_attr_setdetachstate(&rt->attr, PTHREAD_CREATE_DETACHED);
+	for (uint32_t c = 0; c < K; c++)
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			uint32_t s = c * t->nthreads + i;
+			struct rp_wctx *w = &rt->w[s];
+			w->rt = rt;
+			w->tid = i;
+			w->copy = c;
+			w->slot = s;
+			w->base = rt->base + (size_t)c * t->nregions;
+			w->ctl = rt->ctl + (size_t)c * t->nthreads;
+			w->out = &rt->slot[s];
+			w->hist = rt->hist + (size_t)s * rt->nused;
+			if (t->threads[i].mincore_max) {
+				w->mincore = malloc(t->threads[i].mincore_max);
+				if (!w->mincore)
+					rt_fatal(rt, -ENOMEM, "out of memory");
+				memset(w->mincore, 0, t->threads[i].mincore_max);
+			}
+		}
+	/* Stand-ins of the root processes, per copy (children inherit). */
+	uint32_t root = RP_VOID;
+	for (uint32_t p = 0; p < t->nprocs; p++) {
+		if (t->procs[p].parent != RP_VOID)
+			continue;
+		if (root == RP_VOID)
+			root = p;
+		if (t->procs[p].plan == RP_VOID)
+			continue;
+		for (uint32_t c = 0; c < K; c++) {
+			if ((rc = rt_setup_plan(rt, c, t->procs[p].plan)) < 0)
+				rt_fatal(rt, rc, "cannot create stand-in mappings: %s", strerror(-rc));
+			rt->slot[c * t->nthreads + t->procs[p].first_thread].fallbacks += (uint64_t)rc;
+		}
+	}
+	prefault(rt->area, rt->area_len, rt->page);
+	rt->sh->perf_ok = rp_perf_open(perf) == 0;
+	pthread_t *copies = calloc(K, sizeof(*copies));
+	if (!copies)
+		rt_fatal(rt, -ENOMEM, "out of memory");
+	pthread_attr_t cattr;
+	pthread_attr_init(&cattr);
+	for (uint32_t c = 1; c < K; c++) {
+		rc = pthread_create(&copies[c], &cattr, copy_main,
+				    &rt->w[c * t->nthreads + t->procs[root].first_thread]);
+		if (rc)
+			rt_fatal(rt, -rc, "cannot start copy %u: %s", c, strerror(rc));
+	}
+	if (rt->sh->perf_ok)
+		rp_perf_enable(perf, 1);
+	rt->sh->t_start = rp_now();
+	__atomic_store_n(&rt->sh->gate, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &rt->sh->gate, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	/* Further root processes (several attached programs) are forked. */
+	for (uint32_t p = root + 1; p < t->nprocs; p++) {
+		if (t->procs[p].parent != RP_VOID)
+			continue;
+		for (uint32_t c = 0; c < K; c++) {
+			pid_t pid = fork();
+			if (pid < 0)
+				rt_fatal(rt, -errno, "cannot fork: %s", strerror(errno));
+			if (pid == 0) {
+				if (t->procs[p].plan != RP_VOID)
+					rt_setup_plan(rt, c, t->procs[p].plan);
+				run_process(&rt->w[c * t->nthreads + t->procs[p].first_thread]);
+				_exit(0);
+			}
+		}
+	}
+	run_process(&rt->w[t->procs[root].first_thread]);
+	for (uint32_t c = 1; c < K; c++)
+		pthread_join(copies[c], NULL);
+	sample_vmas(rt); /* at least the replayer's own */
+	/* Every descendant (orphans come to us: we are the subreaper). */
+	int st, bad = 0;
+	pid_t pid;
+	while ((pid = waitpid(-1, &st, __WALL)) > 0 || (pid < 0 && errno == EINTR))
+		if (pid > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !bad)
+			bad = st;
+	if (rt->sh->perf_ok) {
+		uint64_t v[3];
+		rp_perf_enable(perf, 0);
+		if (rp_perf_read(perf, v) == 0) {
+			rt->sh->perf_minor = v[0];
+			rt->sh->perf_major = v[1];
+			rt->sh->perf_cs = v[2];
+		} else {
+			rt->sh->perf_ok = 0;
+		}
+	}
+	if (bad) {
+		if (WIFSIGNALED(bad))
+			rt_fatal(rt, -EIO, "a replay process was killed by signal %d", WTERMSIG(bad));
+		rt_fatal(rt, -EIO, "a replay process failed (status %d)", WEXITSTATUS(bad));
+	}
+	_exit(0);
+}

@@ -1,0 +1,73 @@
+#!/bin/sh
+# Record-then-replay of every workload of tests/workloads (and of
+# `python3 -c pass`): the replay exits 0 with zero divergences, and where
+# the workload's own getrusage count covers nearly all of its faults, the
+# replay's minor faults are within 2% of it (DESIGN.md section 6).
+B=${B:-build}
+REC=$B/vmrec RP=$B/vmreplay WL=$B/workloads
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+if [ ! -x "$REC" ] || [ ! -x "$RP" ]; then
+	echo "skip replay_workloads: $REC or $RP not built"; exit 0
+fi
+
+# NAME FAULTS(yes|no) VMREC-OPTION|- PROGRAM ARGS...
+run() {
+	name=$1 faults=$2 ropt=$3; shift 3
+	[ "$ropt" = - ] && ropt=
+	# shellcheck disable=SC2086
+	if ! "$REC" -q $ropt -o "$tmp/$name.zst" -- "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"; then
+		echo "not ok $name: recording failed"; sed 's/^/    /' "$tmp/$name.err" | head; return
+	fi
+	if ! "$RP" -q --json="$tmp/$name.json" "$tmp/$name.zst" > "$tmp/$name.rp" 2>&1; then
+		echo "not ok $name: vmreplay failed"; sed 's/^/    /' "$tmp/$name.rp" | head; return
+	fi
+	python3 - "$tmp/$name.json" "$tmp/$name.out" "$name" "$faults" "${SAN:-}" <<'PY'
+import json, re, sys
+js, out, name, faults, san = sys.argv[1:6]
+med = json.load(open(js))['median']
+if med['divergences']:
+    print(f"not ok {name}: {med['divergences']} divergences:")
+    for d in med['divergence_list']:
+        print(f"    event {d['event']}: {d['text']} -> {d['replayed']}")
+    sys.exit()
+print(f"ok {name}: zero divergences in {med['events']} ops")
+if faults != 'yes':
+    sys.exit()
+if san == '1':
+    print(f"skip {name}-faults: a sanitized replayer's faults include its shadow memory")
+    sys.exit()
+native = None
+for line in open(out):
+    if line.startswith('summary:'):
+        native = int(re.search(r' minflt=(\d+)', line).group(1))
+if not native:
+    print(f"not ok {name}-faults: no summary line from the workload"); sys.exit()
+got = med['minor_faults']
+r = got / native
+if 0.98 <= r <= 1.02:
+    print(f"ok {name}-faults: replay {got} minor faults, workload {native} ({r:.3f})")
+else:
+    print(f"not ok {name}-faults: replay {got} minor faults, workload {native} ({r:.3f}, want 0.98-1.02)")
+PY
+}
+
+run seed000-new yes - "$WL/seed000" --threads 2 --iterations 20000 --mode new
+run seed000-old yes - "$WL/seed000" --threads 2 --iterations 10000 --mode old
+run seed001 yes - "$WL/seed001" --procs 2 --size 64 --loops 2
+run seed002 yes - "$WL/seed002" --count 8000
+# File pages: the replay's scratch file is not the recorded file's page
+# cache (folio sizes, fault-around), so only divergences are compared.
+run seed003 no - "$WL/seed003"
+# Read-then-write faults are only visible to --touch=faults.
+if "$REC" -q --touch=faults -o "$tmp/probe.zst" -- true > /dev/null 2>&1; then
+	run seed004 yes --touch=faults "$WL/seed004"
+else
+	echo "skip seed004: this kernel cannot record page faults (--touch=faults)"
+fi
+run everyop no - "$WL/everyop"
+run forkexec no - "$WL/forkexec"
+if command -v python3 > /dev/null; then
+	run python3 no - python3 -c pass
+fi
+exit 0

@@ -1,0 +1,547 @@
+/*
+ * test_replay_exec.c - replays of synthetic traces (written with
+ * libvmtrace): every op, splits and punches, MAP_FIXED replacement, mremap
+ * moves, brk, file mappings, stand-ins, threads under each ordering, forked
+ * processes, exec, --scale, exact placement.  The recorded results are what
+ * this kernel returns for the same calls, so a correct replay has zero
+ * divergences; the counts of ops, errors and touched pages are checked too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "model.h"
+#include "replay.h"
+#include "rptw.h"
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT 1
+#endif
+
+#define P TW_P
+#define N VMT_NONE
+#define A 0x7f1000000000ull /* recorded mapping addresses */
+#define B 0x7f2000000000ull
+#define C 0x7f3000000000ull
+#define D 0x7f4000000000ull
+#define HEAP 0x555500000000ull
+#define ANON (MAP_PRIVATE | MAP_ANONYMOUS)
+#define RW (PROT_READ | PROT_WRITE)
+
+#define SC(t, th, op, res, ...) tw_sc(t, 0, th, VMT_OP_##op, res, __VA_ARGS__)
+
+static int expect_divergences;
+
+static void show(const struct rp_run_result *r)
+{
+	if (expect_divergences)
+		return;
+	for (uint32_t i = 0; i < r->ndiv_shown; i++)
+		fprintf(stderr, "divergence: event %llu: %s; replayed %lld\n",
+			(unsigned long long)r->div[i].event, r->div[i].text,
+			(long long)r->div[i].replayed);
+}
+
+/* Load and replay path with o; return the loaded trace (for checks). */
+static rp_trace *replay(const char *path, const struct rp_options *o, struct rp_run_result *r)
+{
+	char msg[512];
+	rp_trace *t;
+	int rc = rp_trace_load(path, o, &t, msg, sizeof(msg));
+	if (rc)
+		fprintf(stderr, "load: %s\n", msg);
+	assert_int_equal(rc, 0);
+	rc = rp_run(t, o, r, msg, sizeof(msg));
+	if (rc)
+		fprintf(stderr, "run: %s\n", msg);
+	assert_int_equal(rc, 0);
+	show(r);
+	return t;
+}
+
+static void opts(struct rp_options *o)
+{
+	rp_options_default(o);
+	o->max_memory = 1ull << 30;
+}
+
+/* The start of every synthetic process: a binary, a heap, a stack. */
+static void start(struct tw *t)
+{
+	static const struct tw_map m[] = {
+		{0x555400000000ull, 0x555400002000ull, VMT_PROT_R, "/usr/bin/app"},
+		{0x555400002000ull, 0x555400004000ull, VMT_PROT_R | VMT_PROT_X, "/usr/bin/app"},
+		{0x555400004000ull, 0x555400005000ull, VMT_PROT_R | VMT_PROT_W, "/usr/bin/app"},
+		{HEAP, HEAP + 4 * P, VMT_PROT_R | VMT_PROT_W, "[heap]"},
+		{0x7ffd00000000ull, 0x7ffd00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
+		{0x7ffd00030000ull, 0x7ffd00032000ull, VMT_PROT_R | VMT_PROT_X, "[vdso]"},
+	};
+	tw_proc(t, 0, N, 0, N);
+	tw_maps(t, 0, 0, m, sizeof(m) / sizeof(m[0]));
+}
+
+static void test_every_op(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+	unsigned char vec[8];
+	(void)vec;
+
+	tw_open(&t);
+	start(&t);
+	/* mmap, touch, discard, split and merge by mprotect, punch. */
+	SC(&t, 0, MMAP, A, 0, 16 * P, RW, ANON, (uint64_t)-1, 0);
+	tw_touch(&t, 0, 0, A, 16, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MADVISE, 0, A, 16 * P, MADV_DONTNEED, 0, 0, 0);
+	SC(&t, 0, MPROTECT, 0, A + 4 * P, 4 * P, PROT_READ, 0, 0, 0);
+	SC(&t, 0, MPROTECT, 0, A, 16 * P, RW, 0, 0, 0);
+	SC(&t, 0, MUNMAP, 0, A + 8 * P, 2 * P, 0, 0, 0, 0);
+	/* Across the hole: applied up to it, then ENOMEM. */
+	SC(&t, 0, MPROTECT, -ENOMEM, A + 7 * P, 4 * P, PROT_READ, 0, 0, 0);
+	SC(&t, 0, MADVISE, -ENOMEM, A + 6 * P, 6 * P, MADV_WILLNEED, 0, 0, 0);
+	SC(&t, 0, MUNMAP, -EINVAL, A + 3, P, 0, 0, 0, 0);
+	SC(&t, 0, MADVISE, -EINVAL, A, P, 12345, 0, 0, 0);
+	SC(&t, 0, MLOCK, 0, A, 4 * P, 0, 0, 0, 0);
+	SC(&t, 0, MUNLOCK, 0, A, 4 * P, 0, 0, 0, 0);
+	SC(&t, 0, MLOCK2, 0, A + 1, 4 * P, MLOCK_ONFAULT, 0, 0, 0);
+	SC(&t, 0, MUNLOCK, 0, A, 5 * P, 0, 0, 0, 0);
+	SC(&t, 0, MINCORE, 0, A, 4 * P, 0x1000, 0, 0, 0);
+	SC(&t, 0, MINCORE, -ENOMEM, A + 8 * P, P, 0x1000, 0, 0, 0);
+	SC(&t, 0, MSYNC, 0, A, 4 * P, MS_ASYNC, 0, 0, 0);
+	SC(&t, 0, PKEY_MPROTECT, 0, A, 2 * P, PROT_READ, (uint64_t)-1, 0, 0);
+	SC(&t, 0, REMAP_FILE_PAGES, -EINVAL, A, P, 0, 0, 0, 0);
+	SC(&t, 0, MLOCKALL, 0, MCL_CURRENT | MCL_ONFAULT, 0, 0, 0, 0, 0);
+	SC(&t, 0, MUNLOCKALL, 0, 0, 0, 0, 0, 0, 0);
+	SC(&t, 0, MUNMAP, 0, A, 16 * P, 0, 0, 0, 0); /* two pieces and a gap */
+	SC(&t, 0, MUNMAP, 0, A, 16 * P, 0, 0, 0, 0); /* all gap */
+	/* Sealing, then the seal holds. */
+	SC(&t, 0, MMAP, B, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
+	SC(&t, 0, MSEAL, 0, B, 4 * P, 0, 0, 0, 0);
+	SC(&t, 0, MUNMAP, -EPERM, B, 4 * P, 0, 0, 0, 0);
+	/* Ops the replay cannot reproduce are skipped, not failed. */
+	SC(&t, 0, PROCESS_MADVISE, 0, 3, 0x1000, 1, MADV_COLD, 0, 0);
+	SC(&t, 0, SHMAT, (int64_t)C, 5, 0, 0, 0, 0, 0);
+	SC(&t, 0, SHMDT, 0, C, 0, 0, 0, 0, 0);
+	/* A recorded mmap failure that this machine reproduces. */
+	SC(&t, 0, MMAP, -EINVAL, 0, 0, RW, ANON, (uint64_t)-1, 0);
+	tw_thread_exit(&t, 0, 0);
+	tw_proc_exit(&t, 0, 0);
+	tw_close(&t);
+
+	opts(&o);
+	rp_trace *tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(r.touched_pages, 16);
+	assert_int_equal(r.ops[VMT_OP_MMAP].count, 3);
+	assert_int_equal(r.ops[VMT_OP_MUNMAP].count, 5);
+	assert_int_equal(r.ops[VMT_OP_MUNMAP].errors, 2);
+	assert_int_equal(r.ops[VMT_OP_MPROTECT].count, 3);
+	assert_int_equal(r.ops[VMT_OP_MPROTECT].errors, 1);
+	assert_int_equal(r.ops[VMT_OP_MINCORE].errors, 1);
+	assert_int_equal(r.ops[VMT_OP_MSEAL].count, 1);
+	assert_int_equal(r.ops[VMT_OP_MLOCKALL].count, 1);
+	assert_int_equal(r.skipped, 3);
+	assert_int_equal(r.events, 26);
+	assert_int_equal(tr->nops, 26);
+	assert_true(r.minor_faults >= 16);
+	assert_true(r.wall_ns > 0);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+	tw_remove(&t);
+}
+
+/* mremap: grow with a move, shrink in place, move onto part of another
+ * region (MREMAP_FIXED), DONTUNMAP; MAP_FIXED replacing part of a region. */
+static void test_remap_and_fixed(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+
+	tw_open(&t);
+	start(&t);
+	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
+	tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MREMAP, B, A, 4 * P, 8 * P, MREMAP_MAYMOVE, 0, 0);
+	tw_touch(&t, 0, 0, B, 8, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MADVISE, 0, B, 8 * P, MADV_DONTNEED, 0, 0, 0);
+	SC(&t, 0, MREMAP, B, B, 8 * P, 2 * P, 0, 0, 0); /* shrink */
+	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);	/* the old place: gone */
+	SC(&t, 0, MMAP, C, 0, 8 * P, RW, ANON, (uint64_t)-1, 0);
+	SC(&t, 0, MREMAP, C + 2 * P, B, 2 * P, 2 * P, MREMAP_MAYMOVE | MREMAP_FIXED, C + 2 * P, 0);
+	tw_touch(&t, 0, 0, C, 8, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MADVISE, 0, C, 8 * P, MADV_DONTNEED, 0, 0, 0);
+	SC(&t, 0, MUNMAP, 0, B, 2 * P, 0, 0, 0, 0); /* moved away: nothing */
+	/* DONTUNMAP keeps the source mapped (empty). */
+	SC(&t, 0, MREMAP, D, C, 2 * P, 2 * P, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0, 0);
+	tw_touch(&t, 0, 0, D, 2, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MUNMAP, 0, D, 2 * P, 0, 0, 0, 0);
+	/* MAP_FIXED over the middle of C, then the whole range as one. */
+	SC(&t, 0, MMAP, C + 3 * P, C + 3 * P, 2 * P, PROT_NONE, ANON | MAP_FIXED, (uint64_t)-1, 0);
+	SC(&t, 0, MPROTECT, 0, C, 8 * P, PROT_READ, 0, 0, 0);
+	SC(&t, 0, MPROTECT, 0, C, 8 * P, RW, 0, 0, 0);
+	tw_touch(&t, 0, 0, C, 8, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MUNMAP, 0, C, 8 * P, 0, 0, 0, 0);
+	/* MAP_FIXED where nothing was mapped: a new region. */
+	SC(&t, 0, MMAP, D + 16 * P, D + 16 * P, 2 * P, RW, ANON | MAP_FIXED, (uint64_t)-1, 0);
+	tw_touch(&t, 0, 0, D + 16 * P, 2, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MUNMAP, 0, D + 16 * P, 2 * P, 0, 0, 0, 0);
+	/* Failing mremap of an unmapped range. */
+	SC(&t, 0, MREMAP, -EFAULT, A, P, 2 * P, MREMAP_MAYMOVE, 0, 0);
+	tw_thread_exit(&t, 0, 0);
+	tw_close(&t);
+
+	opts(&o);
+	rp_trace *tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(r.touched_pages, 4 + 8 + 8 + 2 + 8 + 2);
+	assert_int_equal(r.ops[VMT_OP_MREMAP].count, 5);
+	assert_int_equal(r.ops[VMT_OP_MREMAP].errors, 1);
+	assert_int_equal(r.touch_faults, 0);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+
+	/* The same with the recorded addresses (free in this process). */
+	o.placement = RP_PLACE_EXACT;
+	tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(r.fallbacks, 0);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+	tw_remove(&t);
+}
+
+/* brk on the emulated heap; stand-ins for snapshot mappings ops use. */
+static void test_brk_and_standins(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+
+	tw_open(&t);
+	start(&t);
+	SC(&t, 0, BRK, (int64_t)(HEAP + 4 * P), 0, 0, 0, 0, 0, 0);
+	SC(&t, 0, BRK, (int64_t)(HEAP + 20 * P + 100), HEAP + 20 * P + 100, 0, 0, 0, 0, 0);
+	tw_touch(&t, 0, 0, HEAP, 21, VMT_PAGE_WRITTEN);
+	SC(&t, 0, BRK, (int64_t)(HEAP + 8 * P), HEAP + 8 * P, 0, 0, 0, 0, 0);
+	SC(&t, 0, BRK, (int64_t)(HEAP + 8 * P), 1, 0, 0, 0, 0, 0); /* below start: fails */
+	SC(&t, 0, BRK, (int64_t)(HEAP + 8 * P), 0, 0, 0, 0, 0, 0);
+	/* Ops on the binary and the stack from the snapshot. */
+	SC(&t, 0, MPROTECT, 0, 0x555400004000ull, P, PROT_READ, 0, 0, 0);
+	tw_touch(&t, 0, 0, 0x7ffd00020000ull, 1, VMT_PAGE_WRITTEN);
+	tw_touch(&t, 0, 0, 0x555400000000ull, 2, VMT_PAGE_PRESENT);
+	SC(&t, 0, MADVISE, 0, 0x7ffd00000000ull, 0x21000, MADV_DONTNEED, 0, 0, 0);
+	SC(&t, 0, MADVISE, 0, 0x555400000000ull, 4 * P, MADV_WILLNEED, 0, 0, 0);
+	tw_thread_exit(&t, 0, 0);
+	tw_close(&t);
+
+	opts(&o);
+	rp_trace *tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(r.ops[VMT_OP_BRK].count, 5);
+	assert_int_equal(r.touched_pages, 21 + 1 + 2);
+	assert_int_equal(r.touch_faults, 0);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+	tw_remove(&t);
+}
+
+/* File mappings: scratch by default; --files=original maps the real file
+ * read-only and never changes it. */
+static void test_files(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+	char path[] = "/tmp/rptw-file.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	char buf[3 * 4096];
+	memset(buf, 'x', sizeof(buf));
+	assert_int_equal(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	struct stat st0;
+	fstat(fd, &st0);
+
+	tw_open(&t);
+	start(&t);
+	tw_file(&t, 0, 0, path, (uint64_t)st0.st_ino, sizeof(buf), O_RDWR);
+	SC(&t, 0, MMAP, A, 0, 3 * P, RW, MAP_PRIVATE, 3, 0);
+	tw_touch(&t, 0, 0, A, 3, VMT_PAGE_WRITTEN);
+	tw_file(&t, 0, 0, "/gone/away.db", 99, 8 * P, O_RDWR);
+	SC(&t, 0, MMAP, B, 0, 8 * P, RW, MAP_SHARED, 4, 0);
+	tw_touch(&t, 0, 0, B, 8, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MSYNC, 0, B, 8 * P, MS_SYNC, 0, 0, 0);
+	tw_file(&t, 0, 0, path, (uint64_t)st0.st_ino, sizeof(buf), O_RDONLY);
+	SC(&t, 0, MMAP, C, 0, P, PROT_READ, MAP_SHARED, 5, P);
+	tw_touch(&t, 0, 0, C, 1, VMT_PAGE_PRESENT);
+	/* A shared mapping of a read-only fd cannot become writable. */
+	SC(&t, 0, MPROTECT, -EACCES, C, P, RW, 0, 0, 0);
+	SC(&t, 0, MUNMAP, 0, A, 3 * P, 0, 0, 0, 0);
+	SC(&t, 0, MUNMAP, 0, B, 8 * P, 0, 0, 0, 0);
+	SC(&t, 0, MUNMAP, 0, C, P, 0, 0, 0, 0);
+	tw_thread_exit(&t, 0, 0);
+	tw_close(&t);
+
+	opts(&o);
+	rp_trace *tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(r.touched_pages, 12);
+	assert_int_equal(r.touch_faults, 0);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+
+	o.files = RP_FILES_ORIGINAL;
+	tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	for (uint32_t i = 0; i < tr->nfiles; i++) {
+		if (!strcmp(tr->files[i].path, path))
+			assert_int_equal(tr->files[i].original, 1); /* same size, read-only */
+		else
+			assert_int_equal(tr->files[i].original, 0); /* missing */
+	}
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+
+	/* The real file is untouched. */
+	char back[sizeof(buf)];
+	assert_int_equal(pread(fd, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	assert_memory_equal(back, buf, sizeof(buf));
+	struct stat st1;
+	fstat(fd, &st1);
+	assert_int_equal(st1.st_mtim.tv_sec, st0.st_mtim.tv_sec);
+	assert_int_equal(st1.st_mtim.tv_nsec, st0.st_mtim.tv_nsec);
+	close(fd);
+	unlink(path);
+	tw_remove(&t);
+}
+
+/* Three threads: two work on halves of the main thread's region, which
+ * the main thread unmaps at the end. */
+static void threads_trace(struct tw *t, int rounds)
+{
+	tw_open(t);
+	start(t);
+	SC(t, 0, MMAP, A, 0, 8 * P, RW, ANON, (uint64_t)-1, 0);
+	tw_thread(t, 0, 1, 0);
+	tw_thread(t, 0, 2, 0);
+	for (int i = 0; i < rounds; i++) {
+		tw_touch(t, 0, 1, A, 4, VMT_PAGE_WRITTEN);
+		SC(t, 1, MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
+		tw_touch(t, 0, 2, A + 4 * P, 4, VMT_PAGE_WRITTEN);
+		SC(t, 2, MADVISE, 0, A + 4 * P, 4 * P, MADV_DONTNEED, 0, 0, 0);
+	}
+	tw_thread_exit(t, 0, 1);
+	SC(t, 0, MPROTECT, 0, A, 8 * P, PROT_READ, 0, 0, 0);
+	tw_touch(t, 0, 0, A, 8, VMT_PAGE_READ);
+	SC(t, 0, MUNMAP, 0, A, 8 * P, 0, 0, 0, 0);
+	tw_thread_exit(t, 0, 2);
+	tw_thread_exit(t, 0, 0);
+	tw_close(t);
+}
+
+static void test_thread_orders(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+	threads_trace(&t, 200);
+
+	opts(&o);
+	/* resource: the halves are independent; the mprotect waits for
+	 * thread 1's end and thread 2's last madvise. */
+	rp_trace *tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(r.nthreads, 3);
+	assert_int_equal(r.touched_pages, 200 * 8 + 8);
+	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 400);
+	const struct rp_elem *mp = NULL;
+	for (uint32_t i = 0; i < tr->threads[0].nelem; i++)
+		if (tr->threads[0].elem[i].op == VMT_OP_MPROTECT)
+			mp = &tr->threads[0].elem[i];
+	assert_non_null(mp);
+	assert_int_equal(mp->ndeps, 2);
+	/* No madvise of thread 1 waits for thread 2, or the reverse. */
+	for (uint32_t i = 0; i < tr->threads[1].nelem; i++)
+		for (uint32_t d = 0; d < tr->threads[1].elem[i].ndeps; d++)
+			assert_int_not_equal(tr->deps[tr->threads[1].elem[i].dep0 + d].thread, 2);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+
+	/* strict: every switch between threads is a wait. */
+	o.order = RP_ORDER_STRICT;
+	tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	uint64_t waits = 0;
+	for (uint32_t i = 0; i < r.nthreads; i++)
+		waits += r.threads[i].waits;
+	assert_true(tr->ndeps >= 400);
+	assert_true(waits > 0);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+
+	/* free: only the structural ops are ordered. */
+	o.order = RP_ORDER_FREE;
+	tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	for (uint32_t i = 0; i < tr->threads[1].nelem; i++)
+		assert_true(tr->threads[1].elem[i].ndeps <= 1);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+
+	/* --scale=2: two copies, each in its own regions. */
+	o.order = RP_ORDER_RESOURCE;
+	o.scale = 2;
+	tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(r.nthreads, 6);
+	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 800);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+	tw_remove(&t);
+}
+
+/* A forked child with its own thread and an exec; both processes use the
+ * inherited mapping. */
+static void test_processes(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+	static const struct tw_map after_exec[] = {
+		{0x561100000000ull, 0x561100003000ull, VMT_PROT_R | VMT_PROT_X, "/usr/bin/other"},
+		{0x561100003000ull, 0x561100004000ull, VMT_PROT_R | VMT_PROT_W, "/usr/bin/other"},
+		{0x7ffe00000000ull, 0x7ffe00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
+	};
+
+	tw_open(&t);
+	start(&t);
+	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
+	tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+	tw_proc(&t, 1, 0, 1, 0); /* fork */
+	tw_sc(&t, 1, 1, VMT_OP_MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
+	tw_thread(&t, 1, 2, 1);
+	tw_sc(&t, 1, 2, VMT_OP_MMAP, (int64_t)B, 0, 2 * P, RW, ANON, (uint64_t)-1, 0);
+	tw_touch(&t, 1, 2, B, 2, VMT_PAGE_WRITTEN);
+	tw_sc(&t, 1, 2, VMT_OP_MUNMAP, 0, B, 2 * P, 0, 0, 0, 0);
+	tw_thread_exit(&t, 1, 2);
+	tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
+	tw_exec(&t, 1, 1, "/usr/bin/other");
+	tw_maps(&t, 1, 1, after_exec, 3);
+	tw_sc(&t, 1, 1, VMT_OP_MUNMAP, 0, A, 4 * P, 0, 0, 0, 0); /* gone with the exec */
+	tw_sc(&t, 1, 1, VMT_OP_MPROTECT, 0, 0x561100003000ull, P, PROT_READ, 0, 0, 0);
+	tw_touch(&t, 1, 1, 0x7ffe00020000ull, 1, VMT_PAGE_WRITTEN);
+	tw_proc_exit(&t, 1, 1);
+	tw_proc_exit(&t, 0, 0);
+	tw_close(&t);
+
+	opts(&o);
+	rp_trace *tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(tr->nprocs, 2);
+	assert_int_equal(r.nthreads, 3);
+	int child_threads = 0;
+	for (uint32_t i = 0; i < r.nthreads; i++)
+		child_threads += r.threads[i].proc == 1;
+	assert_int_equal(child_threads, 2);
+	assert_int_equal(r.touched_pages, 4 + 2 + 4 + 1);
+	assert_int_equal(r.touch_faults, 0);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+
+	o.order = RP_ORDER_STRICT;
+	tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+	tw_remove(&t);
+}
+
+/* A replay that cannot do what was recorded reports it. */
+static void test_divergences(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+
+	tw_open(&t);
+	start(&t);
+	for (int i = 0; i < 12; i++) /* "failed" there, works here */
+		SC(&t, 0, MMAP, -ENOMEM, 0, P, RW, ANON, (uint64_t)-1, 0);
+	SC(&t, 0, MADVISE, 0, A, P, MADV_DONTNEED, 0, 0, 0); /* nothing mapped */
+	tw_thread_exit(&t, 0, 0);
+	tw_close(&t);
+
+	opts(&o);
+	expect_divergences = 1;
+	rp_trace *tr = replay(t.path, &o, &r);
+	expect_divergences = 0;
+	assert_int_equal(r.divergences, 13);
+	assert_int_equal(r.ndiv_shown, RP_DIV_SHOWN);
+	assert_int_equal(r.div_by_op[VMT_OP_MMAP], 12);
+	assert_int_equal(r.div_by_op[VMT_OP_MADVISE], 1);
+	assert_non_null(strstr(r.div[0].text, "mmap(NULL, 4096"));
+	assert_non_null(strstr(r.div[0].text, "ENOMEM"));
+	assert_true(r.div[0].replayed > 0);
+	assert_true(r.div[0].event < r.div[1].event);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+	tw_remove(&t);
+}
+
+/* --touch=faults traces: each fault in order, read as read. */
+static void test_fault_touches(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+
+	tw_open(&t);
+	start(&t);
+	SC(&t, 0, MMAP, A, 0, 64 * P, RW, ANON, (uint64_t)-1, 0);
+	for (int i = 0; i < 64; i++)
+		tw_fault(&t, 0, 0, A + i * P + 8, VMT_FAULT_READ);
+	for (int i = 0; i < 64; i++)
+		tw_fault(&t, 0, 0, A + i * P + 16, VMT_FAULT_WRITE);
+	SC(&t, 0, MUNMAP, 0, A, 64 * P, 0, 0, 0, 0);
+	tw_thread_exit(&t, 0, 0);
+	tw_close(&t);
+
+	opts(&o);
+	rp_trace *tr = replay(t.path, &o, &r);
+	assert_int_equal(r.divergences, 0);
+	assert_int_equal(r.touched_pages, 128);
+	/* Read faults map the zero page, writes then copy: 2 per page. */
+	assert_true(r.rusage_minor >= 128);
+	rp_run_result_free(&r);
+	rp_trace_free(tr);
+	tw_remove(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_op),
+		cmocka_unit_test(test_remap_and_fixed),
+		cmocka_unit_test(test_brk_and_standins),
+		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_thread_orders),
+		cmocka_unit_test(test_processes),
+		cmocka_unit_test(test_divergences),
+		cmocka_unit_test(test_fault_touches),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
