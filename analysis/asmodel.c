@@ -36,7 +36,7 @@ static uint64_t str_hash(const char *s)
 	return h;
 }
 
-const char *am_intern(struct vmt_asmodel *m, const char *s)
+const char *vmt_am_intern(struct vmt_asmodel *m, const char *s)
 {
 	if (!s || !*s)
 		return "";
@@ -140,7 +140,7 @@ static struct node *t_remove(struct node *t, const struct node *n)
 	return t;
 }
 
-struct node *am_first(const struct space *sp, uint64_t addr)
+struct node *vmt_am_first(const struct space *sp, uint64_t addr)
 {
 	struct node *t = sp ? sp->root : NULL, *cand = NULL;
 	while (t) {
@@ -154,12 +154,12 @@ struct node *am_first(const struct space *sp, uint64_t addr)
 	return cand;
 }
 
-struct node *am_next(const struct space *sp, const struct node *n)
+struct node *vmt_am_next(const struct space *sp, const struct node *n)
 {
-	return am_first(sp, n->v.end);
+	return vmt_am_first(sp, n->v.end);
 }
 
-struct node *am_prev(const struct space *sp, const struct node *n)
+struct node *vmt_am_prev(const struct space *sp, const struct node *n)
 {
 	struct node *t = sp->root, *cand = NULL;
 	while (t) {
@@ -175,7 +175,7 @@ struct node *am_prev(const struct space *sp, const struct node *n)
 
 /* ---- counts ------------------------------------------------------------- */
 
-void am_account(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v, int sign)
+void vmt_am_account(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v, int sign)
 {
 	uint64_t len = v->end - v->start;
 	uint64_t locked = (v->flags & VMT_VMA_LOCKED) ? len : 0;
@@ -190,7 +190,7 @@ void am_account(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v
 
 /* ---- nodes -------------------------------------------------------------- */
 
-struct node *am_insert(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v)
+struct node *vmt_am_insert(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v)
 {
 	struct node *n = m->free_nodes;
 	if (n) {
@@ -203,54 +203,54 @@ struct node *am_insert(struct vmt_asmodel *m, struct space *sp, const struct vmt
 	n->l = n->r = NULL;
 	n->prio = rnd(m);
 	sp->root = t_insert(sp->root, n);
-	am_account(m, sp, &n->v, +1);
+	vmt_am_account(m, sp, &n->v, +1);
 	return n;
 }
 
-void am_remove(struct vmt_asmodel *m, struct space *sp, struct node *n)
+void vmt_am_remove(struct vmt_asmodel *m, struct space *sp, struct node *n)
 {
-	am_account(m, sp, &n->v, -1);
+	vmt_am_account(m, sp, &n->v, -1);
 	sp->root = t_remove(sp->root, n);
 	n->l = m->free_nodes;
 	m->free_nodes = n;
 }
 
-void am_split(struct vmt_asmodel *m, struct space *sp, uint64_t addr)
+void vmt_am_split(struct vmt_asmodel *m, struct space *sp, uint64_t addr)
 {
-	struct node *n = am_first(sp, addr);
+	struct node *n = vmt_am_first(sp, addr);
 	if (!n || n->v.start >= addr)
 		return; /* no VMA straddles addr */
 	struct vmt_vma hi = n->v;
 	hi.start = addr;
 	hi.offset += addr - n->v.start;
-	am_account(m, sp, &n->v, -1);
+	vmt_am_account(m, sp, &n->v, -1);
 	n->v.end = addr;
-	am_account(m, sp, &n->v, +1);
-	if (am_insert(m, sp, &hi))
+	vmt_am_account(m, sp, &n->v, +1);
+	if (vmt_am_insert(m, sp, &hi))
 		m->last.splits++;
 }
 
-uint64_t am_unmap(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+uint64_t vmt_am_unmap(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
 	uint64_t bytes = 0;
 	if (a >= b)
 		return 0;
-	am_split(m, sp, a);
-	am_split(m, sp, b);
-	struct node *n = am_first(sp, a);
+	vmt_am_split(m, sp, a);
+	vmt_am_split(m, sp, b);
+	struct node *n = vmt_am_first(sp, a);
 	while (n && n->v.start < b) {
-		struct node *next = am_next(sp, n);
+		struct node *next = vmt_am_next(sp, n);
 		bytes += n->v.end - n->v.start;
-		am_remove(m, sp, n);
+		vmt_am_remove(m, sp, n);
 		n = next;
 	}
 	return bytes;
 }
 
-uint64_t am_mapped_in(const struct space *sp, uint64_t a, uint64_t b)
+uint64_t vmt_am_mapped_in(const struct space *sp, uint64_t a, uint64_t b)
 {
 	uint64_t bytes = 0;
-	for (struct node *n = am_first(sp, a); n && n->v.start < b; n = am_next(sp, n)) {
+	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
 		uint64_t s = n->v.start > a ? n->v.start : a;
 		uint64_t e = n->v.end < b ? n->v.end : b;
 		bytes += e - s;
@@ -286,11 +286,11 @@ static int can_merge(const struct vmt_vma *p, const struct vmt_vma *n)
 	return anon_ok(p->anon, n->anon);
 }
 
-void am_merge_window(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+void vmt_am_merge_window(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
-	struct node *p = am_first(sp, a ? a - 1 : 0);
+	struct node *p = vmt_am_first(sp, a ? a - 1 : 0);
 	while (p && p->v.start <= b) {
-		struct node *n = am_next(sp, p);
+		struct node *n = vmt_am_next(sp, p);
 		if (!n || n->v.start > b)
 			break;
 		if (!can_merge(&p->v, &n->v)) {
@@ -300,19 +300,19 @@ void am_merge_window(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64
 		uint64_t anon = p->v.anon ? p->v.anon : n->v.anon;
 		uint32_t keep = (p->v.flags | n->v.flags) & VMT_VMA_HEAP;
 		uint64_t end = n->v.end;
-		am_remove(m, sp, n);
-		am_account(m, sp, &p->v, -1);
+		vmt_am_remove(m, sp, n);
+		vmt_am_account(m, sp, &p->v, -1);
 		p->v.end = end;
 		p->v.anon = anon;
 		p->v.flags |= keep;
-		am_account(m, sp, &p->v, +1);
+		vmt_am_account(m, sp, &p->v, +1);
 		m->last.merges++;
 	}
 }
 
 /* ---- anon_vma ----------------------------------------------------------- */
 
-uint64_t am_new_anon(struct vmt_asmodel *m)
+uint64_t vmt_am_new_anon(struct vmt_asmodel *m)
 {
 	return ++m->next_anon;
 }
@@ -327,26 +327,26 @@ static int anon_compatible(const struct vmt_vma *a, const struct vmt_vma *b)
 	       a->offset + (a->end - a->start) == b->offset;
 }
 
-void am_give_anon(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+void vmt_am_give_anon(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
-	for (struct node *n = am_first(sp, a); n && n->v.start < b; n = am_next(sp, n)) {
+	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
 		if (n->v.anon || (n->v.flags & (VMT_VMA_SHARED | VMT_VMA_SPECIAL)))
 			continue;
 		uint64_t id = 0;
-		struct node *o = am_next(sp, n);
+		struct node *o = vmt_am_next(sp, n);
 		if (o && o->v.anon && !(o->v.anon & ANON_FORKED) && anon_compatible(&n->v, &o->v))
 			id = o->v.anon;
-		o = am_prev(sp, n);
+		o = vmt_am_prev(sp, n);
 		if (!id && o && o->v.anon && !(o->v.anon & ANON_FORKED) &&
 		    anon_compatible(&o->v, &n->v))
 			id = o->v.anon;
-		n->v.anon = id ? id : am_new_anon(m);
+		n->v.anon = id ? id : vmt_am_new_anon(m);
 	}
 }
 
 /* ---- spaces ------------------------------------------------------------- */
 
-struct space *am_new_space(struct vmt_asmodel *m)
+struct space *vmt_am_new_space(struct vmt_asmodel *m)
 {
 	struct space *sp = calloc(1, sizeof(*sp));
 	if (!sp)
@@ -364,7 +364,7 @@ static void free_tree(struct vmt_asmodel *m, struct node *t)
 	m->free_nodes = t;
 }
 
-void am_clear_space(struct vmt_asmodel *m, struct space *sp)
+void vmt_am_clear_space(struct vmt_asmodel *m, struct space *sp)
 {
 	m->tot.vmas -= sp->c.vmas;
 	m->tot.mapped_bytes -= sp->c.mapped_bytes;
@@ -377,15 +377,15 @@ void am_clear_space(struct vmt_asmodel *m, struct space *sp)
 	sp->known = 0;
 }
 
-void am_drop_space(struct vmt_asmodel *m, struct space *sp)
+void vmt_am_drop_space(struct vmt_asmodel *m, struct space *sp)
 {
 	if (!sp || --sp->refs)
 		return;
-	am_clear_space(m, sp);
+	vmt_am_clear_space(m, sp);
 	free(sp);
 }
 
-void am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp)
+void vmt_am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp)
 {
 	if (proc >= m->cap_procs) {
 		uint32_t ncap = m->cap_procs ? m->cap_procs : 16;
@@ -394,7 +394,7 @@ void am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp)
 		struct space **n = realloc(m->procs, ncap * sizeof(*n));
 		if (!n) {
 			m->oom = 1;
-			am_drop_space(m, sp);
+			vmt_am_drop_space(m, sp);
 			return;
 		}
 		memset(n + m->cap_procs, 0, (ncap - m->cap_procs) * sizeof(*n));
@@ -405,20 +405,20 @@ void am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp)
 		m->nprocs = proc + 1;
 	if (sp)
 		sp->refs++;
-	am_drop_space(m, m->procs[proc]);
+	vmt_am_drop_space(m, m->procs[proc]);
 	m->procs[proc] = sp;
 }
 
-struct space *am_space(struct vmt_asmodel *m, uint32_t proc, int create)
+struct space *vmt_am_space(struct vmt_asmodel *m, uint32_t proc, int create)
 {
 	if (proc < m->nprocs && m->procs[proc])
 		return m->procs[proc];
 	if (!create || proc >= VMT_MAX_THREADS)
 		return NULL;
-	struct space *sp = am_new_space(m);
+	struct space *sp = vmt_am_new_space(m);
 	if (!sp)
 		return NULL;
-	am_set_space(m, proc, sp);
+	vmt_am_set_space(m, proc, sp);
 	return proc < m->cap_procs ? m->procs[proc] : NULL;
 }
 
@@ -431,7 +431,7 @@ static const struct space *cspace(const vmt_asmodel *m, uint32_t proc)
  * without mlock state (not inherited) and with anon_vmas of its own. */
 static void copy_space(struct vmt_asmodel *m, struct space *dst, const struct space *src)
 {
-	for (struct node *n = am_first(src, 0); n; n = am_next(src, n)) {
+	for (struct node *n = vmt_am_first(src, 0); n; n = vmt_am_next(src, n)) {
 		if (n->v.flags & VMT_VMA_DONTFORK)
 			continue;
 		struct vmt_vma v = n->v;
@@ -439,8 +439,8 @@ static void copy_space(struct vmt_asmodel *m, struct space *dst, const struct sp
 		if (v.flags & VMT_VMA_WIPEONFORK)
 			v.anon = 0;
 		else if (v.anon)
-			v.anon = am_new_anon(m) | ANON_FORKED;
-		if (!am_insert(m, dst, &v))
+			v.anon = vmt_am_new_anon(m) | ANON_FORKED;
+		if (!vmt_am_insert(m, dst, &v))
 			return;
 	}
 	dst->brk_start = src->brk_start;
@@ -452,19 +452,19 @@ static void process_start(struct vmt_asmodel *m, const struct vmt_event *ev)
 {
 	const struct vmt_process_start *ps = &ev->u.process_start;
 	struct space *parent = ps->parent_proc != VMT_NONE && ps->parent_proc != ev->proc
-				       ? am_space(m, ps->parent_proc, 0) : NULL;
+				       ? vmt_am_space(m, ps->parent_proc, 0) : NULL;
 	if (ps->how == VMT_PROC_VFORK && parent) {
-		am_set_space(m, ev->proc, parent);
+		vmt_am_set_space(m, ev->proc, parent);
 		return;
 	}
-	struct space *sp = am_new_space(m);
+	struct space *sp = vmt_am_new_space(m);
 	if (!sp)
 		return;
 	if (parent && (ps->how == VMT_PROC_FORK || ps->how == VMT_PROC_CLONE))
 		copy_space(m, sp, parent);
 	else if (ps->how == VMT_PROC_FORK || ps->how == VMT_PROC_CLONE || ps->how == VMT_PROC_VFORK)
 		m->last.inexact = 1; /* parent unknown */
-	am_set_space(m, ev->proc, sp);
+	vmt_am_set_space(m, ev->proc, sp);
 }
 
 /* ---- touches ------------------------------------------------------------ */
@@ -473,7 +473,7 @@ static void process_start(struct vmt_asmodel *m, const struct vmt_event *ev)
  * read-only sharing of the zero page or of file pages. */
 static void touch(struct vmt_asmodel *m, const struct vmt_event *ev)
 {
-	struct space *sp = am_space(m, ev->proc, 0);
+	struct space *sp = vmt_am_space(m, ev->proc, 0);
 	if (!sp)
 		return;
 	uint64_t a = ev->u.touch.start;
@@ -481,13 +481,13 @@ static void touch(struct vmt_asmodel *m, const struct vmt_event *ev)
 		const struct vmt_touch_run *r = &ev->u.touch.runs[i];
 		uint64_t b = a + r->pages * m->page;
 		if (r->state == VMT_PAGE_WRITTEN || r->state == VMT_PAGE_PRESENT) {
-			for (struct node *n = am_first(sp, a); n && n->v.start < b;
-			     n = am_next(sp, n)) {
+			for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b;
+			     n = vmt_am_next(sp, n)) {
 				if (n->v.anon || (n->v.flags & VMT_VMA_SHARED))
 					continue;
 				if (r->state == VMT_PAGE_PRESENT && (n->v.flags & VMT_VMA_FILE))
 					continue;
-				am_give_anon(m, sp, n->v.start, n->v.end);
+				vmt_am_give_anon(m, sp, n->v.start, n->v.end);
 			}
 		}
 		a = b;
@@ -496,13 +496,13 @@ static void touch(struct vmt_asmodel *m, const struct vmt_event *ev)
 
 static void fault(struct vmt_asmodel *m, const struct vmt_event *ev)
 {
-	struct space *sp = am_space(m, ev->proc, 0);
+	struct space *sp = vmt_am_space(m, ev->proc, 0);
 	if (!sp || !(ev->u.fault.access & VMT_FAULT_WRITE))
 		return;
 	uint64_t a = pg_down(m, ev->u.fault.addr);
-	struct node *n = am_first(sp, a);
+	struct node *n = vmt_am_first(sp, a);
 	if (n && n->v.start <= a && !n->v.anon && !(n->v.flags & VMT_VMA_SHARED))
-		am_give_anon(m, sp, n->v.start, n->v.end);
+		vmt_am_give_anon(m, sp, n->v.start, n->v.end);
 }
 
 /* ---- public API --------------------------------------------------------- */
@@ -528,7 +528,7 @@ void vmt_asmodel_free(vmt_asmodel *m)
 	if (!m)
 		return;
 	for (uint32_t i = 0; i < m->nprocs; i++)
-		am_set_space(m, i, NULL);
+		vmt_am_set_space(m, i, NULL);
 	free(m->procs);
 	while (m->free_nodes) {
 		struct node *n = m->free_nodes;
@@ -565,7 +565,7 @@ static void map_file(struct vmt_asmodel *m, const struct vmt_event *ev)
 	p->dev = ev->u.file.dev;
 	p->ino = ev->u.file.ino;
 	p->size = ev->u.file.size;
-	p->path = am_intern(m, ev->u.file.path);
+	p->path = vmt_am_intern(m, ev->u.file.path);
 }
 
 int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
@@ -581,7 +581,7 @@ int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
 
 	switch (ev->kind) {
 	case VMT_EV_SYSCALL:
-		am_syscall(m, ev);
+		vmt_am_syscall(m, ev);
 		if (ev->thread < m->cap_pend)
 			m->pend[ev->thread].valid = 0;
 		break;
@@ -595,26 +595,26 @@ int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
 	case VMT_EV_EXEC: {
 		/* A vfork child leaves the shared space; anyone else's space is
 		 * emptied.  The MAPS snapshot that follows fills it. */
-		struct space *s = am_space(m, ev->proc, 0);
+		struct space *s = vmt_am_space(m, ev->proc, 0);
 		if (s && s->refs > 1) {
-			am_set_space(m, ev->proc, am_new_space(m));
+			vmt_am_set_space(m, ev->proc, vmt_am_new_space(m));
 			before = (struct vmt_as_counts){ 0 };
 		} else if (s) {
-			am_clear_space(m, s);
+			vmt_am_clear_space(m, s);
 		} else {
-			am_space(m, ev->proc, 1);
+			vmt_am_space(m, ev->proc, 1);
 		}
 		m->last.changed = 1;
 		break;
 	}
 	case VMT_EV_PROCESS_EXIT:
 		if (ev->proc < m->nprocs && m->procs[ev->proc]) {
-			am_set_space(m, ev->proc, NULL);
+			vmt_am_set_space(m, ev->proc, NULL);
 			m->last.changed = 1;
 		}
 		break;
 	case VMT_EV_MAPS:
-		am_maps(m, ev);
+		vmt_am_maps(m, ev);
 		m->last.changed = 1;
 		break;
 	case VMT_EV_TOUCH:
@@ -664,7 +664,7 @@ int vmt_asmodel_alive(const vmt_asmodel *m, uint32_t proc)
 
 const struct vmt_vma *vmt_asmodel_first(const vmt_asmodel *m, uint32_t proc, uint64_t addr)
 {
-	struct node *n = am_first(cspace(m, proc), addr);
+	struct node *n = vmt_am_first(cspace(m, proc), addr);
 	return n ? &n->v : NULL;
 }
 
@@ -674,13 +674,13 @@ const struct vmt_vma *vmt_asmodel_next(const vmt_asmodel *m, uint32_t proc,
 	const struct space *sp = cspace(m, proc);
 	if (!sp || !v)
 		return NULL;
-	struct node *n = am_first(sp, v->end);
+	struct node *n = vmt_am_first(sp, v->end);
 	return n ? &n->v : NULL;
 }
 
 const struct vmt_vma *vmt_asmodel_lookup(const vmt_asmodel *m, uint32_t proc, uint64_t addr)
 {
-	struct node *n = am_first(cspace(m, proc), addr);
+	struct node *n = vmt_am_first(cspace(m, proc), addr);
 	return n && n->v.start <= addr ? &n->v : NULL;
 }
 

@@ -68,35 +68,35 @@ static inline uint64_t pg_down(const struct vmt_asmodel *m, uint64_t x)
 
 /* asmodel.c: primitives on a space.  Functions that allocate set m->oom
  * on failure and leave the space consistent. */
-const char *am_intern(struct vmt_asmodel *m, const char *s);
-struct space *am_space(struct vmt_asmodel *m, uint32_t proc, int create);
-struct space *am_new_space(struct vmt_asmodel *m);
-void am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp);
-void am_drop_space(struct vmt_asmodel *m, struct space *sp);
-void am_clear_space(struct vmt_asmodel *m, struct space *sp);
-struct node *am_first(const struct space *sp, uint64_t addr); /* end > addr */
-struct node *am_next(const struct space *sp, const struct node *n);
-struct node *am_prev(const struct space *sp, const struct node *n);
-struct node *am_insert(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v);
-void am_remove(struct vmt_asmodel *m, struct space *sp, struct node *n);
-void am_split(struct vmt_asmodel *m, struct space *sp, uint64_t addr);
+const char *vmt_am_intern(struct vmt_asmodel *m, const char *s);
+struct space *vmt_am_space(struct vmt_asmodel *m, uint32_t proc, int create);
+struct space *vmt_am_new_space(struct vmt_asmodel *m);
+void vmt_am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp);
+void vmt_am_drop_space(struct vmt_asmodel *m, struct space *sp);
+void vmt_am_clear_space(struct vmt_asmodel *m, struct space *sp);
+struct node *vmt_am_first(const struct space *sp, uint64_t addr); /* end > addr */
+struct node *vmt_am_next(const struct space *sp, const struct node *n);
+struct node *vmt_am_prev(const struct space *sp, const struct node *n);
+struct node *vmt_am_insert(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v);
+void vmt_am_remove(struct vmt_asmodel *m, struct space *sp, struct node *n);
+void vmt_am_split(struct vmt_asmodel *m, struct space *sp, uint64_t addr);
 /* Remove [a, b); returns the bytes that were mapped there. */
-uint64_t am_unmap(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
+uint64_t vmt_am_unmap(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
 /* Bytes of [a, b) that are mapped. */
-uint64_t am_mapped_in(const struct space *sp, uint64_t a, uint64_t b);
+uint64_t vmt_am_mapped_in(const struct space *sp, uint64_t a, uint64_t b);
 /* Change n's attributes (prot/flags/pkey/anon) keeping the counts right:
  * call before changing them (sign -1) and after (sign +1). */
-void am_account(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v, int sign);
+void vmt_am_account(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v, int sign);
 /* Merge compatible neighbours from the VMA ending at a to the one starting
  * at b. */
-void am_merge_window(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
+void vmt_am_merge_window(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
 /* Give the private VMAs within [a, b) an anon_vma if they have none (a
  * write fault or a populate): a compatible neighbour's, else a new one. */
-void am_give_anon(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
-uint64_t am_new_anon(struct vmt_asmodel *m);
+void vmt_am_give_anon(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
+uint64_t vmt_am_new_anon(struct vmt_asmodel *m);
 
 /* asmodel_ops.c */
-void am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev);
-void am_maps(struct vmt_asmodel *m, const struct vmt_event *ev);
+void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev);
+void vmt_am_maps(struct vmt_asmodel *m, const struct vmt_event *ev);
 
 #endif

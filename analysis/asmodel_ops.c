@@ -55,11 +55,11 @@ static void inexact(struct vmt_asmodel *m)
  * (mlock, MAP_POPULATE) does that when it is writable. */
 static void populate(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
-	for (struct node *n = am_first(sp, a); n && n->v.start < b; n = am_next(sp, n)) {
+	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
 		if ((n->v.prot & VMT_PROT_W) && !(n->v.flags & VMT_VMA_SHARED) && !n->v.anon) {
 			uint64_t s = n->v.start;
-			am_give_anon(m, sp, s, s + 1);
-			n = am_first(sp, s); /* still the same node */
+			vmt_am_give_anon(m, sp, s, s + 1);
+			n = vmt_am_first(sp, s); /* still the same node */
 		}
 	}
 }
@@ -70,7 +70,7 @@ static void populate(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64
 static void populate_locked_how(struct vmt_asmodel *m, struct space *sp, uint64_t a,
 				uint64_t b, int stop_at_none)
 {
-	for (struct node *n = am_first(sp, a); n && n->v.start < b; n = am_next(sp, n)) {
+	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
 		if ((n->v.flags & LOCK_MASK) != VMT_VMA_LOCKED)
 			continue;
 		if (!(n->v.prot & P_RWX)) {
@@ -135,18 +135,18 @@ static void do_mmap(struct vmt_asmodel *m, struct space *sp, const struct vmt_ev
 		/* Shared anonymous memory is a shmem file of its own. */
 		v.flags |= VMT_VMA_FILE;
 		v.ino = m->next_ino++;
-		v.path = am_intern(m, (v.flags & VMT_VMA_HUGETLB) ? "/anon_hugepage (deleted)"
+		v.path = vmt_am_intern(m, (v.flags & VMT_VMA_HUGETLB) ? "/anon_hugepage (deleted)"
 								   : "/dev/zero (deleted)");
 	} else {
 		v.offset = a; /* anonymous: pgoff is the address */
 	}
 	if (accountable(v.prot, v.flags))
 		v.flags |= VMT_VMA_ACCOUNT;
-	if (am_unmap(m, sp, v.start, v.end) && (!(mf & 0x10u) && !(mf & 0x100000u)))
+	if (vmt_am_unmap(m, sp, v.start, v.end) && (!(mf & 0x10u) && !(mf & 0x100000u)))
 		inexact(m); /* not MAP_FIXED(_NOREPLACE), yet something was there */
-	if (!am_insert(m, sp, &v))
+	if (!vmt_am_insert(m, sp, &v))
 		return;
-	am_merge_window(m, sp, v.start, v.end);
+	vmt_am_merge_window(m, sp, v.start, v.end);
 	if (mf & M_POPULATE)
 		populate(m, sp, v.start, v.end);
 	populate_locked(m, sp, v.start, v.end);
@@ -171,35 +171,35 @@ static uint64_t change_range_post(struct vmt_asmodel *m, struct space *sp, uint6
 		return 0;
 	if (prefix) {
 		uint64_t e = a;
-		for (struct node *n = am_first(sp, a); n && n->v.start <= e && e < b;
-		     n = am_next(sp, n))
+		for (struct node *n = vmt_am_first(sp, a); n && n->v.start <= e && e < b;
+		     n = vmt_am_next(sp, n))
 			e = n->v.end;
 		b = e < b ? e : b;
 		if (b <= a)
 			return 0;
 	}
 	/* Split only VMAs that change, as the kernel does. */
-	for (struct node *n = am_first(sp, a); n && n->v.start < b;) {
+	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b;) {
 		struct vmt_vma t = n->v, before = n->v;
 		if (!fn(&t, arg)) {
-			n = am_next(sp, n);
+			n = vmt_am_next(sp, n);
 			continue;
 		}
 		uint64_t s = n->v.start < a ? a : n->v.start;
 		uint64_t e = n->v.end > b ? b : n->v.end;
-		am_split(m, sp, s);
-		am_split(m, sp, e);
-		n = am_first(sp, s);
-		am_account(m, sp, &n->v, -1);
+		vmt_am_split(m, sp, s);
+		vmt_am_split(m, sp, e);
+		n = vmt_am_first(sp, s);
+		vmt_am_account(m, sp, &n->v, -1);
 		fn(&n->v, arg);
-		am_account(m, sp, &n->v, +1);
+		vmt_am_account(m, sp, &n->v, +1);
 		done += e - s;
 		/* Like the kernel, try to merge each changed piece with its
 		 * neighbours at once; unchanged VMAs are not merged. */
-		am_merge_window(m, sp, s, e);
+		vmt_am_merge_window(m, sp, s, e);
 		if (post)
 			post(m, sp, s, e, &before, arg);
-		n = am_first(sp, e);
+		n = vmt_am_first(sp, e);
 	}
 	return done;
 }
@@ -251,7 +251,7 @@ static int ch_flags(struct vmt_vma *v, uint64_t arg)
 
 static int fully_mapped(const struct space *sp, uint64_t a, uint64_t b)
 {
-	return am_mapped_in(sp, a, b) == b - a;
+	return vmt_am_mapped_in(sp, a, b) == b - a;
 }
 
 /* A locked private mapping made writable is populated (COW broken). */
@@ -280,7 +280,7 @@ static void do_mprotect(struct vmt_asmodel *m, struct space *sp, const struct vm
 		inexact(m);
 	}
 	if (prot & P_GROWSDOWN) {
-		struct node *n = am_first(sp, a);
+		struct node *n = vmt_am_first(sp, a);
 		if (n && n->v.start <= a && (n->v.flags & VMT_VMA_GROWSDOWN))
 			a = n->v.start;
 	}
@@ -303,7 +303,7 @@ static void do_mlock(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 		 * cannot be told apart; guess by what is in the range. */
 		if (fully_mapped(sp, a, b)) {
 			int none = 0;
-			for (struct node *n = am_first(sp, a); n && n->v.start < b; n = am_next(sp, n))
+			for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n))
 				none |= !(n->v.prot & P_RWX) || (n->v.flags & VMT_VMA_FILE);
 			if (sc->op == VMT_OP_MUNLOCK || onfault || !none)
 				return;
@@ -368,8 +368,8 @@ static void do_madvise(struct vmt_asmodel *m, struct space *sp, const struct vmt
 		/* Write faults VMA after VMA until one is not writable or a
 		 * hole: even a failed call populated what came before. */
 		uint64_t e = a;
-		for (struct node *n = am_first(sp, a); n && n->v.start <= e && e < b;
-		     n = am_next(sp, n)) {
+		for (struct node *n = vmt_am_first(sp, a); n && n->v.start <= e && e < b;
+		     n = vmt_am_next(sp, n)) {
 			if (!(n->v.prot & VMT_PROT_W))
 				break;
 			e = n->v.end;
@@ -386,7 +386,7 @@ static void do_madvise(struct vmt_asmodel *m, struct space *sp, const struct vmt
 	 * EINVAL without such a VMA came before any change. */
 	struct node *stop = NULL;
 	if (f.stop)
-		for (struct node *n = am_first(sp, a); n && n->v.start < b && !stop; n = am_next(sp, n))
+		for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b && !stop; n = vmt_am_next(sp, n))
 			if (n->v.flags & f.stop)
 				stop = n;
 	if (sc->result == -22) {
@@ -423,7 +423,7 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 		return;
 	if (olen == 0) {
 		/* A second mapping of the same shared pages. */
-		struct node *n = am_first(sp, old);
+		struct node *n = vmt_am_first(sp, old);
 		if (!n || n->v.start > old) {
 			inexact(m);
 			return;
@@ -432,26 +432,26 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 		v.offset += old - n->v.start;
 		v.start = r, v.end = r + nlen;
 		v.anon = 0;
-		am_unmap(m, sp, v.start, v.end);
-		if (am_insert(m, sp, &v))
-			am_merge_window(m, sp, v.start, v.end);
+		vmt_am_unmap(m, sp, v.start, v.end);
+		if (vmt_am_insert(m, sp, &v))
+			vmt_am_merge_window(m, sp, v.start, v.end);
 		return;
 	}
 	if (r == old) {
 		if (nlen < olen) {
-			am_unmap(m, sp, old + nlen, old + olen);
+			vmt_am_unmap(m, sp, old + nlen, old + olen);
 		} else if (nlen > olen) {
-			struct node *n = am_first(sp, old + olen - 1);
+			struct node *n = vmt_am_first(sp, old + olen - 1);
 			if (!n || n->v.start > old + olen - 1 || n->v.end != old + olen) {
 				inexact(m);
 				return;
 			}
-			am_unmap(m, sp, old + olen, old + nlen); /* should be free */
-			n = am_first(sp, old + olen - 1);
-			am_account(m, sp, &n->v, -1);
+			vmt_am_unmap(m, sp, old + olen, old + nlen); /* should be free */
+			n = vmt_am_first(sp, old + olen - 1);
+			vmt_am_account(m, sp, &n->v, -1);
 			n->v.end = old + nlen;
-			am_account(m, sp, &n->v, +1);
-			am_merge_window(m, sp, old + olen, old + nlen);
+			vmt_am_account(m, sp, &n->v, +1);
+			vmt_am_merge_window(m, sp, old + olen, old + nlen);
 			populate_locked(m, sp, old + olen, old + nlen);
 		}
 		return;
@@ -462,7 +462,7 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 	 * offset. */
 	uint64_t mlen = olen < nlen ? olen : nlen;
 	if (olen > nlen)
-		am_unmap(m, sp, old + nlen, old + olen);
+		vmt_am_unmap(m, sp, old + nlen, old + olen);
 	if (!fully_mapped(sp, old, old + mlen))
 		inexact(m);
 	/* With MREMAP_DONTUNMAP the source is not unmapped, so not split
@@ -470,12 +470,12 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 	 * range) and, when moved whole, their anon_vma. */
 	int keep = (flags & MR_DONTUNMAP) != 0;
 	if (!keep) {
-		am_split(m, sp, old);
-		am_split(m, sp, old + mlen);
+		vmt_am_split(m, sp, old);
+		vmt_am_split(m, sp, old + mlen);
 	}
 	struct vmt_vma moved[64];
 	unsigned nm = 0;
-	for (struct node *n = am_first(sp, old); n && n->v.start < old + mlen; n = am_next(sp, n)) {
+	for (struct node *n = vmt_am_first(sp, old); n && n->v.start < old + mlen; n = vmt_am_next(sp, n)) {
 		if (nm == sizeof(moved) / sizeof(moved[0])) {
 			inexact(m);
 			break;
@@ -501,26 +501,26 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 		v.end = r + (moved[i].end - old);
 		if (i == nm - 1 && nlen > olen)
 			v.end += nlen - olen;
-		am_unmap(m, sp, v.start, v.end);
+		vmt_am_unmap(m, sp, v.start, v.end);
 		if (!(v.flags & VMT_VMA_FILE) && !v.anon)
 			v.offset = v.start;
-		if (am_insert(m, sp, &v))
-			am_merge_window(m, sp, v.start, v.end);
+		if (vmt_am_insert(m, sp, &v))
+			vmt_am_merge_window(m, sp, v.start, v.end);
 		if (!keep) {
-			am_unmap(m, sp, moved[i].start, moved[i].end);
+			vmt_am_unmap(m, sp, moved[i].start, moved[i].end);
 			continue;
 		}
 		/* The copy may have merged with the VMA holding the source. */
-		struct node *n = am_first(sp, moved[i].start);
+		struct node *n = vmt_am_first(sp, moved[i].start);
 		if (!n || n->v.start > moved[i].start) {
 			inexact(m);
 			continue;
 		}
-		am_account(m, sp, &n->v, -1);
+		vmt_am_account(m, sp, &n->v, -1);
 		n->v.flags &= ~LOCK_MASK;
 		if (n->v.start == moved[i].start && n->v.end == moved[i].end)
 			n->v.anon = 0;
-		am_account(m, sp, &n->v, +1);
+		vmt_am_account(m, sp, &n->v, +1);
 	}
 	if (nlen > olen)
 		populate_locked(m, sp, r + olen, r + nlen);
@@ -541,15 +541,15 @@ static void do_brk(struct vmt_asmodel *m, struct space *sp, const struct vmt_sys
 	if (r < sp->brk_start)
 		return;
 	if (ne < oe) {
-		am_unmap(m, sp, ne, oe);
+		vmt_am_unmap(m, sp, ne, oe);
 	} else if (ne > oe) {
 		struct vmt_vma v = { .start = oe, .end = ne, .prot = VMT_PROT_R | VMT_PROT_W,
 				     .flags = VMT_VMA_HEAP | VMT_VMA_ACCOUNT | sp->def_lock,
-				     .offset = oe, .path = am_intern(m, "[heap]") };
-		if (am_unmap(m, sp, oe, ne))
+				     .offset = oe, .path = vmt_am_intern(m, "[heap]") };
+		if (vmt_am_unmap(m, sp, oe, ne))
 			inexact(m);
-		if (am_insert(m, sp, &v)) {
-			am_merge_window(m, sp, oe, ne);
+		if (vmt_am_insert(m, sp, &v)) {
+			vmt_am_merge_window(m, sp, oe, ne);
 			populate_locked(m, sp, oe, ne);
 		}
 	}
@@ -575,19 +575,19 @@ static void do_shmat(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 	} else {
 		v.end = a + m->page; /* the segment's size is not in the trace */
 		v.ino = m->next_ino++;
-		v.path = am_intern(m, "SYSV");
+		v.path = vmt_am_intern(m, "SYSV");
 		inexact(m);
 	}
 	v.flags |= sp->def_lock;
-	am_unmap(m, sp, v.start, v.end);
-	am_insert(m, sp, &v);
+	vmt_am_unmap(m, sp, v.start, v.end);
+	vmt_am_insert(m, sp, &v);
 }
 
 static void do_shmdt(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	if (sc->result < 0)
 		return;
-	struct node *n = am_first(sp, sc->args[0]);
+	struct node *n = vmt_am_first(sp, sc->args[0]);
 	if (!n || n->v.start != sc->args[0] || !(n->v.flags & VMT_VMA_SYSV)) {
 		inexact(m);
 		return;
@@ -595,8 +595,8 @@ static void do_shmdt(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 	uint64_t dev = n->v.dev, ino = n->v.ino, base = n->v.start - n->v.offset;
 	while (n && (n->v.flags & VMT_VMA_SYSV) && n->v.dev == dev && n->v.ino == ino &&
 	       n->v.start - n->v.offset == base) {
-		struct node *next = am_next(sp, n);
-		am_remove(m, sp, n);
+		struct node *next = vmt_am_next(sp, n);
+		vmt_am_remove(m, sp, n);
 		n = next;
 	}
 }
@@ -607,7 +607,7 @@ static void do_remap_file_pages(struct vmt_asmodel *m, struct space *sp,
 	uint64_t a = pg_down(m, sc->args[0]), b = a + pg_up(m, sc->args[1]);
 	if (sc->result < 0 || a >= b)
 		return;
-	struct node *n = am_first(sp, a);
+	struct node *n = vmt_am_first(sp, a);
 	if (!n || n->v.start > a) {
 		inexact(m);
 		return;
@@ -619,12 +619,12 @@ static void do_remap_file_pages(struct vmt_asmodel *m, struct space *sp,
 	v.offset = sc->args[3] * m->page;
 	v.flags = (v.flags & (VMT_VMA_SHARED | VMT_VMA_FILE | VMT_VMA_LOCKED)) | sp->def_lock;
 	v.anon = 0;
-	am_unmap(m, sp, a, b);
-	if (am_insert(m, sp, &v))
-		am_merge_window(m, sp, a, b);
+	vmt_am_unmap(m, sp, a, b);
+	if (vmt_am_insert(m, sp, &v))
+		vmt_am_merge_window(m, sp, a, b);
 }
 
-void am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
+void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	if (sc->flags & VMT_SC_NO_RESULT)
@@ -635,9 +635,9 @@ void am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 	default:
 		break;
 	}
-	struct space *sp = am_space(m, ev->proc, 0);
+	struct space *sp = vmt_am_space(m, ev->proc, 0);
 	if (!sp) {
-		sp = am_space(m, ev->proc, 1);
+		sp = vmt_am_space(m, ev->proc, 1);
 		if (!sp)
 			return;
 	}
@@ -653,7 +653,7 @@ void am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 		break;
 	case VMT_OP_MUNMAP:
 		if (sc->result == 0 &&
-		    am_unmap(m, sp, sc->args[0], sc->args[0] + pg_up(m, sc->args[1])) == 0)
+		    vmt_am_unmap(m, sp, sc->args[0], sc->args[0] + pg_up(m, sc->args[1])) == 0)
 			m->last.inexact |= 0; /* unmapping a hole is fine */
 		break;
 	case VMT_OP_MPROTECT: case VMT_OP_PKEY_MPROTECT:
@@ -704,20 +704,20 @@ static int is_special(const char *p)
 /* A snapshot replaces what the model had.  Flags /proc/PID/maps does not
  * show are guessed: private writable memory is accounted, anonymous and
  * written file memory already has pages (a running program's data). */
-void am_maps(struct vmt_asmodel *m, const struct vmt_event *ev)
+void vmt_am_maps(struct vmt_asmodel *m, const struct vmt_event *ev)
 {
-	struct space *sp = am_space(m, ev->proc, 1);
+	struct space *sp = vmt_am_space(m, ev->proc, 1);
 	if (!sp)
 		return;
 	uint32_t def_lock = sp->def_lock;
-	am_clear_space(m, sp);
+	vmt_am_clear_space(m, sp);
 	sp->def_lock = def_lock;
 	sp->known = 1;
 	for (uint32_t i = 0; i < ev->u.maps.count; i++) {
 		const struct vmt_map_entry *e = &ev->u.maps.entries[i];
 		struct vmt_vma v = { .start = e->start, .end = e->end, .prot = e->perms & P_RWX,
 				     .flags = VMT_VMA_SNAPSHOT, .dev = e->dev, .ino = e->ino };
-		v.path = am_intern(m, e->path);
+		v.path = vmt_am_intern(m, e->path);
 		if (e->perms & VMT_MAPS_SHARED)
 			v.flags |= VMT_VMA_SHARED;
 		if (is_special(v.path)) {
@@ -740,9 +740,9 @@ void am_maps(struct vmt_asmodel *m, const struct vmt_event *ev)
 		}
 		if (!(v.flags & (VMT_VMA_SHARED | VMT_VMA_SPECIAL)) && (v.prot & VMT_PROT_W)) {
 			v.flags |= VMT_VMA_ACCOUNT;
-			v.anon = am_new_anon(m);
+			v.anon = vmt_am_new_anon(m);
 		}
-		if (!am_insert(m, sp, &v))
+		if (!vmt_am_insert(m, sp, &v))
 			return;
 	}
 }

@@ -24,6 +24,7 @@ extern const struct vmt_cmd vmt_cmd_diff;
 extern const struct vmt_cmd vmt_cmd_lint;
 extern const struct vmt_cmd vmt_cmd_export;
 extern const struct vmt_cmd vmt_cmd_plot;
+extern const struct vmt_cmd vmt_cmd_rewrite;
 
 /* An open trace for a subcommand. */
 struct vmt_input {

@@ -15,6 +15,7 @@ static const struct vmt_cmd *const commands[] = {
 	&vmt_cmd_lint,
 	&vmt_cmd_export,
 	&vmt_cmd_plot,
+	&vmt_cmd_rewrite,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

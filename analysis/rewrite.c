@@ -1,0 +1,574 @@
+/*
+ * rewrite.c - the rewrite engine: the rule list, the chain of stages, the
+ * queues of held events, and helpers the rules share.
+ *
+ * Why a queue per stage: a rule often cannot decide on an event until it
+ * has seen later ones (prot-none-free keeps the mmap(PROT_NONE) until it
+ * knows whether the range is enabled again; populate keeps an mmap until
+ * it knows whether all its pages were touched).  Other threads' events
+ * keep arriving meanwhile and must come out in their recorded order after
+ * it, so everything behind a held event waits as a deep copy (the reader's
+ * strings and arrays are only valid until its next read).  When nothing is
+ * held, events pass through without a copy.
+ *
+ * The queue is bounded (RW_MAX_QUEUE events, RW_MAX_QBYTES bytes): past
+ * that, the rule must decide on its oldest held event at once, which it
+ * does conservatively (usually: leave it unchanged).  The counts report
+ * how often that happened.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rewrite_int.h"
+
+#define RW_MAX_QUEUE (1u << 17)
+#define RW_MAX_QBYTES ((size_t)128 << 20)
+
+static const struct rw_rule *const all_rules[] = {
+	&rw_rule_prot_none_free,
+	&rw_rule_dontneed_to_free,
+	&rw_rule_free_to_dontneed,
+	&rw_rule_mlock_onfault,
+	&rw_rule_populate,
+};
+#define NRULES (sizeof(all_rules) / sizeof(all_rules[0]))
+
+struct vmt_rewrite {
+	unsigned nst;
+	struct rw_stage st[NRULES];
+	struct vmt_rewrite_count count[NRULES];
+	struct vmt_rewrite_counts c;
+	char list[VMT_REWRITE_MAX_LIST];
+	uint32_t page_size;
+	int started, finished, err;
+	vmt_rewrite_emit_fn emit;
+	void *arg;
+};
+
+const struct vmt_rewrite_rule_info *vmt_rewrite_rules(size_t *n)
+{
+	static struct vmt_rewrite_rule_info info[NRULES];
+	for (size_t i = 0; i < NRULES; i++)
+		info[i] = (struct vmt_rewrite_rule_info){ all_rules[i]->name, all_rules[i]->summary };
+	*n = NRULES;
+	return info;
+}
+
+static void msg(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void msg(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Parse `rules` into rule pointers; 0 or -EINVAL with a message. */
+static int parse(const char *rules, const struct rw_rule **out, unsigned *n, char *err,
+		 size_t errlen)
+{
+	if (!rules || !*rules)
+		rules = VMT_REWRITE_DEFAULT;
+	if (strlen(rules) >= VMT_REWRITE_MAX_LIST) {
+		msg(err, errlen, "rewrite rule list too long (%zu bytes, at most %d)", strlen(rules),
+		    VMT_REWRITE_MAX_LIST - 1);
+		return -EINVAL;
+	}
+	*n = 0;
+	for (const char *p = rules;;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (!len) {
+			msg(err, errlen, "empty rewrite rule name in '%s'", rules);
+			return -EINVAL;
+		}
+		const struct rw_rule *r = NULL;
+		for (size_t i = 0; i < NRULES; i++)
+			if (strlen(all_rules[i]->name) == len && !memcmp(all_rules[i]->name, p, len))
+				r = all_rules[i];
+		if (!r) {
+			char known[256] = "";
+			for (size_t i = 0; i < NRULES; i++) {
+				strcat(known, i ? ", " : "");
+				strcat(known, all_rules[i]->name);
+			}
+			msg(err, errlen, "unknown rewrite rule '%.*s' (rules: %s)", (int)len, p, known);
+			return -EINVAL;
+		}
+		for (unsigned i = 0; i < *n; i++)
+			if (out[i] == r) {
+				msg(err, errlen, "rewrite rule '%s' given twice", r->name);
+				return -EINVAL;
+			}
+		out[(*n)++] = r;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	int d2f = 0, f2d = 0;
+	for (unsigned i = 0; i < *n; i++) {
+		d2f |= out[i] == &rw_rule_dontneed_to_free;
+		f2d |= out[i] == &rw_rule_free_to_dontneed;
+	}
+	if (d2f && f2d) {
+		msg(err, errlen, "rewrite rules 'dontneed-to-free' and 'free-to-dontneed' undo each other");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int vmt_rewrite_check(const char *rules, char *err, size_t errlen)
+{
+	const struct rw_rule *r[NRULES + 1];
+	unsigned n;
+	return parse(rules, r, &n, err, errlen);
+}
+
+vmt_rewrite *vmt_rewrite_new(const char *rules, char *err, size_t errlen)
+{
+	const struct rw_rule *r[NRULES + 1];
+	unsigned n;
+	if (parse(rules, r, &n, err, errlen))
+		return NULL;
+	vmt_rewrite *rw = calloc(1, sizeof(*rw));
+	if (!rw) {
+		msg(err, errlen, "out of memory");
+		return NULL;
+	}
+	rw->page_size = 4096;
+	rw->nst = n;
+	rw->c.nrules = n;
+	rw->c.rules = rw->count;
+	for (unsigned i = 0; i < n; i++) {
+		struct rw_stage *s = &rw->st[i];
+		s->rw = rw;
+		s->index = i;
+		s->rule = r[i];
+		s->applied = &rw->count[i].applied;
+		rw->count[i].name = r[i]->name;
+		s->st = r[i]->create(s);
+		if (!s->st) {
+			rw->nst = i; /* free only what was made */
+			vmt_rewrite_free(rw);
+			msg(err, errlen, "out of memory");
+			return NULL;
+		}
+		snprintf(rw->list + strlen(rw->list), sizeof(rw->list) - strlen(rw->list), "%s%s",
+			 i ? "," : "", r[i]->name);
+	}
+	return rw;
+}
+
+const char *vmt_rewrite_list(const vmt_rewrite *rw)
+{
+	return rw->list;
+}
+
+int vmt_rewrite_start(vmt_rewrite *rw, const struct vmt_header *h)
+{
+	if (rw->started)
+		return VMT_E_STATE;
+	uint32_t ps = h && h->page_size ? h->page_size : 4096;
+	if (ps & (ps - 1))
+		return -EINVAL;
+	rw->page_size = ps;
+	return 0;
+}
+
+/* Models are made at the first push, when the page size is known. */
+static int begin(vmt_rewrite *rw)
+{
+	rw->started = 1;
+	for (unsigned i = 0; i < rw->nst; i++) {
+		struct rw_stage *s = &rw->st[i];
+		s->page_mask = rw->page_size - 1;
+		if (s->rule->needs_model && !(s->model = vmt_asmodel_new(rw->page_size)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void vmt_rewrite_free(vmt_rewrite *rw)
+{
+	if (!rw)
+		return;
+	for (unsigned i = 0; i < rw->nst; i++) {
+		struct rw_stage *s = &rw->st[i];
+		if (s->st && s->rule->destroy)
+			s->rule->destroy(s->st);
+		vmt_asmodel_free(s->model);
+		for (size_t k = 0; k < s->qlen; k++)
+			free(s->q[(s->qhead + k) % s->qcap].ev);
+		free(s->q);
+	}
+	free(rw);
+}
+
+const struct vmt_rewrite_counts *vmt_rewrite_counts(const vmt_rewrite *rw)
+{
+	return &rw->c;
+}
+
+/* ---- event copies ------------------------------------------------------- */
+
+static size_t str_bytes(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
+/* Bytes beyond the struct that ev points to. */
+static size_t extra_bytes(const struct vmt_event *ev)
+{
+	size_t n = 0;
+	switch (ev->kind) {
+	case VMT_EV_MAP_FILE: return str_bytes(ev->u.file.path);
+	case VMT_EV_EXEC: return str_bytes(ev->u.exec.path);
+	case VMT_EV_STRING: return str_bytes(ev->u.string.str);
+	case VMT_EV_TOUCH: return (size_t)ev->u.touch.nruns * sizeof(struct vmt_touch_run);
+	case VMT_EV_STACK: return (size_t)ev->u.stack.depth * sizeof(uint64_t);
+	case VMT_EV_MAPS:
+		n = (size_t)ev->u.maps.count * sizeof(struct vmt_map_entry);
+		for (uint32_t i = 0; i < ev->u.maps.count; i++)
+			n += str_bytes(ev->u.maps.entries[i].path);
+		return n;
+	default: return 0;
+	}
+}
+
+static char *put_str(char **p, const char *s)
+{
+	if (!s)
+		return NULL;
+	char *d = *p;
+	size_t n = strlen(s) + 1;
+	memcpy(d, s, n);
+	*p += n;
+	return d;
+}
+
+/* One allocation holding the event and everything it points to (arrays
+ * first, so they stay aligned). */
+static struct vmt_event *dup_event(const struct vmt_event *ev, size_t *bytes)
+{
+	size_t n = sizeof(*ev) + extra_bytes(ev);
+	struct vmt_event *c = malloc(n);
+	if (!c)
+		return NULL;
+	*c = *ev;
+	char *p = (char *)(c + 1);
+	switch (ev->kind) {
+	case VMT_EV_MAP_FILE: c->u.file.path = put_str(&p, ev->u.file.path); break;
+	case VMT_EV_EXEC: c->u.exec.path = put_str(&p, ev->u.exec.path); break;
+	case VMT_EV_STRING: c->u.string.str = put_str(&p, ev->u.string.str); break;
+	case VMT_EV_TOUCH:
+		if (ev->u.touch.nruns) {
+			memcpy(p, ev->u.touch.runs, ev->u.touch.nruns * sizeof(struct vmt_touch_run));
+			c->u.touch.runs = (const struct vmt_touch_run *)p;
+		}
+		break;
+	case VMT_EV_STACK:
+		if (ev->u.stack.depth) {
+			memcpy(p, ev->u.stack.ips, ev->u.stack.depth * sizeof(uint64_t));
+			c->u.stack.ips = (const uint64_t *)p;
+		}
+		break;
+	case VMT_EV_MAPS:
+		if (ev->u.maps.count) {
+			struct vmt_map_entry *e = (struct vmt_map_entry *)p;
+			memcpy(e, ev->u.maps.entries, ev->u.maps.count * sizeof(*e));
+			p += ev->u.maps.count * sizeof(*e);
+			for (uint32_t i = 0; i < ev->u.maps.count; i++)
+				e[i].path = put_str(&p, ev->u.maps.entries[i].path);
+			c->u.maps.entries = e;
+		}
+		break;
+	default: break;
+	}
+	*bytes = n;
+	return c;
+}
+
+/* ---- stages and queues -------------------------------------------------- */
+
+static int stage_input(struct rw_stage *s, const struct vmt_event *ev);
+
+/* To the next stage, or out. */
+static int forward(struct rw_stage *s, const struct vmt_event *ev)
+{
+	vmt_rewrite *rw = s->rw;
+	if (s->index + 1 < rw->nst)
+		return stage_input(&rw->st[s->index + 1], ev);
+	int rc = rw->emit(rw->arg, ev);
+	if (rc < 0)
+		return rc;
+	rw->c.events_out++;
+	return 0;
+}
+
+static int enqueue(struct rw_stage *s, const struct vmt_event *ev, int held, uint64_t *seq)
+{
+	if (s->qlen == s->qcap) {
+		size_t ncap = s->qcap ? 2 * s->qcap : 64;
+		struct rw_qent *n = malloc(ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		for (size_t k = 0; k < s->qlen; k++)
+			n[k] = s->q[(s->qhead + k) % s->qcap];
+		free(s->q);
+		s->q = n;
+		s->qcap = ncap;
+		s->qhead = 0;
+	}
+	struct rw_qent *e = &s->q[(s->qhead + s->qlen) % s->qcap];
+	e->ev = dup_event(ev, &e->bytes);
+	if (!e->ev)
+		return -ENOMEM;
+	e->held = (uint8_t)held;
+	e->drop = 0;
+	if (seq)
+		*seq = s->qseq + s->qlen;
+	s->qlen++;
+	s->qbytes += e->bytes;
+	s->nheld += held != 0;
+	if (s->qlen > s->rw->c.max_held)
+		s->rw->c.max_held = s->qlen;
+	return 0;
+}
+
+/* Pass on the events at the front that wait for nothing. */
+static int flush(struct rw_stage *s)
+{
+	while (s->qlen && !s->q[s->qhead].held) {
+		struct rw_qent e = s->q[s->qhead];
+		s->q[s->qhead].ev = NULL;
+		s->qhead = (s->qhead + 1) % s->qcap;
+		s->qlen--;
+		s->qseq++;
+		s->qbytes -= e.bytes;
+		int rc = e.drop ? 0 : forward(s, e.ev);
+		free(e.ev);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int rw_emit(struct rw_stage *s, const struct vmt_event *ev)
+{
+	if (!s->qlen)
+		return forward(s, ev);
+	return enqueue(s, ev, 0, NULL);
+}
+
+int rw_hold(struct rw_stage *s, const struct vmt_event *ev, uint64_t *seq)
+{
+	return enqueue(s, ev, 1, seq);
+}
+
+static struct rw_qent *qent(struct rw_stage *s, uint64_t seq)
+{
+	if (seq < s->qseq || seq - s->qseq >= s->qlen)
+		return NULL;
+	struct rw_qent *e = &s->q[(s->qhead + (seq - s->qseq)) % s->qcap];
+	return e->held ? e : NULL;
+}
+
+struct vmt_event *rw_held(struct rw_stage *s, uint64_t seq)
+{
+	struct rw_qent *e = qent(s, seq);
+	return e ? e->ev : NULL;
+}
+
+int rw_release(struct rw_stage *s, uint64_t seq, int drop)
+{
+	struct rw_qent *e = qent(s, seq);
+	if (!e)
+		return VMT_E_STATE;
+	e->held = 0;
+	e->drop = (uint8_t)(drop != 0);
+	s->nheld--;
+	return flush(s);
+}
+
+static int stage_input(struct rw_stage *s, const struct vmt_event *ev)
+{
+	s->in++;
+	int rc = s->rule->event(s, ev);
+	if (!rc && s->model)
+		rc = vmt_asmodel_apply(s->model, ev);
+	/* Bounded look-ahead: the rule decides on its oldest held event
+	 * now.  The front of the queue is held (else it would have been
+	 * passed on). */
+	while (!rc && s->nheld && (s->qlen > RW_MAX_QUEUE || s->qbytes > RW_MAX_QBYTES)) {
+		uint64_t front = s->qseq;
+		s->rw->c.overflows++;
+		rc = s->rule->overflow(s, front);
+		if (!rc && s->qlen && s->qseq == front)
+			rc = VMT_E_STATE; /* the rule did not let it go: a bug */
+	}
+	return rc;
+}
+
+static void set_emit(vmt_rewrite *rw, vmt_rewrite_emit_fn emit, void *arg)
+{
+	rw->emit = emit;
+	rw->arg = arg;
+}
+
+int vmt_rewrite_push(vmt_rewrite *rw, const struct vmt_event *ev, vmt_rewrite_emit_fn emit,
+		     void *arg)
+{
+	if (rw->err)
+		return rw->err;
+	if (rw->finished)
+		return VMT_E_STATE;
+	set_emit(rw, emit, arg);
+	int rc = rw->started ? 0 : begin(rw);
+	rw->c.events_in++;
+	if (!rc)
+		rc = rw->nst ? stage_input(&rw->st[0], ev) : forward(&rw->st[0], ev);
+	if (rc)
+		rw->err = rc;
+	return rc;
+}
+
+int vmt_rewrite_finish(vmt_rewrite *rw, vmt_rewrite_emit_fn emit, void *arg)
+{
+	if (rw->err)
+		return rw->err;
+	if (rw->finished)
+		return VMT_E_STATE;
+	set_emit(rw, emit, arg);
+	int rc = rw->started ? 0 : begin(rw);
+	/* In list order: what a stage lets go may still be held by the
+	 * next one, which decides when its own turn comes. */
+	for (unsigned i = 0; !rc && i < rw->nst; i++) {
+		struct rw_stage *s = &rw->st[i];
+		if (s->rule->finish)
+			rc = s->rule->finish(s);
+		if (!rc && s->nheld)
+			rc = VMT_E_STATE; /* a rule kept something: a bug */
+		if (!rc)
+			rc = flush(s);
+	}
+	rw->finished = 1;
+	if (rc)
+		rw->err = rc;
+	return rc;
+}
+
+/* ---- helpers for rules -------------------------------------------------- */
+
+static int is_err(int64_t r)
+{
+	return r < 0 && r >= -4095;
+}
+
+int rw_sc_ranges(const struct rw_stage *s, const struct vmt_syscall *sc, uint64_t r[2][2])
+{
+	const uint64_t *a = sc->args;
+	int ok = !(sc->flags & VMT_SC_NO_RESULT) && !is_err(sc->result);
+	uint64_t res = (uint64_t)sc->result;
+	switch (sc->op) {
+	case VMT_OP_MMAP:
+		if (a[3] & (RW_MAP_FIXED | RW_MAP_FIXED_NOREPLACE)) {
+			r[0][0] = a[0];
+			r[0][1] = rw_end(s, a[0], a[1]);
+			return 1;
+		}
+		if (!ok)
+			return 0;
+		r[0][0] = res;
+		r[0][1] = rw_end(s, res, a[1]);
+		return 1;
+	case VMT_OP_MUNMAP:
+	case VMT_OP_MPROTECT:
+	case VMT_OP_PKEY_MPROTECT:
+	case VMT_OP_MADVISE:
+	case VMT_OP_MLOCK:
+	case VMT_OP_MLOCK2:
+	case VMT_OP_MUNLOCK:
+	case VMT_OP_MSYNC:
+	case VMT_OP_MSEAL:
+	case VMT_OP_REMAP_FILE_PAGES:
+		r[0][0] = a[0];
+		r[0][1] = rw_end(s, a[0], a[1]);
+		return 1;
+	case VMT_OP_MREMAP:
+		r[0][0] = a[0];
+		r[0][1] = rw_end(s, a[0], a[1]);
+		if (ok) {
+			r[1][0] = res;
+			r[1][1] = rw_end(s, res, a[2]);
+			return 2;
+		}
+		if (a[3] & RW_MREMAP_FIXED) {
+			r[1][0] = a[4];
+			r[1][1] = rw_end(s, a[4], a[2]);
+			return 2;
+		}
+		return 1;
+	case VMT_OP_MLOCKALL:
+	case VMT_OP_MUNLOCKALL:
+		return -1;
+	case VMT_OP_SHMAT:
+		if (a[2] & RW_SHM_REMAP)
+			return -1;
+		if (!ok)
+			return 0;
+		r[0][0] = res;
+		r[0][1] = res + s->page_mask + 1;
+		return 1;
+	case VMT_OP_SHMDT:
+		r[0][0] = a[0] & ~s->page_mask;
+		r[0][1] = r[0][0] + s->page_mask + 1;
+		return 1;
+	default:
+		/* brk moves the heap only (no rule watches heap ranges);
+		 * mincore changes nothing; process_madvise's ranges are not
+		 * recorded and its advice is non-destructive. */
+		return 0;
+	}
+}
+
+int rw_model_range(const struct rw_stage *s, uint32_t proc, uint64_t a, uint64_t b,
+		   uint32_t prot, uint32_t bad)
+{
+	uint64_t at = a;
+	bad |= VMT_VMA_SHARED | VMT_VMA_FILE;
+	if (a >= b)
+		return 0;
+	for (const struct vmt_vma *v = vmt_asmodel_first(s->model, proc, a); v && v->start < b;
+	     v = vmt_asmodel_next(s->model, proc, v)) {
+		if (v->start > at)
+			return 0; /* a hole */
+		if ((prot != UINT32_MAX && v->prot != prot) || (v->flags & bad) || v->pkey ||
+		    v->dev || v->ino)
+			return 0;
+		at = v->end;
+		if (at >= b)
+			return 1;
+	}
+	return 0;
+}
+
+void rw_make_sc(struct vmt_event *out, const struct vmt_event *ev, uint32_t op,
+		const uint64_t *args, int64_t result)
+{
+	const struct vmt_op_info *oi = vmt_op_info(op);
+	*out = *ev;
+	struct vmt_syscall *sc = &out->u.sc;
+	sc->op = op;
+	sc->nargs = oi ? oi->nargs : 0;
+	memset(sc->args, 0, sizeof(sc->args));
+	memcpy(sc->args, args, sc->nargs * sizeof(uint64_t));
+	sc->result = result;
+	if (sc->flags & VMT_SC_NO_RESULT)
+		sc->exit_ns = out->ts_ns;
+	sc->flags = (sc->flags & ~VMT_SC_NO_RESULT) | VMT_SC_REWRITTEN;
+}

@@ -1,0 +1,140 @@
+/*
+ * rewrite_int.h - what the rewrite engine (rewrite.c) and its rules
+ * (rules_*.c) share.
+ *
+ * The engine runs one stage per rule of the list.  A stage sees its input
+ * stream one event at a time (rule->event) and must, for every event,
+ * either pass it on (rw_emit, possibly changed: rules pass a modified copy
+ * on the stack), drop it (do nothing), or hold it back (rw_hold) until it
+ * knows what to do with it (rw_release).  Events behind a held one queue up
+ * in the stage, so the output order always equals the input order.  The
+ * engine keeps, per stage that asks for it, an address-space model of the
+ * stage's input; it is applied after rule->event returns, so a rule sees
+ * the state from before the event.
+ */
+#ifndef VMT_REWRITE_INT_H
+#define VMT_REWRITE_INT_H
+
+#include <stdint.h>
+#include "asmodel.h"
+#include "rewrite.h"
+
+/* Generic Linux ABI values (the trace format's name tables use the same). */
+#define RW_PROT_READ 0x1u
+#define RW_PROT_WRITE 0x2u
+#define RW_MAP_SHARED 0x01u
+#define RW_MAP_PRIVATE 0x02u
+#define RW_MAP_TYPE 0x0fu
+#define RW_MAP_FIXED 0x10u
+#define RW_MAP_ANONYMOUS 0x20u
+#define RW_MAP_GROWSDOWN 0x100u
+#define RW_MAP_LOCKED 0x2000u
+#define RW_MAP_NORESERVE 0x4000u
+#define RW_MAP_POPULATE 0x8000u
+#define RW_MAP_HUGETLB 0x40000u
+#define RW_MAP_FIXED_NOREPLACE 0x100000u
+#define RW_MADV_DONTNEED 4u
+#define RW_MADV_FREE 8u
+#define RW_MLOCK_ONFAULT 0x1u
+#define RW_MCL_CURRENT 0x1u
+#define RW_MCL_FUTURE 0x2u
+#define RW_MCL_ONFAULT 0x4u
+#define RW_MREMAP_FIXED 0x2u
+#define RW_SHM_REMAP 0x4000u
+
+struct rw_stage;
+
+struct rw_rule {
+	const char *name;
+	const char *summary;
+	int needs_model;
+	/* Per-stage state: NULL on allocation failure (for rules without
+	 * state, return any non-NULL pointer). */
+	void *(*create)(struct rw_stage *s);
+	void (*destroy)(void *st);
+	/* Handle one input event: emit, drop or hold it.  0 or -err. */
+	int (*event)(struct rw_stage *s, const struct vmt_event *ev);
+	/* Too much is held: release the held event `seq` (the oldest) now,
+	 * deciding with what is known.  NULL for rules that never hold. */
+	int (*overflow)(struct rw_stage *s, uint64_t seq);
+	/* End of input: release everything still held.  May be NULL. */
+	int (*finish)(struct rw_stage *s);
+};
+
+extern const struct rw_rule rw_rule_prot_none_free;
+extern const struct rw_rule rw_rule_dontneed_to_free;
+extern const struct rw_rule rw_rule_free_to_dontneed;
+extern const struct rw_rule rw_rule_mlock_onfault;
+extern const struct rw_rule rw_rule_populate;
+
+struct rw_qent {
+	struct vmt_event *ev; /* deep copy (one allocation) */
+	size_t bytes;
+	uint8_t held, drop;
+};
+
+struct rw_stage {
+	vmt_rewrite *rw;
+	unsigned index;
+	const struct rw_rule *rule;
+	void *st;
+	vmt_asmodel *model; /* of this stage's input; NULL unless needed */
+	uint64_t page_mask; /* page size - 1 */
+	uint64_t *applied;  /* this rule's count */
+	uint64_t in;	    /* events this stage has seen */
+	/* the queue: a ring of qcap entries; q[qhead] has sequence number
+	 * qseq (every entry ever queued gets the next number) */
+	struct rw_qent *q;
+	size_t qcap, qhead, qlen, qbytes, nheld;
+	uint64_t qseq;
+};
+
+/* Pass ev on (a copy is queued when events are held, so ev may be the
+ * caller's stack variable).  0 or -err. */
+int rw_emit(struct rw_stage *s, const struct vmt_event *ev);
+
+/* Hold a copy of ev back; *seq identifies it.  0 or -ENOMEM. */
+int rw_hold(struct rw_stage *s, const struct vmt_event *ev, uint64_t *seq);
+
+/* The held copy of `seq`, which the rule may change (syscall fields only:
+ * its pointers belong to the copy).  NULL if seq is not held. */
+struct vmt_event *rw_held(struct rw_stage *s, uint64_t seq);
+
+/* Let the held event `seq` go (drop: remove it from the stream), and
+ * pass on every event that no longer waits behind a held one.  0 or -err. */
+int rw_release(struct rw_stage *s, uint64_t seq, int drop);
+
+/* Page-aligned range [a, a + len rounded up to pages), clamped at the top
+ * of the address space. */
+static inline uint64_t rw_end(const struct rw_stage *s, uint64_t a, uint64_t len)
+{
+	uint64_t l = len + s->page_mask < len ? UINT64_MAX : (len + s->page_mask) & ~s->page_mask;
+	return a + l < a ? UINT64_MAX & ~s->page_mask : a + l;
+}
+
+/* The address ranges a syscall reads or changes, for rules that must
+ * notice any other use of "their" ranges: up to two ranges in r, returns
+ * their number, or -1 when the call affects the whole address space
+ * (mlockall, munlockall, shmat with SHM_REMAP).  mincore and
+ * process_madvise (which change nothing that rules watch) give 0. */
+int rw_sc_ranges(const struct rw_stage *s, const struct vmt_syscall *sc, uint64_t r[2][2]);
+
+/* 1 if every page of [a, b) of process proc is mapped in s's model by VMAs
+ * with protection `prot` (or any protection when prot is UINT32_MAX),
+ * private, anonymous, protection key 0 and none of the VMT_VMA_* bits in
+ * `bad`.  The model must exist. */
+int rw_model_range(const struct rw_stage *s, uint32_t proc, uint64_t a, uint64_t b,
+		   uint32_t prot, uint32_t bad);
+
+/* Set *out to a copy of syscall event ev as op `op` with args (the op's
+ * own number of them) and result, marked VMT_SC_REWRITTEN. */
+void rw_make_sc(struct vmt_event *out, const struct vmt_event *ev, uint32_t op,
+		const uint64_t *args, int64_t result);
+
+/* Index of the next input event of stage s (for look-ahead windows). */
+static inline uint64_t rw_now(const struct rw_stage *s)
+{
+	return s->in;
+}
+
+#endif

@@ -1,0 +1,179 @@
+#!/bin/sh
+# vmtrace rewrite: the golden traces against checked-by-eye expected dumps
+# (tests/data/rewrite/), command-line errors, a damaged input, and the
+# seed workloads recorded with vmrec: seed000 old style with 1 and 2
+# threads loses every mmap(PROT_NONE, MAP_FIXED) and gets one
+# madvise(MADV_DONTNEED) per iteration per thread (the count the workload
+# itself prints); every workload's rewritten trace dumps and, when vmreplay
+# is built, replays with zero divergences.
+B=${B:-build}
+VT=$B/vmtrace
+D=tests/data
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate
+
+t() { # NAME, then a command whose success means ok
+	tname=$1; shift
+	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $tname"; else echo "not ok $tname"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
+}
+status() { # NAME want-status command...
+	tname=$1 want=$2; shift 2
+	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?
+	if [ "$got" = "$want" ]; then echo "ok $tname"
+	else echo "not ok $tname: exit $got, want $want"; head -5 "$tmp/err"; fi
+}
+
+# ---- golden traces ----
+status rewrite-golden-seed000 0 $VT rewrite $D/seed000-old.zst "$tmp/s0.zst"
+t rewrite-golden-seed000-counts grep -qx 'prot-none-free *10' "$tmp/out"
+t rewrite-golden-seed000-events grep -qx '42 events in, 34 out' "$tmp/out"
+$VT dump "$tmp/s0.zst" > "$tmp/s0.dump" 2>&1
+t rewrite-golden-seed000-dump diff -u $D/rewrite/seed000-old.prot-none-free.dump "$tmp/s0.dump"
+$VT dump --json "$tmp/s0.zst" > "$tmp/s0.jsonl" 2>&1
+t rewrite-golden-seed000-flags python3 - "$tmp/s0.jsonl" <<'EOF'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+sc = [e for e in ev if e['kind'] == 'syscall']
+rw = [e for e in sc if e['flags'] & 2]
+assert len(rw) == 10 and all(e['op'] == 'madvise' and e['result'] == 0 for e in rw), rw
+assert all(e['flags'] == 0 for e in sc if e not in rw)
+EOF
+status rewrite-golden-every-kind 0 $VT rewrite --rules=$ALL $D/every-kind.zst "$tmp/ek.zst"
+t rewrite-golden-every-kind-counts sh -c "grep -qx 'dontneed-to-free *1' $tmp/out && grep -qx 'mlock-onfault *1' $tmp/out && grep -qx 'populate *0' $tmp/out"
+$VT dump "$tmp/ek.zst" > "$tmp/ek.dump" 2>&1
+t rewrite-golden-every-kind-dump diff -u $D/rewrite/every-kind.all.dump "$tmp/ek.dump"
+t rewrite-pipe sh -c "$VT rewrite -q - - < $D/seed000-old.zst | $VT dump - > $tmp/pipe.dump && diff -u $D/rewrite/seed000-old.prot-none-free.dump $tmp/pipe.dump"
+
+# ---- errors ----
+status rewrite-unknown-rule 2 $VT rewrite --rules=prot-none-free,bogus $D/seed000-old.zst "$tmp/x.zst"
+t rewrite-unknown-rule-message grep -q "^vmtrace rewrite: unknown rewrite rule 'bogus' (rules: prot-none-free," "$tmp/err"
+t rewrite-unknown-rule-no-output test ! -e "$tmp/x.zst"
+status rewrite-twice 2 $VT rewrite --rules=populate,populate $D/seed000-old.zst "$tmp/x.zst"
+status rewrite-conflict 2 $VT rewrite --rules=dontneed-to-free,free-to-dontneed $D/seed000-old.zst "$tmp/x.zst"
+status rewrite-no-args 2 $VT rewrite
+status rewrite-one-arg 2 $VT rewrite $D/seed000-old.zst
+status rewrite-bad-option 2 $VT rewrite --bogus $D/seed000-old.zst "$tmp/x.zst"
+status rewrite-missing-input 2 $VT rewrite "$tmp/nonexistent.zst" "$tmp/x.zst"
+t rewrite-missing-input-message grep -q "^vmtrace: cannot open '.*nonexistent.zst': No such file" "$tmp/err"
+status rewrite-not-a-trace 2 $VT rewrite /etc/passwd "$tmp/x.zst"
+t rewrite-not-a-trace-no-output test ! -e "$tmp/x.zst"
+cp $D/seed000-old.zst "$tmp/same.zst"
+status rewrite-same-file 2 $VT rewrite "$tmp/same.zst" "$tmp/same.zst"
+t rewrite-same-file-untouched cmp $D/seed000-old.zst "$tmp/same.zst"
+status rewrite-list-rules 0 $VT rewrite --list-rules
+t rewrite-list-rules-5 test "$(cut -d' ' -f1 "$tmp/out" | tr '\n' ' ')" = "prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate "
+status rewrite-help 0 $VT help rewrite
+t rewrite-help-rules sh -c "for r in prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate; do grep -q \"^  \$r \" $tmp/out || exit 1; done"
+# A damaged input: exit 2 with the reader's message, and a valid output
+# holding the events before the damage.
+status rewrite-truncated 2 $VT rewrite $D/truncated.zst "$tmp/tr.zst"
+t rewrite-truncated-message grep -q "^vmtrace rewrite: '.*truncated.zst': truncated at byte" "$tmp/err"
+status rewrite-truncated-output-valid 0 $VT dump "$tmp/tr.zst"
+t rewrite-truncated-output-events test "$(grep -c '\[p' "$tmp/out")" -gt 10
+
+# ---- recorded workloads ----
+VR=$B/vmrec
+VP=$B/vmreplay
+W=$B/workloads
+if [ ! -x "$VR" ]; then
+	echo "skip rewrite-workloads: $VR is not built"
+	exit 0
+fi
+if ! "$VR" -q -o "$tmp/probe.zst" -- /bin/true > /dev/null 2> "$tmp/probe.err"; then
+	echo "skip rewrite-workloads: vmrec cannot record here: $(head -1 "$tmp/probe.err")"
+	exit 0
+fi
+replay_ok() { # NAME TRACE: vmreplay reports 0 divergences
+	if [ ! -x "$VP" ]; then
+		echo "skip $1: $VP is not built"
+		return
+	fi
+	"$VP" -q "$2" > "$tmp/rp.out" 2>&1; rc=$?
+	if [ "$rc" = 0 ] && grep -q 'divergences 0$' "$tmp/rp.out"; then echo "ok $1"
+	else echo "not ok $1: exit $rc"; tail -5 "$tmp/rp.out"; fi
+}
+
+# seed000 old style: every free becomes a madvise, every enable but the
+# first of each thread goes.
+K=300
+for n in 1 2; do
+	name=seed000-old-$n
+	if ! "$VR" -q -o "$tmp/$name.zst" -- $W/seed000 --mode old --threads $n --iterations $K > "$tmp/$name.log" 2>&1; then
+		echo "not ok rewrite-$name: recording failed"; tail -3 "$tmp/$name.log"; continue
+	fi
+	status rewrite-$name 0 $VT rewrite "$tmp/$name.zst" "$tmp/$name.rw.zst"
+	t rewrite-$name-count grep -qx "prot-none-free *$((n * K))" "$tmp/out"
+	status rewrite-$name-dump 0 $VT dump "$tmp/$name.rw.zst"
+	cp "$tmp/out" "$tmp/$name.rw.dump"
+	$VT dump "$tmp/$name.zst" > "$tmp/$name.dump"
+	t rewrite-$name-recorded python3 - "$tmp/$name.dump" "$tmp/$name.rw.dump" "$tmp/$name.log" $n $K <<'EOF'
+import re, sys
+orig, new, log, n, k = open(sys.argv[1]).read(), open(sys.argv[2]).read(), open(sys.argv[3]).read(), int(sys.argv[4]), int(sys.argv[5])
+# What the workload says it did: per thread K mprotects and K frees.
+summ = re.search(r'ops=(\S+)', log.splitlines()[-1]).group(1)
+ops = dict((o.split(':')[0], int(o.split(':')[1])) for o in summ.split(','))
+assert ops['mprotect'] == n * k and ops['mmap'] >= n * k, ops
+def per_thread(text, pat):
+    c = {}
+    for m in re.finditer(r'\[p0 t(\d+)\] ' + pat, text):
+        c[m.group(1)] = c.get(m.group(1), 0) + 1
+    return c
+free = r'mmap\(0x[0-9a-f]+, \d+, PROT_NONE, MAP_PRIVATE\|MAP_FIXED\|MAP_ANONYMOUS, -1, 0\)'
+enable = r'mprotect\(0x[0-9a-f]+, \d+, PROT_READ\|PROT_WRITE\) = 0'
+dontneed = r'madvise\(0x[0-9a-f]+, \d+, MADV_DONTNEED\) = 0'
+fo = per_thread(orig, free)
+assert len(fo) == n and all(v == k for v in fo.values()), fo
+assert not re.search(free, new), 'a free is left'
+assert per_thread(new, dontneed) == fo, (per_thread(new, dontneed), fo)
+workers = fo.keys()
+en = per_thread(new, enable)
+assert all(en.get(t) == 1 for t in workers), en
+# Everything else is unchanged: the same events minus frees and enables.
+strip = lambda s: [l.split(']', 1)[1] for l in s.splitlines() if l.startswith(' ')
+       and not re.search(free + '|' + enable + '|' + dontneed, l)]
+assert strip(orig) == strip(new)
+EOF
+	replay_ok rewrite-$name-replay "$tmp/$name.rw.zst"
+done
+
+# Every workload, with the rules that fit it: the counts the workload's
+# own summary predicts (or at least 1), a dump, zero divergences.
+# NAME  RULES  MIN-COUNT-OF-LAST-RULE  COMMAND...
+while read -r name rules want cmd; do
+	[ -n "$name" ] || continue
+	# shellcheck disable=SC2086
+	"$VR" -q -o "$tmp/$name.zst" -- $W/$cmd > "$tmp/$name.log" 2>&1
+	rc=$?
+	if [ "$rc" = 77 ]; then
+		echo "skip rewrite-$name: $(tail -1 "$tmp/$name.log")"
+		continue
+	fi
+	if [ "$rc" != 0 ] && [ "${cmd%% *}" != forkexec ]; then
+		echo "not ok rewrite-$name: recording exited $rc"; tail -3 "$tmp/$name.log"; continue
+	fi
+	status rewrite-$name 0 $VT rewrite --rules=$rules "$tmp/$name.zst" "$tmp/$name.rw.zst"
+	last=${rules##*,}
+	got=$(sed -n "s/^$last  *//p" "$tmp/out")
+	if [ "$want" = any ] || { [ "${want#=}" != "$want" ] && [ "$got" = "${want#=}" ]; } ||
+	   { [ "${want#=}" = "$want" ] && [ "$got" -ge "$want" ]; }; then
+		echo "ok rewrite-$name-count"
+	else
+		echo "not ok rewrite-$name-count: $last applied $got times, want $want"
+	fi
+	status rewrite-$name-dump 0 $VT dump "$tmp/$name.rw.zst"
+	replay_ok rewrite-$name-replay "$tmp/$name.rw.zst"
+done <<EOF
+seed000-new       dontneed-to-free       =200 seed000 --mode new --threads 2 --iterations 100
+seed000-new-pop   populate               =2   seed000 --mode new --threads 2 --iterations 100
+seed001-free      free-to-dontneed       =6   seed001 --procs 2 --size 2 --loops 3 --advice free
+seed001-dontneed  dontneed-to-free       =6   seed001 --procs 2 --size 2 --loops 3 --advice dontneed
+seed002           $ALL                   any  seed002 --count 100 --kind anon
+seed003-locked    mlock-onfault          =1   seed003 --mode locked --size 4 --accesses 50
+seed003-mlock     mlock-onfault          =50  seed003 --mode mlock --size 4 --accesses 50
+seed003-onfault   mlock-onfault          =0   seed003 --mode onfault --size 4 --accesses 50
+seed004           populate               =2   seed004 --pages 64 --rounds 2
+seed004-write     populate               =2   seed004 --pages 64 --rounds 2 --write-only
+everyop           $ALL                   any  everyop
+forkexec          $ALL                   any  forkexec
+EOF
+exit 0

@@ -1,0 +1,213 @@
+/*
+ * test_rewrite_stream.c - the rewrite engine's API: rule lists and their
+ * errors, and the streaming interface (deep copies of held events, the
+ * bound on held events, emit errors).  The rules themselves are tested on
+ * traces in test_rewrite.c.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rewrite.h"
+#include "vmtrace.h"
+
+#define PAGE 4096ull
+#define NONE 0ull
+#define RW 3ull
+#define PRIV_ANON 0x22ull
+#define PRIV_ANON_FIXED 0x32ull
+#define MAP_LOCKED_ 0x2000ull
+#define FD_NONE ((uint64_t)-1)
+#define R1 0x100000ull
+#define R2 0x200000ull
+
+/* ---- API ---------------------------------------------------------------- */
+
+static void test_rule_lists(void **state)
+{
+	char err[256];
+	vmt_rewrite *rw = vmt_rewrite_new("populate,mlock-onfault", err, sizeof(err));
+	assert_non_null(rw);
+	assert_string_equal(vmt_rewrite_list(rw), "populate,mlock-onfault");
+	const struct vmt_rewrite_counts *c = vmt_rewrite_counts(rw);
+	assert_int_equal(c->nrules, 2);
+	assert_string_equal(c->rules[0].name, "populate");
+	assert_string_equal(c->rules[1].name, "mlock-onfault");
+	vmt_rewrite_free(rw);
+
+	rw = vmt_rewrite_new("", err, sizeof(err));
+	assert_non_null(rw);
+	assert_string_equal(vmt_rewrite_list(rw), VMT_REWRITE_DEFAULT);
+	vmt_rewrite_free(rw);
+
+	static const struct {
+		const char *list, *msg;
+	} bad[] = {
+		{ "prot-none-free,bogus", "unknown rewrite rule 'bogus' (rules: prot-none-free, "
+					  "dontneed-to-free, free-to-dontneed, mlock-onfault, populate)" },
+		{ "populate,populate", "rewrite rule 'populate' given twice" },
+		{ "populate,", "empty rewrite rule name in 'populate,'" },
+		{ "dontneed-to-free,free-to-dontneed",
+		  "rewrite rules 'dontneed-to-free' and 'free-to-dontneed' undo each other" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		assert_null(vmt_rewrite_new(bad[i].list, err, sizeof(err)));
+		assert_string_equal(err, bad[i].msg);
+		assert_int_equal(vmt_rewrite_check(bad[i].list, NULL, 0), -EINVAL);
+	}
+	assert_int_equal(vmt_rewrite_check("mlock-onfault", err, sizeof(err)), 0);
+
+	size_t n;
+	const struct vmt_rewrite_rule_info *info = vmt_rewrite_rules(&n);
+	assert_int_equal(n, 5);
+	for (size_t i = 0; i < n; i++) {
+		assert_non_null(info[i].summary);
+		assert_int_equal(vmt_rewrite_check(info[i].name, NULL, 0), 0);
+	}
+}
+
+/* Streaming: collected output events, deep-copied by the collector. */
+struct sink {
+	int fail_at; /* return -EIO for this event (1-based), 0: never */
+	int n;
+	char text[64][160];
+};
+
+static int collect(void *arg, const struct vmt_event *ev)
+{
+	struct sink *s = arg;
+	if (s->fail_at && s->n + 1 == s->fail_at)
+		return -EIO;
+	struct vmt_buf b = { 0 };
+	vmt_render_text(&b, ev);
+	if (s->n < 64)
+		snprintf(s->text[s->n], sizeof(s->text[0]), "t%u %s", ev->thread, b.data);
+	s->n++;
+	vmt_buf_free(&b);
+	return 0;
+}
+
+static struct vmt_event sc_ev(uint32_t thread, uint32_t op, int64_t res, uint64_t a0, uint64_t a1,
+			      uint64_t a2, uint64_t a3)
+{
+	struct vmt_event ev = { .kind = VMT_EV_SYSCALL, .thread = thread, .ts_ns = 1000 };
+	ev.u.sc.op = op;
+	ev.u.sc.nargs = vmt_op_info(op)->nargs;
+	ev.u.sc.args[0] = a0;
+	ev.u.sc.args[1] = a1;
+	ev.u.sc.args[2] = a2;
+	ev.u.sc.args[3] = a3;
+	ev.u.sc.args[4] = FD_NONE;
+	ev.u.sc.result = res;
+	ev.u.sc.exit_ns = 2000;
+	ev.u.sc.stack_id = VMT_NONE;
+	return ev;
+}
+
+/* The caller's buffers may change as soon as push returns. */
+static void test_stream_deep_copy(void **state)
+{
+	char err[128];
+	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
+	assert_non_null(rw);
+	struct sink s = { 0 };
+	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, NONE, PRIV_ANON);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	ev = sc_ev(1, VMT_OP_MMAP, R1, R1, PAGE, NONE, PRIV_ANON_FIXED);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	assert_int_equal(s.n, 2); /* the free is held */
+
+	char path[32] = "/tmp/first";
+	struct vmt_touch_run runs[2] = { { 1, VMT_PAGE_WRITTEN }, { 1, VMT_PAGE_ABSENT } };
+	ev = (struct vmt_event){ .kind = VMT_EV_MAP_FILE, .thread = 2 };
+	ev.u.file.path = path;
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	strcpy(path, "/tmp/changed");
+	ev = (struct vmt_event){ .kind = VMT_EV_TOUCH, .thread = 2 };
+	ev.u.touch = (struct vmt_touch){ R2, 2, VMT_TOUCH_BEFORE_OP, 2, runs };
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	runs[0].state = VMT_PAGE_ABSENT;
+	assert_int_equal(s.n, 2);
+	assert_int_equal(vmt_rewrite_counts(rw)->max_held, 3);
+
+	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	assert_int_equal(vmt_rewrite_finish(rw, collect, &s), 0);
+	assert_int_equal(s.n, 5);
+	assert_string_equal(s.text[2], "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0");
+	assert_string_equal(s.text[3], "t2 map_file(\"/tmp/first\", dev=0:0, ino=0, size=0, flags=O_RDONLY)");
+	assert_string_equal(s.text[4], "t2 touch(0x200000, 2 pages: 1 written, 1 absent, before op)");
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), VMT_E_STATE);
+	vmt_rewrite_free(rw);
+}
+
+/* Too many events behind a held free: the free is decided early (kept as
+ * recorded), counted as an overflow; nothing is lost or reordered. */
+static void test_stream_overflow(void **state)
+{
+	char err[128];
+	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
+	assert_non_null(rw);
+	struct sink s = { 0 };
+	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, NONE, PRIV_ANON);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	ev = sc_ev(1, VMT_OP_MMAP, R1, R1, PAGE, NONE, PRIV_ANON_FIXED);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	const int many = 200000;
+	for (int i = 0; i < many; i++) {
+		ev = (struct vmt_event){ .kind = VMT_EV_FAULT, .thread = 2 };
+		ev.u.fault.addr = R2;
+		assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	}
+	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	assert_int_equal(vmt_rewrite_finish(rw, collect, &s), 0);
+	const struct vmt_rewrite_counts *c = vmt_rewrite_counts(rw);
+	assert_int_equal(c->overflows, 1);
+	assert_int_equal(c->rules[0].applied, 0);
+	assert_true(c->max_held > 100000 && c->max_held <= 140000);
+	assert_int_equal(s.n, 3 + many + 1);
+	assert_int_equal(c->events_out, 3 + many + 1);
+	assert_string_equal(s.text[2], "t1 mmap(0x100000, 4096, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000");
+	assert_string_equal(s.text[3], "t2 fault(0x200000, unknown, ip=0)");
+	vmt_rewrite_free(rw);
+}
+
+/* An emit error stops the rewrite and sticks. */
+static void test_stream_emit_error(void **state)
+{
+	char err[128];
+	vmt_rewrite *rw = vmt_rewrite_new("mlock-onfault", err, sizeof(err));
+	assert_non_null(rw);
+	struct sink s = { .fail_at = 2 };
+	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, RW, PRIV_ANON | MAP_LOCKED_);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), -EIO);
+	assert_int_equal(s.n, 1);
+	ev = sc_ev(1, VMT_OP_MUNMAP, 0, R1, PAGE, 0, 0);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), -EIO);
+	assert_int_equal(vmt_rewrite_finish(rw, collect, &s), -EIO);
+	vmt_rewrite_free(rw);
+	vmt_rewrite_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rule_lists),
+		cmocka_unit_test(test_stream_deep_copy),
+		cmocka_unit_test(test_stream_overflow),
+		cmocka_unit_test(test_stream_emit_error),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
