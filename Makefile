@@ -59,7 +59,7 @@ LIBVMTRACE := $(B)/libvmtrace.a
 LIBRECORD := $(B)/libvmrecord.a
 LIBREPLAY := $(B)/libvmreplay.a
 LIBANALYSIS := $(B)/libvmanalysis.a
-LIBS := $(LIBANALYSIS) $(LIBREPLAY) $(LIBRECORD) $(LIBVMTRACE)
+LIBS := $(LIBREPLAY) $(LIBANALYSIS) $(LIBRECORD) $(LIBVMTRACE)
 
 PROGS := $(B)/vmtrace
 ifneq ($(wildcard record/vmrec.c),)

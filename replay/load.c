@@ -695,6 +695,22 @@ static void free_loader(struct loader *L)
 int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out, char *msg,
 		  size_t msglen)
 {
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int err = -errno;
+		if (msg && msglen)
+			snprintf(msg, msglen, "%s", strerror(errno));
+		return err;
+	}
+	int rc = rp_trace_load_fd(fd, path, o, out, msg, msglen);
+	close(fd);
+	return rc;
+}
+
+int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_trace **out,
+		     char *msg, size_t msglen)
+{
 	struct loader L;
 	struct vmt_event ev;
 	int err = 0, rc;
@@ -706,15 +722,8 @@ int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out, 
 		msglen = sizeof(dummy);
 	}
 	msg[0] = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		snprintf(msg, msglen, "%s", strerror(errno));
-		return err;
-	}
 	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, msglen);
 	if (!r) {
-		close(fd);
 		if (!msg[0])
 			snprintf(msg, msglen, "%s", vmt_strerror(err));
 		return err ? err : -EINVAL;
@@ -723,7 +732,6 @@ int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out, 
 	rp_trace *t = calloc(1, sizeof(*t));
 	if (!t) {
 		vmt_reader_free(r);
-		close(fd);
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
@@ -747,7 +755,7 @@ int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out, 
 	L.page = h->page_size;
 	t->page_size = h->page_size;
 	L.void_len = void_length(L.page);
-	t->path = strdup(path);
+	t->path = strdup(name ? name : "");
 	int first = 1;
 	while ((rc = vmt_reader_next(r, &ev)) == 1) {
 		L.event = vmt_reader_event_index(r) - 1;
@@ -774,7 +782,6 @@ out:
 		snprintf(msg, msglen, "%s", vmt_strerror(rc));
 	free_loader(&L);
 	vmt_reader_free(r);
-	close(fd);
 	if (rc < 0) {
 		rp_trace_free(t);
 		return rc;

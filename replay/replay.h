@@ -53,6 +53,11 @@ typedef struct rp_trace rp_trace;
  * returns <0, *out = NULL and msg says why (without the path). */
 int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out,
 		  char *msg, size_t msglen);
+/* The same for a trace read from fd (from its current offset; not closed),
+ * e.g. a rewritten trace in an unlinked temporary file.  name is what the
+ * reports call the trace. */
+int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_trace **out,
+		     char *msg, size_t msglen);
 void rp_trace_free(rp_trace *t);
 
 struct rp_trace_info {
@@ -156,7 +161,12 @@ int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 int rp_report_json(FILE *f, const rp_trace *t, const struct rp_options *o,
 		   const struct rp_run_result *runs, unsigned n,
 		   const struct rp_run_result *med);
-/* One run object (used by --compare reports). */
+/* Its pieces, for the --rewrite and --compare reports (compare.h): one run
+ * object; the descriptive keys ("trace", "order", ...) without braces; and
+ * "runs":[...],"median":{...} without braces. */
 void rp_json_run(struct vmt_buf *b, const struct rp_run_result *r);
+void rp_json_trace_keys(struct vmt_buf *b, const rp_trace *t, const struct rp_options *o);
+void rp_json_runs(struct vmt_buf *b, const struct rp_run_result *runs, unsigned n,
+		  const struct rp_run_result *med);
 
 #endif

@@ -183,23 +183,37 @@ void rp_json_run(struct vmt_buf *b, const struct rp_run_result *r)
 	vmt_buf_puts(b, "]}");
 }
 
+void rp_json_trace_keys(struct vmt_buf *b, const rp_trace *t, const struct rp_options *o)
+{
+	vmt_buf_puts(b, "\"trace\":");
+	vmt_buf_json_str(b, t->path ? t->path : "");
+	vmt_buf_printf(b, ",\"order\":\"%s\",\"placement\":\"%s\",\"scale\":%u,\"speed\":%g,"
+			  "\"threads\":%u,\"processes\":%u,\"trace_events\":%" PRIu64,
+		       order_name(t->opt.order), o->placement == RP_PLACE_EXACT ? "exact" : "kernel",
+		       o->scale ? o->scale : 1, o->speed, t->nthreads, t->nprocs, t->events);
+}
+
+void rp_json_runs(struct vmt_buf *b, const struct rp_run_result *runs, unsigned n,
+		  const struct rp_run_result *med)
+{
+	vmt_buf_puts(b, "\"runs\":[");
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			vmt_buf_puts(b, ",");
+		rp_json_run(b, &runs[i]);
+	}
+	vmt_buf_puts(b, "],\"median\":");
+	rp_json_run(b, med);
+}
+
 int rp_report_json(FILE *f, const rp_trace *t, const struct rp_options *o,
 		   const struct rp_run_result *runs, unsigned n, const struct rp_run_result *med)
 {
 	struct vmt_buf b = {0};
-	vmt_buf_puts(&b, "{\"trace\":");
-	vmt_buf_json_str(&b, t->path ? t->path : "");
-	vmt_buf_printf(&b, ",\"order\":\"%s\",\"placement\":\"%s\",\"scale\":%u,\"speed\":%g,"
-			   "\"threads\":%u,\"processes\":%u,\"trace_events\":%" PRIu64 ",\"runs\":[",
-		       order_name(t->opt.order), o->placement == RP_PLACE_EXACT ? "exact" : "kernel",
-		       o->scale ? o->scale : 1, o->speed, t->nthreads, t->nprocs, t->events);
-	for (unsigned i = 0; i < n; i++) {
-		if (i)
-			vmt_buf_puts(&b, ",");
-		rp_json_run(&b, &runs[i]);
-	}
-	vmt_buf_puts(&b, "],\"median\":");
-	rp_json_run(&b, med);
+	vmt_buf_puts(&b, "{");
+	rp_json_trace_keys(&b, t, o);
+	vmt_buf_puts(&b, ",");
+	rp_json_runs(&b, runs, n, med);
 	vmt_buf_puts(&b, "}\n");
 	int rc = 0;
 	if (b.oom)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "compare.h"
 #include "replay.h"
 
 #define VMREPLAY_VERSION "0.1"
@@ -22,6 +23,13 @@ static const char usage_text[] =
 "one replay thread per recorded thread and one replay process per recorded\n"
 "process, and measure faults, context switches, per-op latency and divergences.\n"
 "\n"
+"  --rewrite[=RULES]   replay the trace as rewritten by RULES (comma-separated,\n"
+"                      applied in order; default " VMT_REWRITE_DEFAULT "), and print how\n"
+"                      often each rule applied\n"
+"  --compare[=RULES]   replay the trace as recorded and as rewritten by RULES\n"
+"                      alternately (A B A B ..., --repeat times, default 5) and\n"
+"                      print one table: each metric's two medians, their ratio,\n"
+"                      each side's min-max and whether the ranges are apart\n"
 "  --order=resource|strict|free\n"
 "                      resource (default): ops on overlapping ranges keep their\n"
 "                      recorded order across threads, others run concurrently;\n"
@@ -33,7 +41,9 @@ static const char usage_text[] =
 "                      between ops, divided by FACTOR\n"
 "  --scale=K           run K copies of the trace at once (default 1)\n"
 "  --repeat=N          replay N times; report each run and the median\n"
-"  --json=FILE         also write the results as JSON to FILE\n"
+"                      (with --compare: N runs of each side)\n"
+"  --json=FILE         also write the results as JSON to FILE (with --compare:\n"
+"                      keys baseline, rewritten, rules and ratio)\n"
 "  --files=scratch|original\n"
 "                      scratch (default): file mappings map sparse scratch files\n"
 "                      of the recorded size; original: the recorded file,\n"
@@ -45,7 +55,20 @@ static const char usage_text[] =
 "      --version       print the version\n"
 "\n"
 "Exit status: 0 replayed (divergences are reported, not an error); 1 the replay\n"
-"failed; 2 usage error or a trace that cannot be replayed.\n";
+"failed; 2 usage error or a trace that cannot be replayed.\n"
+"\n"
+"Rewrite rules:\n";
+
+/* The rules come from the engine, so --help cannot fall out of step. */
+static int help(void)
+{
+	size_t n;
+	const struct vmt_rewrite_rule_info *r = vmt_rewrite_rules(&n);
+	fputs(usage_text, stdout);
+	for (size_t i = 0; i < n; i++)
+		printf("  %-18s%s\n", r[i].name, r[i].summary);
+	return fflush(stdout) || ferror(stdout) ? 1 : 0;
+}
 
 static const char *prog = "vmreplay";
 
@@ -100,8 +123,110 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
+static void write_error(const char *what)
+{
+	fprintf(stderr, "%s: write error on %s\n", prog, what);
+}
+
+/* Open --json's FILE before replaying, so a bad path fails in a second,
+ * not after minutes of replay. */
+static FILE *open_json(const char *json)
+{
+	FILE *f = fopen(json, "w");
+	if (!f) {
+		fprintf(stderr, "%s: cannot write '%s': %s\n", prog, json, strerror(errno));
+		exit(2);
+	}
+	return f;
+}
+
+/* A run failed: leave no empty or partial JSON behind. */
+static void drop_json(FILE *f, const char *json)
+{
+	if (f) {
+		fclose(f);
+		unlink(json);
+	}
+}
+
+static int close_json(FILE *f, const char *json, int wr)
+{
+	if (fclose(f) || wr < 0) {
+		fprintf(stderr, "%s: write error on '%s'\n", prog, json);
+		return 1;
+	}
+	return 0;
+}
+
+/* Plain replay, or (info != NULL) replay of the rewritten trace. */
+static int replay(const char *path, rp_trace *t, const struct rp_options *o,
+		  const struct rp_rewrite_info *info, unsigned repeat, const char *json,
+		  FILE *jf, int quiet)
+{
+	char msg[512];
+	struct rp_run_result *runs = calloc(repeat, sizeof(*runs)), med;
+	if (!runs) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		drop_json(jf, json);
+		return 1;
+	}
+	for (unsigned i = 0; i < repeat; i++) {
+		if (rp_run(t, o, &runs[i], msg, sizeof(msg)) < 0) {
+			fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
+			drop_json(jf, json);
+			return 1;
+		}
+	}
+	if (rp_run_median(runs, repeat, &med) < 0) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		drop_json(jf, json);
+		return 1;
+	}
+	int rc = 0;
+	if ((info && rp_rewrite_report_rules(stdout, info) < 0) ||
+	    rp_report_text(stdout, t, o, runs, repeat, &med, quiet) < 0 || fflush(stdout) ||
+	    ferror(stdout)) {
+		write_error("stdout");
+		rc = 1;
+	}
+	if (jf) {
+		int wr = info ? rp_rewrite_report_json(jf, t, o, info, runs, repeat, &med)
+			      : rp_report_json(jf, t, o, runs, repeat, &med);
+		rc |= close_json(jf, json, wr);
+	}
+	for (unsigned i = 0; i < repeat; i++)
+		rp_run_result_free(&runs[i]);
+	rp_run_result_free(&med);
+	free(runs);
+	return rc;
+}
+
+static int compare(const char *path, rp_trace *base, rp_trace *rew, const struct rp_options *o,
+		   const struct rp_rewrite_info *info, unsigned repeat, const char *json,
+		   FILE *jf, int quiet)
+{
+	char msg[512];
+	struct rp_compare c;
+	if (rp_compare_run(base, rew, o, repeat, &c, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
+		drop_json(jf, json);
+		return 1;
+	}
+	int rc = 0;
+	if (rp_compare_report_text(stdout, base, rew, o, info, &c, quiet) < 0 || fflush(stdout) ||
+	    ferror(stdout)) {
+		write_error("stdout");
+		rc = 1;
+	}
+	if (jf)
+		rc |= close_json(jf, json, rp_compare_report_json(jf, base, o, info, &c));
+	rp_compare_free(&c);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	enum { OPT_REWRITE = 256, OPT_COMPARE };
 	static const struct option longopts[] = {
 		{"order", required_argument, NULL, 'o'},
 		{"placement", required_argument, NULL, 'p'},
@@ -111,15 +236,18 @@ int main(int argc, char **argv)
 		{"json", required_argument, NULL, 'j'},
 		{"files", required_argument, NULL, 'f'},
 		{"max-memory", required_argument, NULL, 'm'},
+		{"rewrite", optional_argument, NULL, OPT_REWRITE},
+		{"compare", optional_argument, NULL, OPT_COMPARE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	struct rp_options o;
-	const char *json = NULL;
-	uint64_t repeat = 1, v;
-	int quiet = 0, c;
+	const char *json = NULL, *rules = NULL;
+	uint64_t repeat = 0, v;
+	int quiet = 0, c, mode = 0; /* 0, OPT_REWRITE or OPT_COMPARE */
+	char msg[512];
 
 	rp_options_default(&o);
 	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
@@ -180,12 +308,25 @@ int main(int argc, char **argv)
 				usage_error("--max-memory: '%s' is not a size", optarg);
 			o.max_memory = v;
 			break;
+		case OPT_REWRITE:
+		case OPT_COMPARE:
+			/* Both at once would be ambiguous (compare the rewritten
+			 * trace with what?): --compare=RULES already replays the
+			 * rewritten side. */
+			if (mode && mode != c)
+				usage_error("--rewrite and --compare cannot be combined;"
+					    " --compare=RULES replays the trace rewritten by RULES"
+					    " against the original");
+			mode = c;
+			rules = optarg && *optarg ? optarg : VMT_REWRITE_DEFAULT;
+			if (vmt_rewrite_check(rules, msg, sizeof(msg)) < 0)
+				usage_error("--%s: %s", c == OPT_REWRITE ? "rewrite" : "compare", msg);
+			break;
 		case 'q':
 			quiet = 1;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
-			return fflush(stdout) || ferror(stdout) ? 1 : 0;
+			return help();
 		case 'V':
 			printf("vmreplay %s\n", VMREPLAY_VERSION);
 			return fflush(stdout) || ferror(stdout) ? 1 : 0;
@@ -199,55 +340,36 @@ int main(int argc, char **argv)
 	if (optind + 1 < argc)
 		usage_error("unexpected argument '%s'", argv[optind + 1]);
 	const char *path = argv[optind];
+	if (!repeat)
+		repeat = mode == OPT_COMPARE ? 5 : 1;
 
-	char msg[512];
-	rp_trace *t;
-	if (rp_trace_load(path, &o, &t, msg, sizeof(msg)) < 0) {
+	rp_trace *t = NULL, *rew = NULL;
+	struct rp_rewrite_info info;
+	if (mode != OPT_REWRITE && rp_trace_load(path, &o, &t, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "%s: '%s': %s\n", prog, path, msg);
 		return 2;
 	}
+	if (mode) {
+		int input = 1;
+		if (rp_load_rewritten(path, rules, &o, &rew, &info, &input, msg, sizeof(msg)) < 0) {
+			fprintf(stderr, "%s: '%s': %s\n", prog, path, msg);
+			rp_trace_free(t);
+			return input ? 2 : 1;
+		}
+	}
+	FILE *jf = json ? open_json(json) : NULL;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
 
-	struct rp_run_result *runs = calloc(repeat, sizeof(*runs)), med;
-	if (!runs) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return 1;
-	}
-	for (uint64_t i = 0; i < repeat; i++) {
-		if (rp_run(t, &o, &runs[i], msg, sizeof(msg)) < 0) {
-			fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
-			return 1;
-		}
-	}
-	if (rp_run_median(runs, (unsigned)repeat, &med) < 0) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return 1;
-	}
-	int rc = 0;
-	if (rp_report_text(stdout, t, &o, runs, (unsigned)repeat, &med, quiet) < 0 ||
-	    fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: write error on stdout\n", prog);
-		rc = 1;
-	}
-	if (json) {
-		FILE *f = fopen(json, "w");
-		if (!f) {
-			fprintf(stderr, "%s: cannot write '%s': %s\n", prog, json, strerror(errno));
-			rc = 1;
-		} else {
-			int wr = rp_report_json(f, t, &o, runs, (unsigned)repeat, &med);
-			if (fclose(f) || wr < 0) {
-				fprintf(stderr, "%s: write error on '%s'\n", prog, json);
-				rc = 1;
-			}
-		}
-	}
-	for (uint64_t i = 0; i < repeat; i++)
-		rp_run_result_free(&runs[i]);
-	rp_run_result_free(&med);
-	free(runs);
+	int rc;
+	if (mode == OPT_COMPARE)
+		rc = compare(path, t, rew, &o, &info, (unsigned)repeat, json, jf, quiet);
+	else if (mode == OPT_REWRITE)
+		rc = replay(path, rew, &o, &info, (unsigned)repeat, json, jf, quiet);
+	else
+		rc = replay(path, t, &o, NULL, (unsigned)repeat, json, jf, quiet);
 	rp_trace_free(t);
+	rp_trace_free(rew);
 	return rc;
 }

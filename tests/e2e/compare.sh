@@ -1,0 +1,193 @@
+#!/bin/sh
+# vmreplay --rewrite and --compare (issue 5): a small seed-000 recording
+# (old style, 2 threads) replayed rewritten and compared with itself:
+# zero divergences on both sides, the rule count equals the number of
+# mmap(PROT_NONE) frees in the recording (and what the workload says it
+# did), the replayed op counts change exactly as the rule says, the JSON
+# has the keys of DESIGN.md section 7 with the right structure and ratios;
+# then option errors, --help/man listing the rules, no temporary files
+# left, and every workload replayed rewritten by the rules that fit it
+# with zero divergences.
+B=${B:-build}
+REC=$B/vmrec RP=$B/vmreplay VT=$B/vmtrace W=$B/workloads
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate
+RULES="prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate"
+
+if [ ! -x "$REC" ] || [ ! -x "$RP" ] || [ ! -x "$VT" ]; then
+	echo "skip compare: vmrec, vmreplay or vmtrace not built"; exit 0
+fi
+t() { # NAME, then a command whose success means ok
+	tname=$1; shift
+	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $tname"
+	else echo "not ok $tname"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
+}
+status() { # NAME WANT-STATUS COMMAND...: stdout in $tmp/out, stderr in $tmp/err
+	tname=$1 want=$2; shift 2
+	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?
+	if [ "$got" = "$want" ]; then echo "ok $tname"
+	else echo "not ok $tname: exit $got, want $want"; head -5 "$tmp/err" | sed 's/^/    /'; fi
+}
+
+# ---- option errors (no trace needed to be valid for these) ----
+D=tests/data
+status compare-unknown-rule 2 "$RP" --compare=prot-none-free,bogus $D/seed000-old.zst
+t compare-unknown-rule-message grep -q "^vmreplay: --compare: unknown rewrite rule 'bogus' (rules: prot-none-free, " "$tmp/err"
+status rewrite-unknown-rule 2 "$RP" --rewrite=bogus $D/seed000-old.zst
+t rewrite-unknown-rule-message grep -q "^vmreplay: --rewrite: unknown rewrite rule 'bogus'" "$tmp/err"
+status compare-conflicting-rules 2 "$RP" --compare=dontneed-to-free,free-to-dontneed $D/seed000-old.zst
+status compare-and-rewrite 2 "$RP" --compare --rewrite $D/seed000-old.zst
+t compare-and-rewrite-message grep -q "^vmreplay: --rewrite and --compare cannot be combined" "$tmp/err"
+status compare-missing-trace 2 "$RP" --compare "$tmp/nonexistent.zst"
+t compare-missing-trace-message grep -q "^vmreplay: '.*nonexistent.zst': No such file" "$tmp/err"
+status compare-truncated-trace 2 "$RP" --compare $D/truncated.zst
+status rewrite-truncated-trace 2 "$RP" --rewrite $D/truncated.zst
+t rewrite-truncated-no-json sh -c "! $RP --rewrite --json=$tmp/never.json $D/truncated.zst 2>/dev/null && test ! -e $tmp/never.json"
+
+# ---- the rules in --help and in the man page, as the engine lists them ----
+status compare-help 0 "$RP" --help
+t compare-help-rules sh -c "for r in $RULES; do grep -q \"^  \$r  \" $tmp/out || exit 1; done;
+	test \"\$($VT rewrite --list-rules | cut -d' ' -f1 | tr '\n' ' ')\" = '$RULES '"
+t compare-help-options sh -c "grep -q -- '--rewrite\[=RULES\]' $tmp/out && grep -q -- '--compare\[=RULES\]' $tmp/out"
+t compare-man-rules sh -c "for r in $RULES; do grep -q \"^\.B \$(echo \$r | sed 's/-/\\\\\\\\-/g')\$\" man/vmreplay.1 || exit 1; done;
+	grep -q 'rewrite' man/vmreplay.1 && grep -q 'compare' man/vmreplay.1"
+
+# ---- a small seed-000 recording: old style, 2 threads ----
+K=300
+if ! "$REC" -q -o "$tmp/old.zst" -- $W/seed000 --mode old --threads 2 --iterations $K > "$tmp/old.log" 2> "$tmp/old.err"; then
+	echo "not ok compare-record: vmrec failed"; sed 's/^/    /' "$tmp/old.err" | head; exit 0
+fi
+# The frees, counted in the recording itself.
+"$VT" dump "$tmp/old.zst" > "$tmp/old.dump"
+FREES=$(grep -c 'mmap(0x[0-9a-f]*, [0-9]*, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x' "$tmp/old.dump")
+t compare-frees-as-workload-says test "$FREES" = $((2 * K))
+
+mkdir "$tmp/td"
+status rewrite-run 0 env TMPDIR="$tmp/td" "$RP" --rewrite --json="$tmp/rw.json" "$tmp/old.zst"
+t rewrite-run-rules-line grep -qx "rewritten by prot-none-free: prot-none-free applied $FREES times; [0-9]* events in, [0-9]* out" "$tmp/out"
+t rewrite-run-zero-divergences grep -q 'divergences 0$' "$tmp/out"
+t rewrite-no-temp-files-left sh -c "test -z \"\$(ls -A $tmp/td)\""
+t rewrite-json python3 - "$tmp/rw.json" "$FREES" <<'EOF'
+import json, sys
+d, frees = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert d['rewrite'] == 'prot-none-free' and d['rules'] == {'prot-none-free': frees}, d['rules']
+assert len(d['runs']) == 1 and d['median']['divergences'] == 0
+# One madvise per free, and the frees are gone from the replayed mmaps.
+assert d['median']['ops']['madvise']['count'] == frees, d['median']['ops']
+EOF
+
+status compare-run 0 env TMPDIR="$tmp/td" "$RP" --compare --repeat=3 --json="$tmp/c.json" "$tmp/old.zst"
+cp "$tmp/out" "$tmp/c.txt"
+t compare-no-temp-files-left sh -c "test -z \"\$(ls -A $tmp/td)\""
+t compare-table python3 - "$tmp/c.txt" "$FREES" <<'EOF'
+import re, sys
+txt, frees = open(sys.argv[1]).read(), int(sys.argv[2])
+assert re.search(r'^prot-none-free +%d$' % frees, txt, re.M), 'rule count row'
+assert '3 runs each, alternating' in txt
+hdr = re.search(r'^metric \(median\) +baseline +rewritten +ratio +baseline min-max +rewritten min-max +clear$', txt, re.M)
+assert hdr, 'header'
+rows = {}
+for l in txt.splitlines():
+    m = re.match(r'^(.+?) {2,}(\S+) +(\S+) +(\S+) +(\S+)-(\S+) +(\S+)-(\S+) +(yes|no)$', l)
+    if m:
+        rows[m.group(1)] = m.groups()[1:]
+for want in ('wall_ms', 'minor faults', 'major faults', 'voluntary cs', 'involuntary cs',
+             'divergences', 'wait_ms', 'peak vmas', 'mprotect calls', 'madvise calls',
+             'mmap p50_us', 'mmap p99_us'):
+    assert want in rows, (want, sorted(rows))
+for k, (b, r, q, blo, bhi, rlo, rhi, clear) in rows.items():
+    # medians inside their ranges; clear exactly when the ranges are apart
+    assert float(blo) <= float(b) <= float(bhi) and float(rlo) <= float(r) <= float(rhi), k
+    apart = float(bhi) < float(rlo) or float(rhi) < float(blo)
+    assert (clear == 'yes') == apart, k
+assert rows['divergences'][:2] == ('0', '0'), rows['divergences']
+assert rows['madvise calls'][0] == '0' and int(rows['madvise calls'][1]) == frees
+assert rows['madvise calls'][7] == 'yes'
+# the table's ratio column is baseline/max(rewritten,1)
+b, r = (int(x) for x in rows['mprotect calls'][:2])
+assert abs(float(rows['mprotect calls'][2]) - b / max(r, 1)) < 0.6, rows['mprotect calls']
+EOF
+t compare-json python3 - "$tmp/c.json" "$FREES" <<'EOF'
+import json, sys
+d, frees = json.load(open(sys.argv[1])), int(sys.argv[2])
+run_keys = {'wall_ns', 'minor_faults', 'major_faults', 'voluntary_cs', 'involuntary_cs',
+            'divergences', 'events', 'peak_vmas', 'ops'}
+for side in ('baseline', 'rewritten'):
+    s = d[side]
+    assert set(s) == {'runs', 'median'}, s.keys()
+    assert len(s['runs']) == 3
+    for r in s['runs'] + [s['median']]:
+        assert run_keys <= set(r), run_keys - set(r)
+        for op, o in r['ops'].items():
+            assert {'count', 'errors', 'p50_ns', 'p99_ns', 'max_ns'} <= set(o), op
+    assert s['median']['divergences'] == 0, (side, s['median']['divergence_list'])
+assert d['rules'] == {'prot-none-free': frees}
+B, R = d['baseline']['median'], d['rewritten']['median']
+# The rule's effect, as replayed: one madvise per free, the frees' mmaps
+# and all but each thread's first mprotect(RW) gone, nothing else changed.
+assert R['ops']['madvise']['count'] == frees and 'madvise' not in B['ops']
+assert B['ops']['mmap']['count'] - R['ops']['mmap']['count'] == frees
+assert B['ops']['mprotect']['count'] - R['ops']['mprotect']['count'] == frees - 2
+assert B['events'] - R['events'] == frees - 2
+# ratio: every number of a run object, baseline median / max(rewritten median, 1)
+q = d['ratio']
+def check(qd, bd, rd, path):
+    for k, v in qd.items():
+        if isinstance(v, dict):
+            check(v, bd.get(k, {}), rd.get(k, {}), path + k + '.')
+        else:
+            want = bd.get(k, 0) / max(rd.get(k, 0), 1)
+            assert abs(v - want) <= 1e-5 * max(1, want), (path + k, v, want)
+check(q, B, R, '')
+for k in run_keys - {'ops'}:
+    assert k in q, k
+assert set(q['ops']) == set(B['ops']) | set(R['ops']), q['ops'].keys()
+assert q['ops']['mprotect']['count'] > 100 and q['ops']['madvise']['count'] == 0
+assert q['perf'].keys() and q['rusage'].keys()
+EOF
+status compare-quiet 0 "$RP" --compare=prot-none-free --repeat=1 -q "$tmp/old.zst"
+t compare-quiet-lines sh -c "test \$(wc -l < $tmp/out) = 3 && grep -q '^baseline  wall .* divergences 0$' $tmp/out && grep -q '^rewritten wall .* divergences 0$' $tmp/out"
+
+# ---- every workload, rewritten by the rules that fit it ----
+# NAME RULES MIN-APPLIED-OF-FIRST-RULE COMMAND...
+while read -r name rules min cmd; do
+	[ -n "$name" ] || continue
+	# shellcheck disable=SC2086
+	"$REC" -q -o "$tmp/$name.zst" -- $W/$cmd > "$tmp/$name.log" 2>&1
+	rc=$?
+	if [ "$rc" = 77 ]; then
+		echo "skip rewrite-replay-$name: $(tail -1 "$tmp/$name.log")"; continue
+	fi
+	if [ "$rc" != 0 ] && [ "${cmd%% *}" != forkexec ]; then
+		echo "not ok rewrite-replay-$name: recording exited $rc"; tail -3 "$tmp/$name.log"; continue
+	fi
+	if ! "$RP" -q --rewrite=$rules --json="$tmp/$name.json" "$tmp/$name.zst" > "$tmp/$name.rp" 2>&1; then
+		echo "not ok rewrite-replay-$name: vmreplay failed"; sed 's/^/    /' "$tmp/$name.rp" | head -5; continue
+	fi
+	python3 - "$tmp/$name.json" "$name" "$min" "${rules%%,*}" <<'EOF'
+import json, sys
+d, name, want, first = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+med = d['median']
+if med['divergences']:
+    print(f"not ok rewrite-replay-{name}: {med['divergences']} divergences")
+    for x in med['divergence_list']:
+        print(f"    event {x['event']}: {x['text']} -> {x['replayed']}")
+elif d['rules'][first] < want:
+    print(f"not ok rewrite-replay-{name}: {first} applied {d['rules'][first]} times, want >= {want}")
+else:
+    print(f"ok rewrite-replay-{name}: zero divergences in {med['events']} ops, rules {d['rules']}")
+EOF
+done <<EOF
+seed000-old       prot-none-free     200 seed000 --mode old --threads 2 --iterations 100
+seed000-old-1     $ALL               100 seed000 --mode old --threads 1 --iterations 100 --pages 3
+seed000-new       dontneed-to-free   200 seed000 --mode new --threads 2 --iterations 100
+seed001-dontneed  dontneed-to-free   6   seed001 --procs 2 --size 2 --loops 3 --advice dontneed
+seed001-free      free-to-dontneed   6   seed001 --procs 2 --size 2 --loops 3 --advice free
+seed002           $ALL               0   seed002 --count 200 --kind anon
+seed003-locked    mlock-onfault      1   seed003 --mode locked --size 4 --accesses 50
+seed003-mlock     mlock-onfault      50  seed003 --mode mlock --size 4 --accesses 50
+seed004           populate           2   seed004 --pages 64 --rounds 2
+everyop           $ALL               0   everyop
+forkexec          $ALL               0   forkexec
+EOF
+exit 0
