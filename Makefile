@@ -143,6 +143,10 @@ $(B)/mkgolden: tests/data/mkgolden.c $(LIBVMTRACE)
 	$(say) CC $@
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBVMTRACE) $(LDLIBS_ALL)
 
+$(B)/mkrandom: tests/data/mkrandom.c $(call obj,tests/unit/tgen.c) $(LIBVMTRACE)
+	$(say) CC $@
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(call obj,tests/unit/tgen.c) $(LIBVMTRACE) $(LDLIBS_ALL)
+
 golden: $(B)/mkgolden $(B)/vmtrace
 	$(Q)$(B)/mkgolden tests/data
 	$(Q)for t in every-kind seed000-old; do \
@@ -151,7 +155,7 @@ golden: $(B)/mkgolden $(B)/vmtrace
 	$(Q)$(B)/vmtrace dump --stacks tests/data/every-kind.zst > tests/data/every-kind.stacks.dump
 	$(Q)$(B)/vmtrace dump tests/data/truncated.zst > tests/data/truncated.dump 2>&1; test $$? = 2
 
-check: all $(UNIT_BINS) $(FUZZ_BIN)
+check: all $(UNIT_BINS) $(FUZZ_BIN) $(B)/mkrandom
 	$(Q)B=$(B) SAN=$(SAN) sh mk/check.sh $(UNIT_BINS)
 
 fuzz: $(FUZZ_BIN)
