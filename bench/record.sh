@@ -23,12 +23,12 @@ now() { date +%s%N; }
 time_of() { t0=$(now); "$@" >/dev/null 2>&1 || true; t1=$(now); echo $((t1 - t0)); }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-bench() { # NAME, then the command
+bench() { # NAME, then the command (VMREC_OPTS: extra vmrec options)
 	name=$1; shift
 	: > "$tmp/n"; : > "$tmp/v"; : > "$tmp/s"
 	for r in $(seq "$rounds"); do
 		time_of "$@" >> "$tmp/n"
-		time_of "$B/vmrec" -q --force -o "$tmp/t.zst" -- "$@" >> "$tmp/v"
+		time_of "$B/vmrec" -q --force ${VMREC_OPTS:-} -o "$tmp/t.zst" -- "$@" >> "$tmp/v"
 		time_of strace -f -o /dev/null -e trace="$ops" "$@" >> "$tmp/s"
 	done
 	n=$(median < "$tmp/n"); v=$(median < "$tmp/v"); s=$(median < "$tmp/s")
@@ -39,6 +39,7 @@ bench() { # NAME, then the command
 printf '%-28s %10s %10s %10s %8s %8s\n' workload native_ms vmrec_ms strace_ms vmrec_x strace_x
 bench "seed000 new 1 thread" "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
 bench "seed000 new 2 threads" "$B/workloads/seed000" --mode new --threads 2 --iterations "$iters"
+VMREC_OPTS=--touch=none bench "  same, vmrec --touch=none" "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
 bench "python3 -c pass" python3 -c pass
 bench "gcc -c small.c" gcc -O2 -c -o "$tmp/small.o" "$tmp/small.c"
 echo "($rounds rounds interleaved, medians; seed000 with $iters iterations per thread)"
