@@ -274,6 +274,9 @@ static void render_result(struct vmt_buf *b, const struct vmt_syscall *sc)
 	} else {
 		vmt_buf_printf(b, " = %" PRId64, sc->result);
 	}
+	/* A call a rewrite rule made or changed: not what the program did. */
+	if (sc->flags & VMT_SC_REWRITTEN)
+		vmt_buf_puts(b, " (rewritten)");
 }
 
 static void render_syscall(struct vmt_buf *b, const struct vmt_syscall *sc)

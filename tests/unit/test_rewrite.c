@@ -3,7 +3,7 @@
  * is written with vmt_writer, rewritten file to file with
  * vmt_rewrite_trace(), read back with vmt_reader and compared line by line
  * with the expected stream (the text `vmtrace dump` shows, without the
- * time column, " [rw]" marking calls flagged VMT_SC_REWRITTEN).  The cases
+ * time column; calls flagged VMT_SC_REWRITTEN render with " (rewritten)").  The cases
  * where a rule must not apply get their own traces.  The streaming API is
  * tested in test_rewrite_stream.c.
  */
@@ -168,8 +168,7 @@ static char *render_all(int fd)
 		vmt_render_text(&line, &ev);
 		if (ev.proc)
 			vmt_buf_printf(&out, "p%u ", ev.proc);
-		vmt_buf_printf(&out, "t%u %s%s\n", ev.thread, line.data,
-			       ev.kind == VMT_EV_SYSCALL && (ev.u.sc.flags & VMT_SC_REWRITTEN) ? " [rw]" : "");
+		vmt_buf_printf(&out, "t%u %s\n", ev.thread, line.data);
 	}
 	assert_int_equal(rc, 0);
 	vmt_reader_free(r);
@@ -252,9 +251,9 @@ static void test_pnf_basic(void **state)
 		    "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 		    "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
 		    "t1 touch(0x100000, 1 page: 1 written, before op)\n"
-		    "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 [rw]\n"
+		    "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 (rewritten)\n"
 		    "t1 touch(0x100000, 1 page: 1 written, before op)\n"
-		    "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 [rw]\n"
+		    "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 (rewritten)\n"
 		    "t1 munmap(0x100000, 4096) = 0\n");
 	assert_int_equal(r.nrules, 1);
 	assert_int_equal(r.applied[0], 2);
@@ -294,17 +293,17 @@ static void test_pnf_threads_multipage(void **state)
 	      "t1 mprotect(0x100000, 16384, PROT_READ|PROT_WRITE) = 0\n"
 	      "t2 mprotect(0x200000, 16384, PROT_READ|PROT_WRITE) = 0\n"
 	      "t1 touch(0x100000, 4 pages: 4 written, before op)\n"
-	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 [rw]\n"
+	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t2 touch(0x200000, 4 pages: 4 written, before op)\n"
-	      "t2 madvise(0x200000, 16384, MADV_DONTNEED) = 0 [rw]\n"
+	      "t2 madvise(0x200000, 16384, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t1 touch(0x100000, 4 pages: 4 written, before op)\n"
-	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 [rw]\n"
+	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t2 touch(0x200000, 4 pages: 4 written, before op)\n"
-	      "t2 madvise(0x200000, 16384, MADV_DONTNEED) = 0 [rw]\n"
+	      "t2 madvise(0x200000, 16384, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t2 touch(0x200000, 4 pages: 4 written, before op)\n"
-	      "t2 madvise(0x200000, 16384, MADV_DONTNEED) = 0 [rw]\n"
+	      "t2 madvise(0x200000, 16384, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t1 touch(0x100000, 4 pages: 4 written, before op)\n"
-	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 [rw]\n"
+	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t1 munmap(0x100000, 16384) = 0\n"
 	      "t2 munmap(0x200000, 16384) = 0\n",
 	      6);
@@ -527,12 +526,12 @@ static void test_pnf_held_copies_and_procs(void **state)
 	check(&b, "prot-none-free",
 	      "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
-	      "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 [rw]\n"
+	      "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t2 map_file(\"/lib/a-rather-long-library-name.so\", dev=8:1, ino=42, size=1048576, flags=O_RDONLY)\n"
 	      "t2 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3, 0) = 0x300000\n"
 	      "t2 touch(0x300000, 1 page: 1 written, before op)\n"
 	      "p1 t3 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
-	      "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 [rw]\n"
+	      "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "p1 t3 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
 	      "t1 munmap(0x100000, 4096) = 0\n",
 	      2);
@@ -561,7 +560,7 @@ static void test_dontneed_to_free(void **state)
 	madv_trace(&b, DONTNEED);
 	check(&b, "dontneed-to-free",
 	      "t1 mmap(NULL, 16384, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-	      "t1 madvise(0x100000, 16384, MADV_FREE) = 0 [rw]\n"
+	      "t1 madvise(0x100000, 16384, MADV_FREE) = 0 (rewritten)\n"
 	      "t1 madvise(0x100001, 4096, MADV_DONTNEED) = -1 EINVAL (Invalid argument)\n"
 	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0) = 0x200000\n"
 	      "t1 madvise(0x200000, 4096, MADV_DONTNEED) = 0\n"
@@ -569,7 +568,7 @@ static void test_dontneed_to_free(void **state)
 	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE, 3, 0) = 0x300000\n"
 	      "t1 madvise(0x300000, 4096, MADV_DONTNEED) = 0\n"
 	      "t1 madvise(0x100000, 32768, MADV_DONTNEED) = 0\n"
-	      "t1 madvise(0x101000, 4096, MADV_FREE) = 0 [rw]\n",
+	      "t1 madvise(0x101000, 4096, MADV_FREE) = 0 (rewritten)\n",
 	      2);
 }
 
@@ -579,7 +578,7 @@ static void test_free_to_dontneed(void **state)
 	madv_trace(&b, FREE);
 	check(&b, "free-to-dontneed",
 	      "t1 mmap(NULL, 16384, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 [rw]\n"
+	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t1 madvise(0x100001, 4096, MADV_FREE) = -1 EINVAL (Invalid argument)\n"
 	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0) = 0x200000\n"
 	      "t1 madvise(0x200000, 4096, MADV_FREE) = 0\n"
@@ -587,7 +586,7 @@ static void test_free_to_dontneed(void **state)
 	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE, 3, 0) = 0x300000\n"
 	      "t1 madvise(0x300000, 4096, MADV_FREE) = 0\n"
 	      "t1 madvise(0x100000, 32768, MADV_FREE) = 0\n"
-	      "t1 madvise(0x101000, 4096, MADV_DONTNEED) = 0 [rw]\n",
+	      "t1 madvise(0x101000, 4096, MADV_DONTNEED) = 0 (rewritten)\n",
 	      2);
 }
 
@@ -611,17 +610,17 @@ static void test_mlock_onfault(void **state)
 	MUNMAP(&b, 2, 0x300000, PAGE);
 	check(&b, "mlock-onfault",
 	      "t1 mmap(NULL, 16384, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-	      "t1 mlock2(0x100000, 4096, MLOCK_ONFAULT) = 0 [rw]\n"
+	      "t1 mlock2(0x100000, 4096, MLOCK_ONFAULT) = 0 (rewritten)\n"
 	      "t1 mlock(0x100000, 262144) = -1 ENOMEM (Cannot allocate memory)\n"
-	      "t1 mlock2(0x100000, 4096, MLOCK_ONFAULT) = 0 [rw]\n"
+	      "t1 mlock2(0x100000, 4096, MLOCK_ONFAULT) = 0 (rewritten)\n"
 	      "t1 mlock2(0x100000, 4096, MLOCK_ONFAULT) = 0\n"
-	      "t1 mlockall(MCL_CURRENT|MCL_ONFAULT) = 0 [rw]\n"
+	      "t1 mlockall(MCL_CURRENT|MCL_ONFAULT) = 0 (rewritten)\n"
 	      "t1 mlockall(MCL_CURRENT|MCL_ONFAULT) = 0\n"
-	      "t2 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x200000 [rw]\n"
-	      "t2 mlock2(0x200000, 8192, MLOCK_ONFAULT) = 0 [rw]\n"
+	      "t2 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x200000 (rewritten)\n"
+	      "t2 mlock2(0x200000, 8192, MLOCK_ONFAULT) = 0 (rewritten)\n"
 	      "t2 map_file(\"/data/f\", dev=8:1, ino=42, size=1048576, flags=O_RDONLY)\n"
-	      "t2 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3, 0) = 0x300000 [rw]\n"
-	      "t2 mlock2(0x300000, 4096, MLOCK_ONFAULT) = 0 [rw]\n"
+	      "t2 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3, 0) = 0x300000 (rewritten)\n"
+	      "t2 mlock2(0x300000, 4096, MLOCK_ONFAULT) = 0 (rewritten)\n"
 	      "t2 touch(0x300000, 1 page: 1 written, before op)\n"
 	      "t2 munmap(0x300000, 4096) = 0\n",
 	      5);
@@ -663,13 +662,13 @@ static void test_populate(void **state)
 	touchp(&b, 0, 0, 0x600000, 1, VMT_PAGE_READ, VMT_TOUCH_EXIT);
 	proc_exit(&b, 0);
 	check(&b, "populate",
-	      "t1 mmap(NULL, 12288, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x100000 [rw]\n"
+	      "t1 mmap(NULL, 12288, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x100000 (rewritten)\n"
 	      "t1 touch(0x100000, 3 pages: 3 written, before op)\n"
 	      "t1 munmap(0x100000, 12288) = 0\n"
 	      "t1 mmap(NULL, 12288, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 touch(0x100000, 2 pages: 2 written, before op)\n"
 	      "t1 munmap(0x100000, 12288) = 0\n"
-	      "t1 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x200000 [rw]\n"
+	      "t1 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x200000 (rewritten)\n"
 	      "t1 fault(0x20000a, write, ip=0x401000)\n"
 	      "t2 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0) = 0x400000\n"
 	      "t1 fault(0x201014, write, ip=0x401000)\n"
@@ -683,7 +682,7 @@ static void test_populate(void **state)
 	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0) = 0x500000\n"
 	      "t1 touch(0x500000, 1 page: 1 written, before op)\n"
 	      "t1 munmap(0x500000, 4096) = 0\n"
-	      "t2 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x600000 [rw]\n"
+	      "t2 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x600000 (rewritten)\n"
 	      "t0 touch(0x600000, 1 page: 1 read, exit)\n"
 	      "t0 +++ process_exit status=0 (exited 0) +++\n",
 	      3);
@@ -710,9 +709,9 @@ static void test_compose(void **state)
 		    "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 		    "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
 		    "t1 touch(0x100000, 1 page: 1 written, before op)\n"
-		    "t1 madvise(0x100000, 4096, MADV_FREE) = 0 [rw]\n"
+		    "t1 madvise(0x100000, 4096, MADV_FREE) = 0 (rewritten)\n"
 		    "t1 touch(0x100000, 1 page: 1 written, before op)\n"
-		    "t1 madvise(0x100000, 4096, MADV_FREE) = 0 [rw]\n"
+		    "t1 madvise(0x100000, 4096, MADV_FREE) = 0 (rewritten)\n"
 		    "t1 munmap(0x100000, 4096) = 0\n");
 	assert_int_equal(r.nrules, 2);
 	assert_int_equal(r.applied[0], 2);

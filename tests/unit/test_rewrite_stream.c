@@ -143,7 +143,7 @@ static void test_stream_deep_copy(void **state)
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
 	assert_int_equal(vmt_rewrite_finish(rw, collect, &s), 0);
 	assert_int_equal(s.n, 5);
-	assert_string_equal(s.text[2], "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0");
+	assert_string_equal(s.text[2], "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 (rewritten)");
 	assert_string_equal(s.text[3], "t2 map_file(\"/tmp/first\", dev=0:0, ino=0, size=0, flags=O_RDONLY)");
 	assert_string_equal(s.text[4], "t2 touch(0x200000, 2 pages: 1 written, 1 absent, before op)");
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), VMT_E_STATE);
