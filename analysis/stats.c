@@ -366,31 +366,23 @@ static int runtime_module(const char *mod)
 
 /* Name one frame without addresses: "func (module)", or "module+0xoff"
  * (stable across ASLR), or "0xip".  *runtime says whether it is inside the
- * C runtime.  Parses vmt_symtab_render_ip(): the symbol table has no
- * accessor for the module. */
+ * C runtime. */
 static void frame_name(const vmt_symtab *t, uint64_t ip, struct vmt_buf *out, int *runtime)
 {
-	struct vmt_buf b = { 0 };
-	vmt_symtab_render_ip(t, &b, ip);
-	const char *txt = b.len ? b.data : "";
-	const char *mod = strrchr(txt, '(');
-	*runtime = 0;
-	if (txt[0] == '0' && txt[1] == 'x') {
-		if (mod) { /* "0xip (module+0xoff)" */
-			vmt_buf_printf(out, "%.*s", (int)(strlen(mod + 1) - 1), mod + 1);
-			*runtime = runtime_module(mod + 1);
-		} else {
-			vmt_buf_puts(out, txt);
-		}
-	} else {
-		size_t fl = strcspn(txt, "+ ");
-		vmt_buf_printf(out, "%.*s", (int)fl, txt);
-		if (mod) {
-			vmt_buf_printf(out, " %s", mod);
-			*runtime = runtime_module(mod + 1);
-		}
-	}
-	vmt_buf_free(&b);
+	uint64_t off = 0;
+	const char *func = vmt_symtab_function(t, ip);
+	const char *mod = vmt_symtab_module(t, ip, &off);
+	const char *slash;
+
+	if (mod && (slash = strrchr(mod, '/')) && slash[1])
+		mod = slash + 1;
+	*runtime = mod ? runtime_module(mod) : 0;
+	if (func)
+		vmt_buf_printf(out, mod ? "%s (%s)" : "%s", func, mod);
+	else if (mod)
+		vmt_buf_printf(out, "%s+%#llx", mod, (unsigned long long)off);
+	else
+		vmt_buf_printf(out, "%#llx", (unsigned long long)ip);
 }
 
 static int site_cmp(const void *a, const void *b)

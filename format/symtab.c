@@ -265,6 +265,15 @@ const char *vmt_symtab_function(const vmt_symtab *t, uint64_t ip)
 	return e ? string_of(t, e->function) : NULL;
 }
 
+const char *vmt_symtab_module(const vmt_symtab *t, uint64_t ip, uint64_t *offset)
+{
+	const struct sym_ent *e = sym_find(t, ip);
+
+	if (offset)
+		*offset = e ? e->offset : 0;
+	return e ? string_of(t, e->module) : NULL;
+}
+
 void vmt_symtab_render_ip(const vmt_symtab *t, struct vmt_buf *b, uint64_t ip)
 {
 	const struct sym_ent *e = sym_find(t, ip);

@@ -509,6 +509,10 @@ const uint64_t *vmt_symtab_stack(const vmt_symtab *t, uint32_t id,
 void vmt_symtab_render_ip(const vmt_symtab *t, struct vmt_buf *b, uint64_t ip);
 /* The function name of ip, or NULL. */
 const char *vmt_symtab_function(const vmt_symtab *t, uint64_t ip);
+/* The module (file path) of ip, or NULL.  *offset (if not NULL) is set to
+ * the SYMBOL's offset: from the function's start when the function is
+ * known, else from the module's base. */
+const char *vmt_symtab_module(const vmt_symtab *t, uint64_t ip, uint64_t *offset);
 void vmt_symtab_free(vmt_symtab *t);
 
 /* ---- Helpers (added with names.c/buf.c) --------------------------------- */
