@@ -92,6 +92,19 @@ void vmr_pagemap_free(struct vmr_pagemap *pm);
 int vmr_pagemap_scan(struct vmr_pagemap *pm, int fd, uint64_t start,
 		     uint64_t end, struct vmr_runs *r);
 
+/* A range of present pages in one state. */
+struct vmr_present {
+	uint64_t start, end;
+	uint32_t state; /* enum vmt_page_state */
+};
+
+/* Every present range of [start, end) in address order, in one pass over
+ * the address space (PAGEMAP_SCAN only: holes between mappings cost
+ * nothing).  *v is grown with realloc (*cap its size).  Returns the number
+ * of ranges, -EOPNOTSUPP without PAGEMAP_SCAN, or -errno. */
+long vmr_pagemap_collect(struct vmr_pagemap *pm, int fd, uint64_t start,
+			 uint64_t end, struct vmr_present **v, size_t *cap);
+
 /* ---- syscall numbers and the seccomp filter (sysmap.c) ------------------ */
 
 #define VMR_MAX_NR 1024

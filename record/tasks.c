@@ -526,22 +526,53 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 /* ---- exits ---------------------------------------------------------------- */
 
 /* Touch state of every mapping at exit, except the kernel's special ones
- * and PROT_NONE reservations (which cannot have been touched). */
+ * and PROT_NONE reservations (which cannot have been touched).  One TOUCH
+ * event per mapping, as before a discarding op; with PAGEMAP_SCAN the whole
+ * address space is read in one pass and split by mapping here, instead of
+ * one ioctl per mapping (processes with hundreds of mappings exit often in
+ * a build or a shell script). */
 static void exit_touch(struct vmr_rec *r, struct vmr_task *t)
 {
 	uint64_t ts = vmr_now();
+	long n = -EOPNOTSUPP;
+	int fd;
 
-	if (vmr_maps_read(&r->maps, t->tid))
+	if (vmr_maps_read(&r->maps, t->tid) || r->maps.n == 0)
 		return;
+	fd = vmr_pagemap_fd(r, t);
+	if (fd >= 0)
+		n = vmr_pagemap_collect(&r->pm, fd, r->maps.e[0].start,
+					r->maps.e[r->maps.n - 1].end,
+					&r->present, &r->present_cap);
+	size_t k = 0;
 	for (uint32_t i = 0; i < r->maps.n; i++) {
 		const struct vmt_map_entry *e = &r->maps.e[i];
 		if (!(e->perms & (VMT_PROT_R | VMT_PROT_W | VMT_PROT_X)))
 			continue;
 		if (!strncmp(e->path, "[v", 2)) /* [vdso] [vvar] [vsyscall] */
 			continue;
-		if (vmr_touch_range(r, t, e->start, e->end, VMT_TOUCH_EXIT, ts))
+		if (n < 0) {
+			if (vmr_touch_range(r, t, e->start, e->end, VMT_TOUCH_EXIT, ts))
+				break;
+			continue;
+		}
+		/* the collected ranges are sorted; a range may cross into the
+		 * next mapping, so clamp rather than consume */
+		while (k < (size_t)n && r->present[k].end <= e->start)
+			k++;
+		if (vmr_touch_begin(r, t, VMT_TOUCH_EXIT, ts))
+			break;
+		for (size_t j = k; j < (size_t)n && r->present[j].start < e->end; j++) {
+			uint64_t s = r->present[j].start > e->start ? r->present[j].start : e->start;
+			uint64_t x = r->present[j].end < e->end ? r->present[j].end : e->end;
+			if (vmr_runs_add(&r->runs, s, (x - s) >> r->page_shift,
+					 r->present[j].state))
+				goto out;
+		}
+		if (vmr_runs_end(&r->runs))
 			break;
 	}
+out:;
 }
 
 void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)

@@ -311,3 +311,48 @@ int vmr_pagemap_scan(struct vmr_pagemap *pm, int fd, uint64_t start,
 		return scan_ioctl(pm, fd, start, end, r);
 	return scan_pread(pm, fd, start, end, r);
 }
+
+long vmr_pagemap_collect(struct vmr_pagemap *pm, int fd, uint64_t start,
+			 uint64_t end, struct vmr_present **v, size_t *cap)
+{
+	struct vmr_page_region *rv = pm->vec;
+	size_t n = 0;
+
+	if (!pm->scan)
+		return -EOPNOTSUPP;
+	while (start < end) {
+		struct vmr_pm_scan_arg a = {
+			.size = sizeof(a),
+			.start = start,
+			.end = end,
+			.vec = (uintptr_t)rv,
+			.vec_len = VEC_LEN,
+			.category_anyof_mask = VMR_PAGE_IS_PRESENT | VMR_PAGE_IS_SWAPPED,
+			.return_mask = VMR_PAGE_IS_PRESENT | VMR_PAGE_IS_SWAPPED |
+				       VMR_PAGE_IS_FILE | VMR_PAGE_IS_PFNZERO,
+		};
+		long k = ioctl(fd, VMR_PAGEMAP_SCAN, &a);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n + (size_t)k > *cap) {
+			size_t ncap = *cap ? *cap : 1024;
+			while (ncap < n + (size_t)k)
+				ncap *= 2;
+			struct vmr_present *nv = realloc(*v, ncap * sizeof(**v));
+			if (!nv)
+				return -ENOMEM;
+			*v = nv;
+			*cap = ncap;
+		}
+		for (long i = 0; i < k; i++)
+			(*v)[n++] = (struct vmr_present){ rv[i].start, rv[i].end,
+							  scan_state(rv[i].categories) };
+		if (a.walk_end <= start)
+			break; /* no progress: never loop forever */
+		start = a.walk_end;
+	}
+	return (long)n;
+}

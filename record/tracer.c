@@ -514,6 +514,7 @@ static void teardown(struct vmr_rec *r)
 	vmr_maps_free(&r->maps);
 	vmr_pagemap_free(&r->pm);
 	vmr_runs_free(&r->runs);
+	free(r->present);
 	if (r->errfd >= 0)
 		close(r->errfd);
 	vmt_writer_free(r->w);

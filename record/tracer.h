@@ -102,6 +102,8 @@ struct vmr_rec {
 	struct vmr_maps maps;
 	struct vmr_pagemap pm;
 	struct vmr_runs runs;
+	struct vmr_present *present; /* exit scans: present ranges (grown) */
+	size_t present_cap;
 	struct vmt_event touch_ev; /* thread/proc/ts/reason for runs emits */
 
 	struct vmr_stacks *stacks;
@@ -149,6 +151,10 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,
 		 uint64_t ts);
 void vmr_sc_abandon(struct vmr_rec *r, struct vmr_task *t);
+/* Start a TOUCH bitmap of task t in r->runs (vmr_runs_add, then
+ * vmr_runs_end writes it).  Returns 0. */
+int vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
+		    uint64_t ts);
 int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
 		    uint64_t end, uint32_t reason, uint64_t ts);
 void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);
