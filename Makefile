@@ -119,7 +119,7 @@ $(B)/tests/%: tests/unit/%.c $(call obj,$(UNIT_HELPERS)) $(LIBS) | $(B)/.deps
 		$(CMOCKA_LIBS) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(LDLIBS_ALL)
 
 # Workloads are the programs under test: built plainly, never sanitized.
-$(B)/workloads/%: tests/workloads/%.c | $(B)/.deps
+$(B)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(B)/.deps
 	$(say) CC $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -O2 -g -pthread -o $@ $< -lm
