@@ -18,7 +18,7 @@
 #define VMREPLAY_VERSION "0.1"
 
 static const char usage_text[] =
-"Usage: vmreplay TRACE [OPTION...]\n"
+"usage: vmreplay TRACE [OPTION...]\n"
 "Re-execute the memory-management calls of a vmrec trace on this machine, with\n"
 "one replay thread per recorded thread and one replay process per recorded\n"
 "process, and measure faults, context switches, per-op latency and divergences.\n"
