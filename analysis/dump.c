@@ -52,13 +52,8 @@ static int load_symbols(struct vmt_input *in, vmt_symtab *t)
 static void print_maps_entries(struct vmt_buf *b, const struct vmt_maps *m)
 {
 	for (uint32_t i = 0; i < m->count; i++) {
-		const struct vmt_map_entry *e = &m->entries[i];
-		vmt_buf_printf(b, "\n    %012" PRIx64 "-%012" PRIx64 " %c%c%c%c %08" PRIx64 " %" PRIu64 ":%" PRIu64 " %" PRIu64 " %s",
-			       e->start, e->end,
-			       e->perms & VMT_PROT_R ? 'r' : '-', e->perms & VMT_PROT_W ? 'w' : '-',
-			       e->perms & VMT_PROT_X ? 'x' : '-', e->perms & VMT_MAPS_SHARED ? 's' : 'p',
-			       e->offset, (e->dev >> 8) & 0xfff, (e->dev & 0xff) | ((e->dev >> 12) & 0xfff00),
-			       e->ino, e->path);
+		vmt_buf_puts(b, "\n    ");
+		vmt_render_map_entry(b, &m->entries[i]);
 	}
 }
 

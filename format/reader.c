@@ -467,18 +467,28 @@ static int read_footer(struct vmt_reader *r, uint64_t off, uint32_t size)
 	return 0;
 }
 
+/* Account for one decoded event (rc 1 = returned, 2 = skipped); the first
+ * returned event of a chunk must carry the descriptor's first time. */
+static int took(struct vmt_reader *r, const struct vmt_event *ev, int rc)
+{
+	if (r->chunk_decoded == 0 && rc == 1 && ev->ts_ns != r->chunk_first_ts)
+		return fail(r, VMT_E_CORRUPT, r->chunk_off + 32,
+			    "chunk descriptor's first time does not match its first event");
+	r->chunk_left--;
+	r->chunk_decoded++;
+	r->events++;
+	if (rc == 1)
+		r->by_kind[ev->kind]++;
+	return rc;
+}
+
 int vmt_reader_next(vmt_reader *r, struct vmt_event *ev)
 {
-	/* The common case first: a SYSCALL inside a chunk, past the first
-	 * event (whose time is checked against the descriptor below). */
-	if (__builtin_expect(r->chunk_left > 1 && r->chunk_decoded && !r->err, 1) &&
-	    vmt_decode_syscall_fast(&r->cur, &r->times, &r->tm, r->hdr.minor, ev)) {
-		r->chunk_left--;
-		r->chunk_decoded++;
-		r->events++;
-		r->by_kind[VMT_EV_SYSCALL]++;
-		return 1;
-	}
+	/* The common case first: a well-formed SYSCALL inside a chunk.  The
+	 * general decoder below handles everything else and names errors. */
+	if (__builtin_expect(r->chunk_left && !r->err, 1) &&
+	    vmt_decode_syscall_fast(&r->cur, &r->times, &r->tm, r->hdr.minor, ev))
+		return took(r, ev, 1);
 	if (r->err)
 		return r->err;
 	if (r->done)
@@ -497,16 +507,9 @@ int vmt_reader_next(vmt_reader *r, struct vmt_event *ev)
 					    "chunk event %u (byte %llu of the chunk's data): %s",
 					    r->chunk_decoded, (unsigned long long)at,
 					    rc == -ENOMEM ? "out of memory" : why);
-			if (r->chunk_decoded == 0 && rc == 1 && ev->ts_ns != r->chunk_first_ts)
-				return fail(r, VMT_E_CORRUPT, r->chunk_off + 32,
-					    "chunk descriptor's first time does not match its first event");
-			r->chunk_left--;
-			r->chunk_decoded++;
-			r->events++;
-			if (rc == 1) {
-				r->by_kind[ev->kind]++;
-				return 1;
-			}
+			rc = took(r, ev, rc);
+			if (rc != 2)
+				return rc;
 			continue; /* skipped a kind from a newer version */
 		}
 		if (r->chunk_left)

@@ -425,6 +425,16 @@ static void perms_str(uint32_t perms, char out[5])
 	out[4] = '\0';
 }
 
+void vmt_render_map_entry(struct vmt_buf *b, const struct vmt_map_entry *e)
+{
+	char perms[5];
+
+	perms_str(e->perms, perms);
+	vmt_buf_printf(b, "%012" PRIx64 "-%012" PRIx64 " %s %08" PRIx64 " %" PRIu32 ":%" PRIu32
+		       " %" PRIu64 " %s", e->start, e->end, perms, e->offset,
+		       dev_major(e->dev), dev_minor(e->dev), e->ino, e->path);
+}
+
 static void put_parent(struct vmt_buf *b, uint32_t id)
 {
 	if (id == VMT_NONE)

@@ -491,6 +491,10 @@ void vmt_render_text(struct vmt_buf *b, const struct vmt_event *ev);
  * "thread", "proc", then kind-specific keys (see man/vmtrace.1). */
 void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev);
 
+/* Append one mapping as a /proc/PID/maps line, without newline:
+ * "7f3a2c000000-7f3a2c002000 rw-p 00000000 8:1 131 /usr/bin/app". */
+void vmt_render_map_entry(struct vmt_buf *b, const struct vmt_map_entry *e);
+
 /* Append an op's arguments only ("NULL, 4096, PROT_READ, ...") */
 void vmt_render_args(struct vmt_buf *b, const struct vmt_syscall *sc);
 
