@@ -56,9 +56,7 @@ const struct vmt_rewrite_rule_info *vmt_rewrite_rules(size_t *n)
 	return info;
 }
 
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void msg(char *err, size_t errlen, const char *fmt, ...)
+void rw_msg(char *err, size_t errlen, const char *fmt, ...)
 {
 	if (!err || !errlen)
 		return;
@@ -75,7 +73,7 @@ static int parse(const char *rules, const struct rw_rule **out, unsigned *n, cha
 	if (!rules || !*rules)
 		rules = VMT_REWRITE_DEFAULT;
 	if (strlen(rules) >= VMT_REWRITE_MAX_LIST) {
-		msg(err, errlen, "rewrite rule list too long (%zu bytes, at most %d)", strlen(rules),
+		rw_msg(err, errlen, "rewrite rule list too long (%zu bytes, at most %d)", strlen(rules),
 		    VMT_REWRITE_MAX_LIST - 1);
 		return -EINVAL;
 	}
@@ -84,7 +82,7 @@ static int parse(const char *rules, const struct rw_rule **out, unsigned *n, cha
 		const char *e = strchr(p, ',');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
 		if (!len) {
-			msg(err, errlen, "empty rewrite rule name in '%s'", rules);
+			rw_msg(err, errlen, "empty rewrite rule name in '%s'", rules);
 			return -EINVAL;
 		}
 		const struct rw_rule *r = NULL;
@@ -97,12 +95,12 @@ static int parse(const char *rules, const struct rw_rule **out, unsigned *n, cha
 				strcat(known, i ? ", " : "");
 				strcat(known, all_rules[i]->name);
 			}
-			msg(err, errlen, "unknown rewrite rule '%.*s' (rules: %s)", (int)len, p, known);
+			rw_msg(err, errlen, "unknown rewrite rule '%.*s' (rules: %s)", (int)len, p, known);
 			return -EINVAL;
 		}
 		for (unsigned i = 0; i < *n; i++)
 			if (out[i] == r) {
-				msg(err, errlen, "rewrite rule '%s' given twice", r->name);
+				rw_msg(err, errlen, "rewrite rule '%s' given twice", r->name);
 				return -EINVAL;
 			}
 		out[(*n)++] = r;
@@ -116,7 +114,7 @@ static int parse(const char *rules, const struct rw_rule **out, unsigned *n, cha
 		f2d |= out[i] == &rw_rule_free_to_dontneed;
 	}
 	if (d2f && f2d) {
-		msg(err, errlen, "rewrite rules 'dontneed-to-free' and 'free-to-dontneed' undo each other");
+		rw_msg(err, errlen, "rewrite rules 'dontneed-to-free' and 'free-to-dontneed' undo each other");
 		return -EINVAL;
 	}
 	return 0;
@@ -137,7 +135,7 @@ vmt_rewrite *vmt_rewrite_new(const char *rules, char *err, size_t errlen)
 		return NULL;
 	vmt_rewrite *rw = calloc(1, sizeof(*rw));
 	if (!rw) {
-		msg(err, errlen, "out of memory");
+		rw_msg(err, errlen, "out of memory");
 		return NULL;
 	}
 	rw->page_size = 4096;
@@ -155,7 +153,7 @@ vmt_rewrite *vmt_rewrite_new(const char *rules, char *err, size_t errlen)
 		if (!s->st) {
 			rw->nst = i; /* free only what was made */
 			vmt_rewrite_free(rw);
-			msg(err, errlen, "out of memory");
+			rw_msg(err, errlen, "out of memory");
 			return NULL;
 		}
 		snprintf(rw->list + strlen(rw->list), sizeof(rw->list) - strlen(rw->list), "%s%s",
@@ -464,15 +462,10 @@ int vmt_rewrite_finish(vmt_rewrite *rw, vmt_rewrite_emit_fn emit, void *arg)
 
 /* ---- helpers for rules -------------------------------------------------- */
 
-static int is_err(int64_t r)
-{
-	return r < 0 && r >= -4095;
-}
-
 int rw_sc_ranges(const struct rw_stage *s, const struct vmt_syscall *sc, uint64_t r[2][2])
 {
 	const uint64_t *a = sc->args;
-	int ok = !(sc->flags & VMT_SC_NO_RESULT) && !is_err(sc->result);
+	int ok = rw_sc_ok(sc);
 	uint64_t res = (uint64_t)sc->result;
 	switch (sc->op) {
 	case VMT_OP_MMAP:

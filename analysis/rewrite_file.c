@@ -2,11 +2,10 @@
  * rewrite_file.c - rewrite a whole trace file into another one.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "rewrite.h"
+#include "rewrite_int.h"
 
 struct out {
 	vmt_writer *w;
@@ -29,27 +28,15 @@ static int write_event(void *arg, const struct vmt_event *ev)
 	return rc;
 }
 
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void msg(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static void writer_msg(const struct out *o, char *err, size_t errlen)
 {
 	if (o->why)
-		msg(err, errlen, "writing: a rewrite rule made an invalid %s event (%s%s%s)",
+		rw_msg(err, errlen, "writing: a rewrite rule made an invalid %s event (%s%s%s)",
 		    vmt_kind_name(o->kind) ? vmt_kind_name(o->kind) : "?",
 		    o->op && vmt_op_name(o->op) ? vmt_op_name(o->op) : "", o->op ? ": " : "",
 		    o->why);
 	else
-		msg(err, errlen, "writing: %s", vmt_strerror(o->werr));
+		rw_msg(err, errlen, "writing: %s", vmt_strerror(o->werr));
 }
 
 int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t errlen)
@@ -58,7 +45,7 @@ int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t er
 	int e = 0;
 	vmt_reader *r = vmt_reader_open_fd(infd, &e, rmsg, sizeof(rmsg));
 	if (!r) {
-		msg(err, errlen, "reading: %s", *rmsg ? rmsg : vmt_strerror(e));
+		rw_msg(err, errlen, "reading: %s", *rmsg ? rmsg : vmt_strerror(e));
 		return e < 0 ? e : VMT_E_CORRUPT;
 	}
 	const struct vmt_header *h = vmt_reader_header(r);
@@ -68,7 +55,7 @@ int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t er
 	char *opts = malloc(olen);
 	if (!opts) {
 		vmt_reader_free(r);
-		msg(err, errlen, "out of memory");
+		rw_msg(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	snprintf(opts, olen, "%s%srewrite=%s", h->options, *h->options ? " " : "", list);
@@ -76,7 +63,7 @@ int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t er
 
 	int rc = vmt_rewrite_start(rw, h);
 	if (rc) {
-		msg(err, errlen, "reading: page size %u is not a power of two", h->page_size);
+		rw_msg(err, errlen, "reading: page size %u is not a power of two", h->page_size);
 		free(opts);
 		vmt_reader_free(r);
 		return rc;
@@ -84,7 +71,7 @@ int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t er
 	struct out o = { 0 };
 	o.w = vmt_writer_create(outfd, &oh, NULL, &e);
 	if (!o.w) {
-		msg(err, errlen, "writing: %s", vmt_strerror(e));
+		rw_msg(err, errlen, "writing: %s", vmt_strerror(e));
 		free(opts);
 		vmt_reader_free(r);
 		return e < 0 ? e : -EIO;
@@ -107,9 +94,9 @@ int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t er
 	if (rc < 0 && o.werr)
 		writer_msg(&o, err, errlen);
 	else if (rc < 0)
-		msg(err, errlen, "rewriting: %s", vmt_strerror(rc));
+		rw_msg(err, errlen, "rewriting: %s", vmt_strerror(rc));
 	else if (rd < 0) {
-		msg(err, errlen, "reading: %s", vmt_reader_errmsg(r));
+		rw_msg(err, errlen, "reading: %s", vmt_reader_errmsg(r));
 		rc = rd;
 	}
 	vmt_writer_free(o.w);

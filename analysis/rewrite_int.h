@@ -15,6 +15,7 @@
 #ifndef VMT_REWRITE_INT_H
 #define VMT_REWRITE_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "asmodel.h"
 #include "rewrite.h"
@@ -130,6 +131,24 @@ int rw_model_range(const struct rw_stage *s, uint32_t proc, uint64_t a, uint64_t
  * own number of them) and result, marked VMT_SC_REWRITTEN. */
 void rw_make_sc(struct vmt_event *out, const struct vmt_event *ev, uint32_t op,
 		const uint64_t *args, int64_t result);
+
+/* The call completed (a result was seen) and did not fail: its effect is
+ * known.  Results in [-4095, -1] are -errno, as the kernel's IS_ERR_VALUE(). */
+static inline int rw_sc_ok(const struct vmt_syscall *sc)
+{
+	return !(sc->flags & VMT_SC_NO_RESULT) && !(sc->result < 0 && sc->result >= -4095);
+}
+
+/* End of a TOUCH run of `pages` pages starting at `at`, clamped at the top
+ * of the address space. */
+static inline uint64_t rw_run_end(const struct rw_stage *s, uint64_t at, uint64_t pages)
+{
+	uint64_t page = s->page_mask + 1;
+	return pages > (UINT64_MAX - at) / page ? UINT64_MAX : at + pages * page;
+}
+
+/* Format a message into err (if err and errlen are not 0). */
+void rw_msg(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Index of the next input event of stage s (for look-ahead windows). */
 static inline uint64_t rw_now(const struct rw_stage *s)

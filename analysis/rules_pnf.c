@@ -255,10 +255,9 @@ static int pnf_syscall(struct rw_stage *s, struct pnf *x, const struct vmt_event
  * the rule does not understand happened; keep the free as recorded. */
 static int pnf_touch(struct rw_stage *s, struct pnf_proc *P, const struct vmt_touch *t)
 {
-	uint64_t page = s->page_mask + 1, at = t->start;
+	uint64_t at = t->start;
 	for (uint32_t k = 0; k < t->nruns; k++) {
-		uint64_t n = t->runs[k].pages;
-		uint64_t end = n > (UINT64_MAX - at) / page ? UINT64_MAX : at + n * page;
+		uint64_t end = rw_run_end(s, at, t->runs[k].pages);
 		if (t->runs[k].state != VMT_PAGE_ABSENT) {
 			for (uint32_t i = 0; i < P->n;) {
 				if (P->r[i].pending && P->r[i].start < end && at < P->r[i].end) {

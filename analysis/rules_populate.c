@@ -52,17 +52,12 @@ static void pop_destroy(void *st)
 	free(x);
 }
 
-static int is_err(int64_t r)
-{
-	return r < 0 && r >= -4095;
-}
-
 static int candidate(const struct rw_stage *s, const struct vmt_syscall *sc)
 {
 	uint64_t fl = sc->args[3];
 	uint64_t no = RW_MAP_POPULATE | RW_MAP_LOCKED | RW_MAP_GROWSDOWN | RW_MAP_HUGETLB |
 		      RW_MAP_NORESERVE;
-	return sc->op == VMT_OP_MMAP && !(sc->flags & VMT_SC_NO_RESULT) && !is_err(sc->result) &&
+	return sc->op == VMT_OP_MMAP && rw_sc_ok(sc) &&
 	       (fl & RW_MAP_TYPE) == RW_MAP_PRIVATE && (fl & RW_MAP_ANONYMOUS) && !(fl & no) &&
 	       (sc->args[2] & (RW_PROT_READ | RW_PROT_WRITE)) && sc->args[1] &&
 	       !((uint64_t)sc->result & s->page_mask);
@@ -122,8 +117,7 @@ static void touch(struct rw_stage *s, struct pop *x, const struct vmt_event *ev)
 	const struct vmt_touch *t = &ev->u.touch;
 	uint64_t page = s->page_mask + 1, at = t->start;
 	for (uint32_t k = 0; k < t->nruns; k++) {
-		uint64_t n = t->runs[k].pages;
-		uint64_t end = n > (UINT64_MAX - at) / page ? UINT64_MAX : at + n * page;
+		uint64_t end = rw_run_end(s, at, t->runs[k].pages);
 		if (t->runs[k].state != VMT_PAGE_ABSENT)
 			for (uint32_t i = 0; i < x->n; i++)
 				if (x->c[i].proc == ev->proc && x->c[i].start < end && at < x->c[i].end)

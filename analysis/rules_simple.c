@@ -9,16 +9,6 @@
 #include <string.h>
 #include "rewrite_int.h"
 
-static int is_err(int64_t r)
-{
-	return r < 0 && r >= -4095;
-}
-
-static int succeeded(const struct vmt_syscall *sc)
-{
-	return !(sc->flags & VMT_SC_NO_RESULT) && !is_err(sc->result);
-}
-
 static void *no_state(struct rw_stage *s)
 {
 	return s; /* anything but NULL */
@@ -41,7 +31,7 @@ static int madv_swap(struct rw_stage *s, const struct vmt_event *ev, uint64_t fr
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	if (ev->kind != VMT_EV_SYSCALL || sc->op != VMT_OP_MADVISE || sc->args[2] != from ||
-	    !succeeded(sc) || sc->result != 0 || !sc->args[1] || (sc->args[0] & s->page_mask) ||
+	    !rw_sc_ok(sc) || sc->result != 0 || !sc->args[1] || (sc->args[0] & s->page_mask) ||
 	    !rw_model_range(s, ev->proc, sc->args[0], rw_end(s, sc->args[0], sc->args[1]),
 			    UINT32_MAX, MADV_BAD))
 		return rw_emit(s, ev);
@@ -94,7 +84,7 @@ const struct rw_rule rw_rule_free_to_dontneed = {
 static int onfault_event(struct rw_stage *s, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
-	if (ev->kind != VMT_EV_SYSCALL || !succeeded(sc))
+	if (ev->kind != VMT_EV_SYSCALL || !rw_sc_ok(sc))
 		return rw_emit(s, ev);
 	struct vmt_event m;
 	uint64_t args[3];

@@ -232,14 +232,21 @@ static void check(struct tb *b, const char *rules, const char *want, uint64_t ap
 
 /* ---- prot-none-free ----------------------------------------------------- */
 
+/* tb_open, then thread 1 reserves `len` bytes at R1 (PROT_NONE) and
+ * enables the first `enable` of them (mprotect PROT_READ|PROT_WRITE). */
+static void pnf_open(struct tb *b, uint64_t len, uint64_t enable)
+{
+	tb_open(b);
+	MMAP(b, 1, R1, 0, len, NONE, PRIV_ANON);
+	MPROTECT(b, 1, R1, enable, RW);
+}
+
 /* A reservation, two cycles of enable / touch / free, then munmap: the
  * first enable stays, each free becomes madvise, the second enable goes. */
 static void test_pnf_basic(void **state)
 {
 	struct tb b;
-	tb_open(&b);
-	MMAP(&b, 1, R1, 0, PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, PAGE, RW);
+	pnf_open(&b, PAGE, PAGE);
 	touch(&b, 1, R1, 1);
 	FREE_RANGE(&b, 1, R1, PAGE);
 	MPROTECT(&b, 1, R1, PAGE, RW);
@@ -317,9 +324,7 @@ static void test_pnf_threads_multipage(void **state)
 static void test_pnf_not_prot_changed_before_free(void **state)
 {
 	struct tb b;
-	tb_open(&b);
-	MMAP(&b, 1, R1, 0, 2 * PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
+	pnf_open(&b, 2 * PAGE, 2 * PAGE);
 	MPROTECT(&b, 1, R1, 2 * PAGE, RO);
 	FREE_RANGE(&b, 1, R1, 2 * PAGE);
 	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
@@ -339,9 +344,7 @@ static void test_pnf_not_prot_changed_before_free(void **state)
 static void test_pnf_not_prot_changed_after_free(void **state)
 {
 	struct tb b;
-	tb_open(&b);
-	MMAP(&b, 1, R1, 0, 2 * PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
+	pnf_open(&b, 2 * PAGE, 2 * PAGE);
 	FREE_RANGE(&b, 1, R1, 2 * PAGE);
 	MPROTECT(&b, 1, R1, 2 * PAGE, RO);
 	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
@@ -361,9 +364,7 @@ static void test_pnf_not_prot_changed_after_free(void **state)
 static void test_pnf_not_partial(void **state)
 {
 	struct tb b;
-	tb_open(&b);
-	MMAP(&b, 1, R1, 0, 4 * PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
+	pnf_open(&b, 4 * PAGE, 2 * PAGE);
 	FREE_RANGE(&b, 1, R1, PAGE);
 	MPROTECT(&b, 1, R1, PAGE, RW);
 	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
@@ -386,9 +387,7 @@ static void test_pnf_not_partial(void **state)
 static void test_pnf_not_file(void **state)
 {
 	struct tb b;
-	tb_open(&b);
-	MMAP(&b, 1, R1, 0, PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, PAGE, RW);
+	pnf_open(&b, PAGE, PAGE);
 	map_file(&b, 1, "/data/f");
 	sc(&b, 1, VMT_OP_MMAP, (int64_t)R1, R1, PAGE, NONE, 0x12 /* PRIVATE|FIXED */, 3, 0);
 	MPROTECT(&b, 1, R1, PAGE, RW);
@@ -430,9 +429,7 @@ static void test_pnf_not_never_reenabled(void **state)
 	      "t0 +++ process_exit status=0 (exited 0) +++\n",
 	      0);
 	/* The same without the exit: the trace just ends. */
-	tb_open(&b);
-	MMAP(&b, 1, R1, 0, PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, PAGE, RW);
+	pnf_open(&b, PAGE, PAGE);
 	FREE_RANGE(&b, 1, R1, PAGE);
 	check(&b, "prot-none-free",
 	      "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
@@ -447,9 +444,7 @@ static void test_pnf_not_never_reenabled(void **state)
 static void test_pnf_not_other_thread_or_partial_unmap(void **state)
 {
 	struct tb b;
-	tb_open(&b);
-	MMAP(&b, 1, R1, 0, 2 * PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
+	pnf_open(&b, 2 * PAGE, 2 * PAGE);
 	FREE_RANGE(&b, 1, R1, 2 * PAGE);
 	MPROTECT(&b, 2, R1, 2 * PAGE, RW);
 	FREE_RANGE(&b, 2, R1, 2 * PAGE);
@@ -695,9 +690,7 @@ static void test_populate(void **state)
 static void test_compose(void **state)
 {
 	struct tb b;
-	tb_open(&b);
-	MMAP(&b, 1, R1, 0, PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, PAGE, RW);
+	pnf_open(&b, PAGE, PAGE);
 	touch(&b, 1, R1, 1);
 	FREE_RANGE(&b, 1, R1, PAGE);
 	MPROTECT(&b, 1, R1, PAGE, RW);

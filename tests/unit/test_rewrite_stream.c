@@ -111,19 +111,28 @@ static struct vmt_event sc_ev(uint32_t thread, uint32_t op, int64_t res, uint64_
 	return ev;
 }
 
-/* The caller's buffers may change as soon as push returns. */
-static void test_stream_deep_copy(void **state)
+/* A prot-none-free rewriter that was pushed a reservation, an enable and
+ * a free of R1 by thread 1: the free is held. */
+static vmt_rewrite *pnf_held_free(struct sink *s)
 {
 	char err[128];
 	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
 	assert_non_null(rw);
-	struct sink s = { 0 };
 	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, NONE, PRIV_ANON);
-	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, s), 0);
 	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
-	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, s), 0);
 	ev = sc_ev(1, VMT_OP_MMAP, R1, R1, PAGE, NONE, PRIV_ANON_FIXED);
-	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, s), 0);
+	return rw;
+}
+
+/* The caller's buffers may change as soon as push returns. */
+static void test_stream_deep_copy(void **state)
+{
+	struct sink s = { 0 };
+	struct vmt_event ev;
+	vmt_rewrite *rw = pnf_held_free(&s);
 	assert_int_equal(s.n, 2); /* the free is held */
 
 	char path[32] = "/tmp/first";
@@ -154,16 +163,9 @@ static void test_stream_deep_copy(void **state)
  * recorded), counted as an overflow; nothing is lost or reordered. */
 static void test_stream_overflow(void **state)
 {
-	char err[128];
-	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
-	assert_non_null(rw);
 	struct sink s = { 0 };
-	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, NONE, PRIV_ANON);
-	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
-	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
-	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
-	ev = sc_ev(1, VMT_OP_MMAP, R1, R1, PAGE, NONE, PRIV_ANON_FIXED);
-	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
+	struct vmt_event ev;
+	vmt_rewrite *rw = pnf_held_free(&s);
 	const int many = 200000;
 	for (int i = 0; i < many; i++) {
 		ev = (struct vmt_event){ .kind = VMT_EV_FAULT, .thread = 2 };

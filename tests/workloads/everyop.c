@@ -113,14 +113,6 @@ static int64_t call(enum mm_op op, long nr, const uint64_t *arg)
 }
 #define CALL(op, nr, ...) call((op), (nr), (const uint64_t[MAX_ARGS]){ __VA_ARGS__ })
 
-/* A file this program created, removed at exit even after die(). */
-static char created_path[4096];
-static void remove_created(void)
-{
-	if (created_path[0])
-		unlink(created_path);
-}
-
 static void touch(void *p, size_t len, size_t page)
 {
 	for (size_t off = 0; off < len; off += page)
@@ -136,18 +128,11 @@ static void parse_args(int argc, char **argv, int *log)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, longopts, usage_text)) != -1) {
 		switch (c) {
 		case 'l': *log = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		default:
-			try_help(); /* getopt_long said what is wrong */
 		}
 	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
 }
 
 int main(int argc, char **argv)
@@ -157,8 +142,7 @@ int main(int argc, char **argv)
 	struct summary sum = { 0 };
 	struct mark t0, t1;
 	char path[4096], extra[1100];
-	const char *dir = getenv("TMPDIR");
-	int log = 0, fd, pidfd, shmid;
+	int log = 0, created, fd, pidfd, shmid;
 	uint64_t P, A, F, A2, B, S, M;
 	int64_t r;
 	struct iovec iov;
@@ -170,12 +154,7 @@ int main(int argc, char **argv)
 	if (log)
 		l.out = stdout;
 
-	snprintf(path, sizeof path, "%s/vmrec-everyop-XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkostemp(path, O_CLOEXEC);
-	if (fd < 0)
-		die(path);
-	snprintf(created_path, sizeof created_path, "%s", path);
-	atexit(remove_created);
+	fd = open_or_create(NULL, 0, path, sizeof path, &created);
 	memset(filedata, 'f', sizeof filedata);
 	if (pwrite(fd, filedata, 4 * P <= sizeof filedata ? 4 * P : sizeof filedata, 0) < 0 ||
 	    ftruncate(fd, (off_t)(4 * P)))

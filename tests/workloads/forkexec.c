@@ -191,7 +191,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, longopts, usage_text)) != -1) {
 		switch (c) {
 		case 'x': opt.exit_status = (int)parse_num("--exit", optarg, 0, 255); break;
 		case 's': opt.signal = parse_signal(optarg); break;
@@ -211,15 +211,8 @@ static void parse_args(int argc, char **argv)
 			/* the self exec: one page, calls up the pipe, done */
 			page_size = (size_t)sysconf(_SC_PAGESIZE);
 			_exit(child_page((int)parse_num("--exec-child", optarg, 0, 1 << 20)) ? 1 : 0);
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		default:
-			try_help(); /* getopt_long said what is wrong */
 		}
 	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
 }
 
 static pid_t start_child(int pipe_w)

@@ -148,7 +148,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, longopts, usage_text)) != -1) {
 		switch (c) {
 		case 't': opt.threads = parse_num("--threads", optarg, 1, 1024); break;
 		case 'k': opt.iterations = parse_num("--iterations", optarg, 0, 1UL << 40); break;
@@ -162,15 +162,8 @@ static void parse_args(int argc, char **argv)
 			else
 				usage_error("--mode: '%s' is not old or new", optarg);
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		default:
-			try_help(); /* getopt_long said what is wrong */
 		}
 	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
 }
 
 int main(int argc, char **argv)

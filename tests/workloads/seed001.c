@@ -97,7 +97,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, longopts, usage_text)) != -1) {
 		switch (c) {
 		case 'n': opt.procs = parse_num("--procs", optarg, 1, MAX_PROCS); break;
 		case 's': opt.size_mib = parse_num("--size", optarg, 1, 1UL << 22); break;
@@ -111,15 +111,8 @@ static void parse_args(int argc, char **argv)
 			else
 				usage_error("--advice: '%s' is not free or dontneed", optarg);
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		default:
-			try_help(); /* getopt_long said what is wrong */
 		}
 	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
 }
 
 /* An unlinked temporary file for one child's output. */

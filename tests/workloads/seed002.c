@@ -104,7 +104,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, longopts, usage_text)) != -1) {
 		switch (c) {
 		case 'n': opt.count = parse_num("--count", optarg, 0, MAX_COUNT); break;
 		case 'f': opt.file = optarg; break;
@@ -129,15 +129,8 @@ static void parse_args(int argc, char **argv)
 			else
 				usage_error("--touch: '%s' is not read, write or none", optarg);
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		default:
-			try_help(); /* getopt_long said what is wrong */
 		}
 	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
 }
 
 /* Lines of /proc/self/maps, read with plain read(2) (no stdio allocation). */
@@ -159,44 +152,14 @@ static long count_vmas(void)
 	return lines;
 }
 
-/* A file this program created, removed at exit even after die(). */
-static char created_path[4096];
-static void remove_created(void)
-{
-	if (created_path[0])
-		unlink(created_path);
-}
-
 /* Open the file to map; *created tells whether to remove it at the end. */
 static int open_file(char *path, size_t pathlen, size_t page, int *created)
 {
 	static char data[1 << 16];
-	struct stat st;
-	int fd;
+	int fd = open_or_create(opt.file, page, path, pathlen, created);
 
-	*created = 0;
-	if (opt.file && stat(opt.file, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (size_t)st.st_size >= page) {
-		snprintf(path, pathlen, "%s", opt.file);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			die(path);
+	if (!*created)
 		return fd;
-	}
-	if (opt.file) {
-		snprintf(path, pathlen, "%s", opt.file);
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	} else {
-		const char *dir = getenv("TMPDIR");
-
-		snprintf(path, pathlen, "%s/vmrec-seed002-XXXXXX", dir && *dir ? dir : "/tmp");
-		fd = mkostemp(path, O_CLOEXEC);
-	}
-	if (fd < 0)
-		die(path);
-	*created = 1;
-	snprintf(created_path, sizeof created_path, "%s", path);
-	atexit(remove_created);
 	for (size_t i = 0; i < page && i < sizeof data; i++)
 		data[i] = (char)('a' + i % 26);
 	if (pwrite(fd, data, page < sizeof data ? page : sizeof data, 0) < 0 ||

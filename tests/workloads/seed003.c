@@ -107,7 +107,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, longopts, usage_text)) != -1) {
 		switch (c) {
 		case 's': opt.size_mib = parse_num("--size", optarg, 1, 1UL << 24); break;
 		case 'k': opt.accesses = parse_num("--accesses", optarg, 0, 1UL << 40); break;
@@ -124,15 +124,8 @@ static void parse_args(int argc, char **argv)
 			else
 				usage_error("--mode: '%s' is not locked, mlock or onfault", optarg);
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		default:
-			try_help(); /* getopt_long said what is wrong */
 		}
 	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
 }
 
 /* xorshift64*: the same pseudo-random sequence on every run. */
@@ -201,45 +194,15 @@ static void ensure_memlock(uint64_t need)
 	exit(77);
 }
 
-/* A file this program created, removed at exit even after die(). */
-static char created_path[4096];
-static void remove_created(void)
-{
-	if (created_path[0])
-		unlink(created_path);
-}
-
 /* Open (or create and fill) the file; *created tells whether to remove it. */
 static int open_file(char *path, size_t pathlen, uint64_t size, int *created)
 {
 	static uint64_t chunk[(1 << 20) / sizeof(uint64_t)];
 	uint64_t seed = 0x243f6a8885a308d3ULL;
-	struct stat st;
-	int fd;
+	int fd = open_or_create(opt.file, size, path, pathlen, created);
 
-	*created = 0;
-	if (opt.file && stat(opt.file, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size >= size) {
-		snprintf(path, pathlen, "%s", opt.file);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			die(path);
+	if (!*created)
 		return fd;
-	}
-	if (opt.file) {
-		snprintf(path, pathlen, "%s", opt.file);
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	} else {
-		const char *dir = getenv("TMPDIR");
-
-		snprintf(path, pathlen, "%s/vmrec-seed003-XXXXXX", dir && *dir ? dir : "/tmp");
-		fd = mkostemp(path, O_CLOEXEC);
-	}
-	if (fd < 0)
-		die(path);
-	*created = 1;
-	snprintf(created_path, sizeof created_path, "%s", path);
-	atexit(remove_created);
 	if (ftruncate(fd, (off_t)size))
 		die(path);
 	for (uint64_t off = 0; off < size; off += sizeof chunk) {

@@ -72,21 +72,14 @@ static void parse_args(int argc, char **argv)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, longopts, usage_text)) != -1) {
 		switch (c) {
 		case 'n': opt.pages = parse_num("--pages", optarg, 1, 1UL << 32); break;
 		case 'r': opt.rounds = parse_num("--rounds", optarg, 0, 1UL << 32); break;
 		case 'w': opt.write_only = 1; break;
 		case 'l': opt.log = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		default:
-			try_help(); /* getopt_long said what is wrong */
 		}
 	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
 }
 
 int main(int argc, char **argv)

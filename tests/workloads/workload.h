@@ -1,13 +1,17 @@
 /*
  * workload.h - what every workload program shares: the --log line format,
  * the raw-syscall wrappers that log, the summary line, option parsing
- * helpers.  Header-only (static functions), included once by each program
- * after its system headers, so that the programs under test stay
- * self-contained and link against nothing of vmrec.
+ * helpers, the file a program maps.  Header-only (static functions),
+ * included once by each program after its system headers, so that the
+ * programs under test stay self-contained and link against nothing of
+ * vmrec.
  */
 #ifndef VMREC_WORKLOAD_H
 #define VMREC_WORKLOAD_H
 
+#include <fcntl.h>
+#include <getopt.h>
+#include <sys/stat.h>
 
 #if !defined(__LP64__)
 #error "the workloads log raw 64-bit syscall arguments: build them for a 64-bit target"
@@ -239,6 +243,73 @@ static UNUSED unsigned long parse_num(const char *opt, const char *s, unsigned l
 	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
 		usage_error("%s: '%s' is not a number from %lu to %lu", opt, s, min, max);
 	return v;
+}
+
+/* getopt_long for programs that take long options only and no operands:
+ * the next option's val, or -1 after the last.  --help prints `usage` and
+ * exits 0; an unknown option (getopt_long said what is wrong) or an
+ * operand is a usage error. */
+static UNUSED int next_opt(int argc, char **argv, const struct option *longopts,
+			   const char *usage)
+{
+	int c = getopt_long(argc, argv, "", longopts, NULL);
+
+	switch (c) {
+	case 'h':
+		fputs(usage, stdout);
+		exit(0);
+	case '?':
+		try_help();
+	case -1:
+		if (optind < argc)
+			usage_error("unexpected argument '%s'", argv[optind]);
+	}
+	return c;
+}
+
+/* A file this program created, removed at exit even after die(); clear
+ * it once the program removed the file itself. */
+static UNUSED char created_path[4096];
+
+static UNUSED void remove_created(void)
+{
+	if (created_path[0])
+		unlink(created_path);
+}
+
+/* Open `file` read-only if it is a regular file of at least `size` bytes
+ * (*created = 0).  Else create it (or, when file is NULL, a temporary
+ * $TMPDIR/vmrec-PROG-XXXXXX) read-write and empty for the caller to fill
+ * (*created = 1): it is removed at exit.  Its name goes to path. */
+static UNUSED int open_or_create(const char *file, uint64_t size, char *path, size_t pathlen,
+				 int *created)
+{
+	struct stat st;
+	int fd;
+
+	*created = 0;
+	if (file && stat(file, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= size) {
+		snprintf(path, pathlen, "%s", file);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			die(path);
+		return fd;
+	}
+	if (file) {
+		snprintf(path, pathlen, "%s", file);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	} else {
+		const char *dir = getenv("TMPDIR");
+
+		snprintf(path, pathlen, "%s/vmrec-%s-XXXXXX", dir && *dir ? dir : "/tmp", prog);
+		fd = mkostemp(path, O_CLOEXEC);
+	}
+	if (fd < 0)
+		die(path);
+	*created = 1;
+	snprintf(created_path, sizeof created_path, "%s", path);
+	atexit(remove_created);
+	return fd;
 }
 
 /* Run before anything else in main, whatever the options (--help too):
