@@ -243,27 +243,12 @@ static void row(FILE *f, const char *label, const struct rp_compare *c, const st
 		clear ? "yes" : "no");
 }
 
-static void totals(FILE *f, const char *side, const struct rp_run_result *r)
-{
-	fprintf(f, "%-9s wall %.3f ms, minor faults %" PRIu64 ", major faults %" PRIu64
-		   ", voluntary cs %" PRIu64 ", involuntary cs %" PRIu64 ", divergences %" PRIu64 "\n",
-		side, (double)r->wall_ns / 1e6, r->minor_faults, r->major_faults, r->voluntary_cs,
-		r->involuntary_cs, r->divergences);
-}
-
 static void divergences(FILE *f, const char *side, const struct rp_run_result *r)
 {
 	if (!r->divergences)
 		return;
 	fprintf(f, "\n%s divergences (median run): %" PRIu64 "\n", side, r->divergences);
-	for (uint32_t i = 0; i < r->ndiv_shown; i++) {
-		const struct rp_divergence *d = &r->div[i];
-		fprintf(f, "  event %" PRIu64 " thread %u: %s; replayed: ", d->event, d->thread, d->text);
-		if (d->replayed < 0 && d->replayed >= -4095 && vmt_errno_name((int)-d->replayed))
-			fprintf(f, "%s\n", vmt_errno_name((int)-d->replayed));
-		else
-			fprintf(f, "%#" PRIx64 "\n", (uint64_t)d->replayed);
-	}
+	rp_report_div_list(f, r);
 }
 
 int rp_rewrite_report_rules(FILE *f, const struct rp_rewrite_info *info)
@@ -279,11 +264,6 @@ int rp_rewrite_report_rules(FILE *f, const struct rp_rewrite_info *info)
 	return ferror(f) ? -EIO : 0;
 }
 
-static const char *order_name(int o)
-{
-	return o == RP_ORDER_STRICT ? "strict" : o == RP_ORDER_FREE ? "free" : "resource";
-}
-
 int rp_compare_report_text(FILE *f, const rp_trace *base, const rp_trace *rew,
 			   const struct rp_options *o, const struct rp_rewrite_info *info,
 			   const struct rp_compare *c, int quiet)
@@ -293,20 +273,18 @@ int rp_compare_report_text(FILE *f, const rp_trace *base, const rp_trace *rew,
 	rp_trace_get_info(rew, &ri);
 	if (quiet) {
 		rp_rewrite_report_rules(f, info);
-		totals(f, "baseline", &c->base_med);
-		totals(f, "rewritten", &c->rew_med);
+		rp_report_totals(f, "baseline", &c->base_med);
+		rp_report_totals(f, "rewritten", &c->rew_med);
 		return ferror(f) ? -EIO : 0;
 	}
 	fprintf(f, "compare: the trace as recorded (baseline) and rewritten by %s, %u run%s each,"
 		   " alternating\n",
 		info->rules, c->n, c->n == 1 ? "" : "s");
 	fprintf(f, "baseline %" PRIu64 " ops of %" PRIu64 " events, rewritten %" PRIu64
-		   " ops of %" PRIu64 " events; %u thread%s, %u process%s;"
-		   " order=%s placement=%s scale=%u%s\n",
+		   " ops of %" PRIu64 " events; %u thread%s, %u process%s;",
 		bi.ops, bi.events, ri.ops, ri.events, bi.threads, bi.threads == 1 ? "" : "s",
-		bi.procs, bi.procs == 1 ? "" : "es", order_name(o->order),
-		o->placement == RP_PLACE_EXACT ? "exact" : "kernel", o->scale ? o->scale : 1,
-		o->speed > 0 ? "" : " speed=max");
+		bi.procs, bi.procs == 1 ? "" : "es");
+	rp_report_options(f, o->order, o);
 
 	fprintf(f, "\n%-20s %12s\n", "rule", "applied");
 	for (uint32_t i = 0; i < info->nrules; i++)
@@ -335,8 +313,8 @@ int rp_compare_report_text(FILE *f, const rp_trace *base, const rp_trace *rew,
 	divergences(f, "baseline", &c->base_med);
 	divergences(f, "rewritten", &c->rew_med);
 	fputc('\n', f);
-	totals(f, "baseline", &c->base_med);
-	totals(f, "rewritten", &c->rew_med);
+	rp_report_totals(f, "baseline", &c->base_med);
+	rp_report_totals(f, "rewritten", &c->rew_med);
 	return ferror(f) ? -EIO : 0;
 }
 
@@ -369,20 +347,11 @@ static void json_ratio(struct vmt_buf *b, const char *key, uint64_t base, uint64
 static void json_ratios(struct vmt_buf *b, const struct rp_run_result *B,
 			const struct rp_run_result *R)
 {
+	int comma = 0;
 	vmt_buf_puts(b, "{");
-	RATIO("wall_ns", wall_ns, 0);
-	RATIO("minor_faults", minor_faults, 1);
-	RATIO("major_faults", major_faults, 1);
-	RATIO("voluntary_cs", voluntary_cs, 1);
-	RATIO("involuntary_cs", involuntary_cs, 1);
-	RATIO("divergences", divergences, 1);
-	RATIO("events", events, 1);
-	RATIO("peak_vmas", peak_vmas, 1);
-	RATIO("wait_ns", wait_ns, 1);
-	RATIO("touched_pages", touched_pages, 1);
-	RATIO("touch_faults", touch_faults, 1);
-	RATIO("fallbacks", fallbacks, 1);
-	RATIO("skipped", skipped, 1);
+#define RUN_RATIO(f) RATIO(#f, f, comma), comma = 1;
+	RP_RUN_NUMBERS(RUN_RATIO)
+#undef RUN_RATIO
 	vmt_buf_puts(b, ",\"perf\":{");
 	RATIO("minor_faults", perf_minor, 0);
 	RATIO("major_faults", perf_major, 1);
@@ -397,28 +366,14 @@ static void json_ratios(struct vmt_buf *b, const struct rp_run_result *B,
 		if (!x->count && !y->count)
 			continue;
 		vmt_buf_printf(b, "%s\"%s\":{", first ? "" : ",", vmt_op_name(op));
-		json_ratio(b, "count", x->count, y->count, 0);
-		json_ratio(b, "errors", x->errors, y->errors, 1);
-		json_ratio(b, "mean_ns", x->mean_ns, y->mean_ns, 1);
-		json_ratio(b, "p50_ns", x->p50_ns, y->p50_ns, 1);
-		json_ratio(b, "p90_ns", x->p90_ns, y->p90_ns, 1);
-		json_ratio(b, "p99_ns", x->p99_ns, y->p99_ns, 1);
-		json_ratio(b, "max_ns", x->max_ns, y->max_ns, 1);
+		comma = 0;
+#define OP_RATIO(f) json_ratio(b, #f, x->f, y->f, comma), comma = 1;
+		RP_OP_NUMBERS(OP_RATIO)
+#undef OP_RATIO
 		vmt_buf_puts(b, "}");
 		first = 0;
 	}
 	vmt_buf_puts(b, "}}");
-}
-
-static int emit(FILE *f, struct vmt_buf *b)
-{
-	int rc = 0;
-	if (b->oom)
-		rc = -ENOMEM;
-	else if (fwrite(b->data, 1, b->len, f) != b->len)
-		rc = -EIO;
-	vmt_buf_free(b);
-	return rc;
 }
 
 int rp_compare_report_json(FILE *f, const rp_trace *base, const struct rp_options *o,
@@ -436,7 +391,7 @@ int rp_compare_report_json(FILE *f, const rp_trace *base, const struct rp_option
 	vmt_buf_puts(&b, "},\"ratio\":");
 	json_ratios(&b, &c->base_med, &c->rew_med);
 	vmt_buf_puts(&b, "}\n");
-	return emit(f, &b);
+	return rp_json_emit(f, &b);
 }
 
 int rp_rewrite_report_json(FILE *f, const rp_trace *t, const struct rp_options *o,
@@ -451,5 +406,5 @@ int rp_rewrite_report_json(FILE *f, const rp_trace *t, const struct rp_options *
 	vmt_buf_puts(&b, ",");
 	rp_json_runs(&b, runs, n, med);
 	vmt_buf_puts(&b, "}\n");
-	return emit(f, &b);
+	return rp_json_emit(f, &b);
 }

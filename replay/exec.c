@@ -60,18 +60,28 @@ static void render_div(const rp_trace *t, const struct rp_divrec *d, struct rp_d
 	vmt_buf_free(&b);
 }
 
-static int cmp_div(const void *a, const void *b)
+/* Keep the RP_DIV_SHOWN earliest divergences in k[0..*n), sorted by event. */
+static void keep_earliest(struct rp_divrec *k, uint32_t *n, const struct rp_divrec *d)
 {
-	const struct rp_divrec *x = a, *y = b;
-	return x->event < y->event ? -1 : x->event > y->event;
+	uint32_t i = *n;
+	if (i == RP_DIV_SHOWN) {
+		if (d->event >= k[i - 1].event)
+			return;
+		i--;
+	} else {
+		(*n)++;
+	}
+	for (; i > 0 && k[i - 1].event > d->event; i--)
+		k[i] = k[i - 1];
+	k[i] = *d;
 }
 
 static int collect(struct rp_rt *rt, struct rp_run_result *res)
 {
 	const rp_trace *t = rt->t;
-	uint32_t K = rt->opt.scale, nth = 0;
+	uint32_t nth = 0;
 	uint64_t end = 0;
-	struct rp_divrec divs[RP_DIV_SHOWN * 4];
+	struct rp_divrec divs[RP_DIV_SHOWN];
 	uint32_t ndivs = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -114,18 +124,9 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 		res->divergences += o->ndiv;
 		for (unsigned op = 0; op < VMT_OP__COUNT; op++)
 			res->div_by_op[op] += o->div_by_op[op];
-		for (uint64_t i = 0; i < o->ndiv && i < RP_DIV_SHOWN; i++) {
-			if (ndivs < sizeof(divs) / sizeof(divs[0])) {
-				divs[ndivs++] = o->div[i];
-			} else {
-				/* Keep the earliest: replace the latest kept. */
-				qsort(divs, ndivs, sizeof(divs[0]), cmp_div);
-				if (o->div[i].event < divs[ndivs - 1].event)
-					divs[ndivs - 1] = o->div[i];
-			}
-		}
+		for (uint64_t i = 0; i < o->ndiv && i < RP_DIV_SHOWN; i++)
+			keep_earliest(divs, &ndivs, &o->div[i]);
 	}
-	(void)K;
 	res->wall_ns = end > rt->sh->t_start ? end - rt->sh->t_start : 0;
 	res->perf_ok = rt->sh->perf_ok;
 	res->perf_minor = rt->sh->perf_minor;
@@ -134,8 +135,7 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 	res->minor_faults = res->perf_ok ? res->perf_minor : res->rusage_minor;
 	res->major_faults = res->perf_ok ? res->perf_major : res->rusage_major;
 	res->peak_vmas = rt->sh->peak_vmas;
-	qsort(divs, ndivs, sizeof(divs[0]), cmp_div);
-	for (uint32_t i = 0; i < ndivs && i < RP_DIV_SHOWN; i++)
+	for (uint32_t i = 0; i < ndivs; i++)
 		render_div(t, &divs[i], &res->div[res->ndiv_shown++]);
 	/* Per-op latency: every slot's histogram of that op. */
 	struct rp_hist *h = calloc(1, sizeof(*h));
@@ -185,17 +185,7 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	}
 	rt.page = t->page_size;
 	rt.futex_private = t->nprocs == 1;
-	{
-		/* The void: the same length the load assumed. */
-		FILE *f = fopen("/proc/sys/vm/mmap_min_addr", "r");
-		unsigned long long x = 0;
-		if (f) {
-			if (fscanf(f, "%llu", &x) != 1)
-				x = 0;
-			fclose(f);
-		}
-		rt.void_len = (x > 65536 ? 65536 : x) & ~(rt.page - 1);
-	}
+	rt.void_len = t->void_len;
 	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
 		if (t->ops_used_mask & (1u << op))
 			rt.hidx[op] = (uint8_t)rt.nused++;

@@ -283,7 +283,6 @@ static int append(struct loader *L, uint32_t tid, const struct rp_elem *proto, u
 	th->nelem++;
 	if (e->kind == RK_SYSCALL) {
 		t->nops++;
-		t->op_count[e->op]++;
 		t->ops_used_mask |= 1u << e->op;
 	} else if (e->kind == RK_SKIP) {
 		t->skipped_ops++;
@@ -754,7 +753,7 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 	}
 	L.page = h->page_size;
 	t->page_size = h->page_size;
-	L.void_len = void_length(L.page);
+	t->void_len = void_length(L.page);
 	t->path = strdup(name ? name : "");
 	int first = 1;
 	while ((rc = vmt_reader_next(r, &ev)) == 1) {

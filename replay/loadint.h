@@ -76,7 +76,6 @@ struct loader {
 	uint64_t page;	       /* recorded page size */
 	uint64_t cur_mapped, cur_touched; /* all processes */
 	uint32_t prev_thread, prev_seq;	  /* last element (strict order) */
-	uint64_t void_len;     /* never-mapped bytes at address 0 */
 	char *msg;
 	size_t msglen;
 	int err;

@@ -135,19 +135,14 @@ static uint64_t median_of(uint64_t *v, unsigned n)
 	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
-#define RUN_FIELD(f) offsetof(struct rp_run_result, f)
+#define RUN_FIELD(f) offsetof(struct rp_run_result, f),
 static const size_t run_fields[] = {
-	RUN_FIELD(wall_ns), RUN_FIELD(minor_faults), RUN_FIELD(major_faults),
-	RUN_FIELD(voluntary_cs), RUN_FIELD(involuntary_cs), RUN_FIELD(divergences),
-	RUN_FIELD(events), RUN_FIELD(peak_vmas), RUN_FIELD(wait_ns), RUN_FIELD(touched_pages),
-	RUN_FIELD(touch_faults), RUN_FIELD(fallbacks), RUN_FIELD(skipped), RUN_FIELD(perf_minor),
-	RUN_FIELD(perf_major), RUN_FIELD(perf_cs), RUN_FIELD(rusage_minor), RUN_FIELD(rusage_major),
+	RP_RUN_NUMBERS(RUN_FIELD)
+	RUN_FIELD(perf_minor) RUN_FIELD(perf_major) RUN_FIELD(perf_cs)
+	RUN_FIELD(rusage_minor) RUN_FIELD(rusage_major)
 };
-#define OP_FIELD(f) offsetof(struct rp_op_result, f)
-static const size_t op_fields[] = {
-	OP_FIELD(count), OP_FIELD(errors), OP_FIELD(mean_ns), OP_FIELD(p50_ns),
-	OP_FIELD(p90_ns), OP_FIELD(p99_ns), OP_FIELD(max_ns),
-};
+#define OP_FIELD(f) offsetof(struct rp_op_result, f),
+static const size_t op_fields[] = { RP_OP_NUMBERS(OP_FIELD) };
 
 int rp_run_median(const struct rp_run_result *runs, unsigned n, struct rp_run_result *med)
 {

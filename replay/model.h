@@ -45,8 +45,6 @@ enum rp_how {
 #define RF_STOP_ERR 0x8u   /* RX_RANGE: stop at the first failing piece */
 #define RF_RAW_LEN 0x10u   /* RX_RANGE: one piece, pass the recorded length */
 #define RF_SAMPLE_VMAS 0x20u /* count /proc/self/maps lines after this op */
-#define RF_RESERVE 0x40u   /* mremap FIXED to a target outside any region:
-			      reserve a place first (untimed) */
 #define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
 
@@ -172,10 +170,10 @@ struct rp_trace {
 	struct rp_options opt; /* as loaded (order matters to deps) */
 	char *path;
 	uint32_t page_size;    /* recorded */
+	uint64_t void_len;     /* never-mapped bytes at address 0 (this machine) */
 	uint64_t first_ts;
 	uint64_t events;       /* events in the trace */
 	uint64_t nops;	       /* syscall elements */
-	uint64_t op_count[VMT_OP__COUNT];
 
 	struct rp_thread *threads;
 	uint32_t nthreads;

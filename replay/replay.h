@@ -90,6 +90,9 @@ void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src);
 struct rp_op_result {
 	uint64_t count, errors, mean_ns, p50_ns, p90_ns, p99_ns, max_ns;
 };
+/* Its numbers in JSON order (the keys are the field names), for the run
+ * object and the --compare ratios alike. */
+#define RP_OP_NUMBERS(X) X(count) X(errors) X(mean_ns) X(p50_ns) X(p90_ns) X(p99_ns) X(max_ns)
 
 struct rp_thread_result {
 	uint32_t thread, proc, copy; /* recorded thread/process index */
@@ -129,6 +132,11 @@ struct rp_run_result {
 	uint32_t nthreads;
 	struct rp_thread_result *threads; /* malloc'd */
 };
+/* Its plain numbers in JSON order (the keys are the field names). */
+#define RP_RUN_NUMBERS(X)                                                                     \
+	X(wall_ns) X(minor_faults) X(major_faults) X(voluntary_cs) X(involuntary_cs)           \
+	X(divergences) X(events) X(peak_vmas) X(wait_ns) X(touched_pages) X(touch_faults)     \
+	X(fallbacks) X(skipped)
 
 /* Replay t once with options o (order and max_memory are taken from the
  * load; placement, files, speed and scale from o).  The replay runs in a
@@ -168,5 +176,15 @@ void rp_json_run(struct vmt_buf *b, const struct rp_run_result *r);
 void rp_json_trace_keys(struct vmt_buf *b, const rp_trace *t, const struct rp_options *o);
 void rp_json_runs(struct vmt_buf *b, const struct rp_run_result *runs, unsigned n,
 		  const struct rp_run_result *med);
+/* Write b to f and free it.  Returns 0, -ENOMEM (b ran out) or -EIO. */
+int rp_json_emit(FILE *f, struct vmt_buf *b);
+
+/* Text pieces, for the same reports: the options at the end of the header
+ * line (" order=... placement=... scale=N[ speed=max]" and a newline); the
+ * totals line, after `side` padded to 9 columns unless side is NULL; one
+ * line per divergence shown of r. */
+void rp_report_options(FILE *f, int order, const struct rp_options *o);
+void rp_report_totals(FILE *f, const char *side, const struct rp_run_result *r);
+void rp_report_div_list(FILE *f, const struct rp_run_result *r);
 
 #endif

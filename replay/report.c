@@ -23,8 +23,22 @@ static double us(uint64_t ns)
 	return (double)ns / 1e3;
 }
 
-static void totals_line(FILE *f, const struct rp_run_result *r)
+static const char *placement_name(int p)
 {
+	return p == RP_PLACE_EXACT ? "exact" : "kernel";
+}
+
+void rp_report_options(FILE *f, int order, const struct rp_options *o)
+{
+	fprintf(f, " order=%s placement=%s scale=%u%s\n", order_name(order),
+		placement_name(o->placement), o->scale ? o->scale : 1,
+		o->speed > 0 ? "" : " speed=max");
+}
+
+void rp_report_totals(FILE *f, const char *side, const struct rp_run_result *r)
+{
+	if (side)
+		fprintf(f, "%-9s ", side);
 	fprintf(f, "wall %.3f ms, minor faults %" PRIu64 ", major faults %" PRIu64
 		   ", voluntary cs %" PRIu64 ", involuntary cs %" PRIu64 ", divergences %" PRIu64 "\n",
 		ms(r->wall_ns), r->minor_faults, r->major_faults, r->voluntary_cs, r->involuntary_cs,
@@ -39,20 +53,32 @@ static void run_row(FILE *f, const char *label, const struct rp_run_result *r)
 		r->involuntary_cs, ms(r->wait_ns), r->divergences, r->peak_vmas);
 }
 
+void rp_report_div_list(FILE *f, const struct rp_run_result *r)
+{
+	for (uint32_t i = 0; i < r->ndiv_shown; i++) {
+		const struct rp_divergence *d = &r->div[i];
+		const char *name = d->replayed < 0 && d->replayed >= -4095
+					   ? vmt_errno_name((int)-d->replayed) : NULL;
+		fprintf(f, "  event %" PRIu64 " thread %u: %s; replayed: ", d->event, d->thread, d->text);
+		if (name)
+			fprintf(f, "%s\n", name);
+		else
+			fprintf(f, "%#" PRIx64 "\n", (uint64_t)d->replayed);
+	}
+}
+
 int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 		   const struct rp_run_result *runs, unsigned n, const struct rp_run_result *med,
 		   int quiet)
 {
 	if (quiet) {
-		totals_line(f, med);
+		rp_report_totals(f, NULL, med);
 		return ferror(f) ? -EIO : 0;
 	}
-	fprintf(f, "replayed %" PRIu64 " ops of %" PRIu64 " events: %u thread%s, %u process%s;"
-		   " order=%s placement=%s scale=%u%s\n",
+	fprintf(f, "replayed %" PRIu64 " ops of %" PRIu64 " events: %u thread%s, %u process%s;",
 		t->nops, t->events, t->nthreads, t->nthreads == 1 ? "" : "s", t->nprocs,
-		t->nprocs == 1 ? "" : "es", order_name(t->opt.order),
-		o->placement == RP_PLACE_EXACT ? "exact" : "kernel", o->scale ? o->scale : 1,
-		o->speed > 0 ? "" : " speed=max");
+		t->nprocs == 1 ? "" : "es");
+	rp_report_options(f, t->opt.order, o);
 	fprintf(f, "\n%-7s %10s %9s %6s %7s %7s %9s %5s %5s\n", "run", "wall_ms", "minflt", "majflt",
 		"vcs", "ivcs", "wait_ms", "div", "vmas");
 	if (n > 1) {
@@ -100,16 +126,7 @@ int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 	}
 	if (med->divergences) {
 		fprintf(f, "\ndivergences: %" PRIu64 "\n", med->divergences);
-		for (uint32_t i = 0; i < med->ndiv_shown; i++) {
-			const struct rp_divergence *d = &med->div[i];
-			fprintf(f, "  event %" PRIu64 " thread %u: %s; replayed: ", d->event, d->thread,
-				d->text);
-			if (d->replayed < 0 && d->replayed >= -4095)
-				fprintf(f, "%s\n", vmt_errno_name((int)-d->replayed)
-							   ? vmt_errno_name((int)-d->replayed) : "error");
-			else
-				fprintf(f, "%#" PRIx64 "\n", (uint64_t)d->replayed);
-		}
+		rp_report_div_list(f, med);
 		if (med->divergences > med->ndiv_shown) {
 			fprintf(f, "  by op:");
 			for (unsigned op = 1; op < VMT_OP__COUNT; op++)
@@ -119,28 +136,16 @@ int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 		}
 	}
 	fputc('\n', f);
-	totals_line(f, med);
+	rp_report_totals(f, NULL, med);
 	return ferror(f) ? -EIO : 0;
 }
-
-#define KV(key, val) vmt_buf_printf(b, "\"%s\":%" PRIu64 ",", key, (uint64_t)(val))
 
 void rp_json_run(struct vmt_buf *b, const struct rp_run_result *r)
 {
 	vmt_buf_puts(b, "{");
-	KV("wall_ns", r->wall_ns);
-	KV("minor_faults", r->minor_faults);
-	KV("major_faults", r->major_faults);
-	KV("voluntary_cs", r->voluntary_cs);
-	KV("involuntary_cs", r->involuntary_cs);
-	KV("divergences", r->divergences);
-	KV("events", r->events);
-	KV("peak_vmas", r->peak_vmas);
-	KV("wait_ns", r->wait_ns);
-	KV("touched_pages", r->touched_pages);
-	KV("touch_faults", r->touch_faults);
-	KV("fallbacks", r->fallbacks);
-	KV("skipped", r->skipped);
+#define KV(f) vmt_buf_printf(b, "\"" #f "\":%" PRIu64 ",", r->f);
+	RP_RUN_NUMBERS(KV)
+#undef KV
 	vmt_buf_printf(b, "\"perf\":{\"ok\":%s,\"minor_faults\":%" PRIu64 ",\"major_faults\":%" PRIu64
 			  ",\"context_switches\":%" PRIu64 "},",
 		       r->perf_ok ? "true" : "false", r->perf_minor, r->perf_major, r->perf_cs);
@@ -152,11 +157,12 @@ void rp_json_run(struct vmt_buf *b, const struct rp_run_result *r)
 		const struct rp_op_result *o = &r->ops[op];
 		if (!o->count)
 			continue;
-		vmt_buf_printf(b, "%s\"%s\":{\"count\":%" PRIu64 ",\"errors\":%" PRIu64
-				  ",\"mean_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64 ",\"p90_ns\":%" PRIu64
-				  ",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}",
-			       first ? "" : ",", vmt_op_name(op), o->count, o->errors, o->mean_ns,
-			       o->p50_ns, o->p90_ns, o->p99_ns, o->max_ns);
+		const char *sep = "";
+		vmt_buf_printf(b, "%s\"%s\":{", first ? "" : ",", vmt_op_name(op));
+#define KV(f) vmt_buf_printf(b, "%s\"" #f "\":%" PRIu64, sep, o->f), sep = ",";
+		RP_OP_NUMBERS(KV)
+#undef KV
+		vmt_buf_puts(b, "}");
 		first = 0;
 	}
 	vmt_buf_puts(b, "},\"threads\":[");
@@ -189,7 +195,7 @@ void rp_json_trace_keys(struct vmt_buf *b, const rp_trace *t, const struct rp_op
 	vmt_buf_json_str(b, t->path ? t->path : "");
 	vmt_buf_printf(b, ",\"order\":\"%s\",\"placement\":\"%s\",\"scale\":%u,\"speed\":%g,"
 			  "\"threads\":%u,\"processes\":%u,\"trace_events\":%" PRIu64,
-		       order_name(t->opt.order), o->placement == RP_PLACE_EXACT ? "exact" : "kernel",
+		       order_name(t->opt.order), placement_name(o->placement),
 		       o->scale ? o->scale : 1, o->speed, t->nthreads, t->nprocs, t->events);
 }
 
@@ -206,6 +212,17 @@ void rp_json_runs(struct vmt_buf *b, const struct rp_run_result *runs, unsigned 
 	rp_json_run(b, med);
 }
 
+int rp_json_emit(FILE *f, struct vmt_buf *b)
+{
+	int rc = 0;
+	if (b->oom)
+		rc = -ENOMEM;
+	else if (fwrite(b->data, 1, b->len, f) != b->len)
+		rc = -EIO;
+	vmt_buf_free(b);
+	return rc;
+}
+
 int rp_report_json(FILE *f, const rp_trace *t, const struct rp_options *o,
 		   const struct rp_run_result *runs, unsigned n, const struct rp_run_result *med)
 {
@@ -215,11 +232,5 @@ int rp_report_json(FILE *f, const rp_trace *t, const struct rp_options *o,
 	vmt_buf_puts(&b, ",");
 	rp_json_runs(&b, runs, n, med);
 	vmt_buf_puts(&b, "}\n");
-	int rc = 0;
-	if (b.oom)
-		rc = -ENOMEM;
-	else if (fwrite(b.data, 1, b.len, f) != b.len)
-		rc = -EIO;
-	vmt_buf_free(&b);
-	return rc;
+	return rp_json_emit(f, &b);
 }

@@ -465,8 +465,6 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 			e->region2 = region;
 			e->off2 = roff;
 			need(L, region);
-		} else {
-			e->flags |= RF_RESERVE;
 		}
 		if (new_valid)
 			rng[(*nrng)++] = (struct lrange){naddr, naddr + pnlen};

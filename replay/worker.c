@@ -439,18 +439,13 @@ static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
 	if (bad)
 		h->errors++;
 	w->out->syscalls++;
-	if (!(e->flags & RF_CHECK))
+	if (!(e->flags & RF_CHECK) || r == e->result)
 		return;
-	int rec_bad = e->how == RX_BRK ? 0 : failed(e->result);
-	int div;
-	if (e->how == RX_BRK)
-		div = r != e->result;
-	else if (rec_bad || bad)
-		div = r != e->result;
-	else
-		div = w->rt->opt.placement == RP_PLACE_EXACT &&
-		      (e->how == RX_MMAP || e->how == RX_MREMAP) && r != e->result;
-	if (!div)
+	/* Two successes differ only in the address, which matters only when
+	 * exact placement asked for the recorded one (brk's differing
+	 * result counts as bad). */
+	if (!bad && !failed(e->result) &&
+	    !(w->rt->opt.placement == RP_PLACE_EXACT && (e->how == RX_MMAP || e->how == RX_MREMAP)))
 		return;
 	diverged(w, e, r);
 	if (e->op == VMT_OP_MUNMAP || (e->how == RX_MREMAP && !bad))
