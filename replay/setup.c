@@ -159,8 +159,8 @@ int rt_setup_plan(struct rp_rt *rt, uint32_t copy, uint32_t plan)
 				int fd = -1;
 				uint64_t off = 0;
 				if (s->file != RP_VOID && !t->files[s->file].zero) {
-					const struct rp_file *f = &t->files[s->file];
-					fd = (s->shared && (s->prot & PROT_WRITE) && !f->original)
+					/* only scratch files have a writable handle */
+					fd = (s->shared && (s->prot & PROT_WRITE) && rt->fd_rw[s->file] >= 0)
 						     ? rt->fd_rw[s->file] : rt->fd_rd[s->file];
 					off = s->file_off;
 				}

@@ -259,7 +259,9 @@ static int mmap_fd(struct rp_wctx *w, const struct rp_elem *e, uint64_t *flags)
 		return -1;
 	}
 	const struct rp_rt *rt = w->rt;
-	if (rt->t->files[e->arg].original || !(e->flags & RF_FILE_RW) || rt->fd_rw[e->arg] < 0)
+	/* Only scratch files have a writable handle: an original file (or one
+	 * that fell back to scratch) is chosen by which handles exist. */
+	if (!(e->flags & RF_FILE_RW) || rt->fd_rw[e->arg] < 0)
 		return rt->fd_rd[e->arg];
 	return rt->fd_rw[e->arg];
 }
