@@ -16,6 +16,7 @@
 #include "faults.h"
 #include "tpfind.h"
 #include "u64map.h"
+#include "rec_internal.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -70,6 +71,11 @@ struct vmr_faults {
 	int lost_count_read; /* read() gives the lost count (Linux >= 6.0) */
 	unsigned char *rec; /* one record, copied when it wraps the ring */
 	size_t rec_cap;
+	struct fact { /* drain scratch: a ring with data, its next time */
+		struct ftask *t;
+		uint64_t ts;
+	} *act;
+	size_t act_cap;
 };
 
 static int perf_open(struct perf_event_attr *a, pid_t pid)
@@ -481,13 +487,12 @@ int vmr_faults_drain(struct vmr_faults *f, vmt_writer *w, uint64_t up_to_ns)
 {
 	int appended = 0, err = 0;
 	size_t nact = 0;
-	/* Rings with data, with the time of their next record. */
-	struct act {
-		struct ftask *t;
-		uint64_t ts;
-	} *act = f->ntasks ? malloc(f->ntasks * sizeof(*act)) : NULL;
-	if (f->ntasks && !act)
-		return -ENOMEM;
+	/* Rings with data, with the time of their next record (scratch kept
+	 * across drains: this runs at every traced call). */
+	struct fact *act = vmr_grow(f->act, &f->act_cap, f->ntasks, sizeof(*act));
+	if (!act)
+		return f->ntasks ? -ENOMEM : 0;
+	f->act = act;
 	for (size_t i = 0; i < f->ntasks; i++) {
 		struct ftask *t = f->tasks[i];
 		struct perf_event_mmap_page *m = t->base;
@@ -501,7 +506,7 @@ int vmr_faults_drain(struct vmr_faults *f, vmt_writer *w, uint64_t up_to_ns)
 		uint64_t ts;
 		if (t->head != t->tail) {
 			if (next_time(f, t, &ts))
-				act[nact++] = (struct act){ t, ts };
+				act[nact++] = (struct fact){ t, ts };
 			else
 				t->tail = t->head; /* garbage: drop */
 		}
@@ -550,7 +555,6 @@ int vmr_faults_drain(struct vmr_faults *f, vmt_writer *w, uint64_t up_to_ns)
 		__atomic_store_n(&m->data_tail, f->tasks[i]->tail,
 				 __ATOMIC_RELEASE);
 	}
-	free(act);
 	compact(f);
 	return err ? err : appended;
 }
@@ -568,6 +572,7 @@ void vmr_faults_free(struct vmr_faults *f)
 		task_free(f->tasks[i]);
 	free(f->tasks);
 	free(f->rec);
+	free(f->act);
 	u64map_free(&f->by_tid);
 	free(f);
 }

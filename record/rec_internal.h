@@ -8,9 +8,26 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 #include <time.h>
 #include "vmtrace.h"
+
+/* Array p of *cap elements of elem bytes, grown (doubling, from 16) to
+ * hold at least `need`.  Returns the array (*cap updated), or NULL when
+ * out of memory (p is then still valid and *cap unchanged). */
+static inline void *vmr_grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return p;
+	size_t n = *cap ? *cap : 16;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(p, n * elem);
+	if (q)
+		*cap = n;
+	return q;
+}
 
 /* ---- /proc/PID/maps (maps.c) ------------------------------------------- */
 

@@ -30,6 +30,7 @@
 #include "ehframe.h"
 #include "symbolize.h"
 #include "u64map.h"
+#include "rec_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +41,6 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <unistd.h>
@@ -99,6 +99,7 @@ struct vmr_stacks {
 	size_t stabcap;
 
 	struct vmr_syms *syms; /* where each distinct ip lives */
+	struct vmr_maps mtext;	/* scratch for read_maps */
 	struct ehf_module *umods; /* unwind tables, by module index */
 	size_t numods;
 
@@ -118,19 +119,6 @@ struct vmr_stacks {
 };
 
 static __thread struct vmr_stacks *cur_stacks;
-
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return p;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(p, n * elem);
-	if (q)
-		*cap = n;
-	return q;
-}
 
 /* ---- libunwind accessors ------------------------------------------------ */
 static int read_direct(struct vmr_stacks *s, uint64_t addr, unw_word_t *val)
@@ -258,22 +246,6 @@ static int acc_proc_name(unw_addr_space_t as, unw_word_t ip, char *buf,
 }
 
 /* ---- processes, tasks, maps --------------------------------------------- */
-static pid_t read_tgid(pid_t tid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	const char *p = strstr(buf, "\nTgid:");
-	return p ? (pid_t)atoi(p + 6) : -1;
-}
-
 static void proc_free(struct sproc *p)
 {
 	if (!p)
@@ -284,62 +256,35 @@ static void proc_free(struct sproc *p)
 	free(p);
 }
 
-/* Read the executable mappings of p from /proc/TGID/maps. */
+/* Read the executable mappings of p from /proc/TGID/maps (the recorder's
+ * parser, into the scratch copy s->mtext). */
 static int read_maps(struct vmr_stacks *s, struct sproc *p)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->tgid);
-	FILE *f = fopen(path, "re");
 	p->nmaps = 0;
 	p->maps_valid = 0;
-	if (!f)
-		return -errno;
+	int err = vmr_maps_read(&s->mtext, p->tgid);
+	if (err)
+		return err;
 	s->st.maps_reads++;
-	char line[4096 + 256];
-	int err = 0;
-	while (fgets(line, sizeof(line), f)) {
-		/* "start-end perms offset maj:min inode   path" (hand-parsed:
-		 * sscanf was a tenth of a process's first capture) */
-		char *q = line;
-		uint64_t start = strtoull(q, &q, 16), end, off, ino;
-		unsigned long maj, min;
-		if (*q++ != '-')
+	for (uint32_t i = 0; i < s->mtext.n; i++) {
+		const struct vmt_map_entry *e = &s->mtext.e[i];
+		if (!(e->perms & VMT_PROT_X))
 			continue;
-		end = strtoull(q, &q, 16);
-		if (q[0] != ' ' || strnlen(q, 6) < 6 || q[3] != 'x' || q[5] != ' ')
-			continue; /* not executable */
-		q += 6;
-		off = strtoull(q, &q, 16);
-		maj = strtoul(q, &q, 16);
-		if (*q++ != ':')
-			continue;
-		min = strtoul(q, &q, 16);
-		ino = strtoull(q, &q, 10);
-		while (*q == ' ')
-			q++;
-		char *name = q;
-		name[strcspn(name, "\n")] = '\0';
 		uint32_t mod = VMT_NONE;
-		if (*name) {
-			mod = vmr_syms_module(s->syms, name, makedev(maj, min), ino);
-			if (mod == VMT_NONE) {
-				err = -ENOMEM;
-				break;
-			}
+		if (*e->path) {
+			mod = vmr_syms_module(s->syms, e->path, e->dev, e->ino);
+			if (mod == VMT_NONE)
+				return -ENOMEM;
 		}
-		struct smap *m = grow(p->maps, &p->capmaps, p->nmaps + 1,
+		struct smap *m = vmr_grow(p->maps, &p->capmaps, p->nmaps + 1,
 				      sizeof(*m));
-		if (!m) {
-			err = -ENOMEM;
-			break;
-		}
+		if (!m)
+			return -ENOMEM;
 		p->maps = m;
-		p->maps[p->nmaps++] = (struct smap){ start, end, off, mod };
+		p->maps[p->nmaps++] = (struct smap){ e->start, e->end, e->offset, mod };
 	}
-	fclose(f);
-	if (!err)
-		p->maps_valid = 1; /* maps is sorted by address */
-	return err;
+	p->maps_valid = 1; /* maps is sorted by address */
+	return 0;
 }
 
 static const struct smap *find_map(const struct sproc *p, uint64_t ip)
@@ -402,13 +347,13 @@ static struct stask *task_get(struct vmr_stacks *s, pid_t tid, uint32_t proc,
 		 * task_gone): start afresh. */
 		vmr_stacks_task_gone(s, tid);
 	}
-	pid_t tgid = read_tgid(tid);
-	if (tgid <= 0)
+	pid_t tgid, ppid;
+	if (vmr_task_ids(tid, &tgid, &ppid) || tgid <= 0)
 		return NULL; /* gone: the capture fails, not the recording */
 	struct sproc *p = proc_get(s, proc, tgid, err);
 	if (!p)
 		return NULL;
-	struct stask **v = grow(s->tasks, &s->captasks, s->ntasks + 1,
+	struct stask **v = vmr_grow(s->tasks, &s->captasks, s->ntasks + 1,
 				sizeof(*v));
 	struct stask *t = calloc(1, sizeof(*t));
 	if (!v || !t) {
@@ -608,11 +553,11 @@ static int64_t intern(struct vmr_stacks *s, const uint64_t *ips,
 	}
 	if (s->nstacks >= UINT32_MAX - 1)
 		return -ENOMEM;
-	uint64_t *v = grow(s->ips, &s->capips, s->nips + depth, sizeof(*v));
+	uint64_t *v = vmr_grow(s->ips, &s->capips, s->nips + depth, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	s->ips = v;
-	struct sstack *st = grow(s->stacks, &s->capstacks, s->nstacks + 1,
+	struct sstack *st = vmr_grow(s->stacks, &s->capstacks, s->nstacks + 1,
 				 sizeof(*st));
 	if (!st)
 		return -ENOMEM;
@@ -787,6 +732,7 @@ void vmr_stacks_free(struct vmr_stacks *s)
 	free(s->procs);
 	u64map_free(&s->task_by_tid);
 	vmr_syms_free(s->syms);
+	vmr_maps_free(&s->mtext);
 	free(s->ips);
 	free(s->stacks);
 	free(s->stab);

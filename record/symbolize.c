@@ -11,6 +11,7 @@
 #include "symbolize.h"
 #include "elfsym.h"
 #include "u64map.h"
+#include "rec_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,19 +41,6 @@ struct vmr_syms {
 	size_t nmods, capmods;
 	struct u64map mod_index; /* hash(path, dev, ino) -> first module */
 };
-
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return p;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(p, n * elem);
-	if (q)
-		*cap = n;
-	return q;
-}
 
 static uint64_t str_hash(const char *s)
 {
@@ -113,7 +101,7 @@ static int string_id(struct strtab *t, vmt_writer *w, const char *str,
 			return 0;
 		}
 	}
-	char **v = grow(t->str, &t->cap, t->n + 1, sizeof(*v));
+	char **v = vmr_grow(t->str, &t->cap, t->n + 1, sizeof(*v));
 	if (!v || (!copy && !(copy = strdup(str)))) {
 		if (v)
 			t->str = v;
@@ -135,23 +123,19 @@ static int string_id(struct strtab *t, vmt_writer *w, const char *str,
 static int load_vdso(struct elfsym *e)
 {
 	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	unsigned long long start, end;
+	struct vmr_maps m = { 0 };
 	int err = -ENOENT;
-	if (!base || !f) {
-		if (f)
-			fclose(f);
+	if (!base || vmr_maps_read(&m, getpid())) {
+		vmr_maps_free(&m);
 		return err;
 	}
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "[vdso]") &&
-		    sscanf(line, "%llx-%llx", &start, &end) == 2 && start == base) {
-			err = elfsym_load_mem(e, (const void *)(uintptr_t)start,
-					      end - start);
+	for (uint32_t i = 0; i < m.n; i++)
+		if (m.e[i].start == base && !strcmp(m.e[i].path, "[vdso]")) {
+			err = elfsym_load_mem(e, (const void *)(uintptr_t)base,
+					      m.e[i].end - base);
 			break;
 		}
-	fclose(f);
+	vmr_maps_free(&m);
 	return err;
 }
 
@@ -255,7 +239,7 @@ uint32_t vmr_syms_module(struct vmr_syms *y, const char *path, uint64_t dev,
 			    y->mods[i].ino == ino && !strcmp(y->mods[i].path, path))
 				return i;
 	}
-	struct smod *m = grow(y->mods, &y->capmods, y->nmods + 1, sizeof(*m));
+	struct smod *m = vmr_grow(y->mods, &y->capmods, y->nmods + 1, sizeof(*m));
 	if (!m)
 		return VMT_NONE;
 	y->mods = m;
@@ -295,7 +279,7 @@ int vmr_syms_add(struct vmr_syms *y, uint64_t ip, uint32_t module,
 		return 0;
 	if (module != VMT_NONE && module >= y->nmods)
 		module = VMT_NONE;
-	struct sip *v = grow(y->sips, &y->capsips, y->nsips + 1, sizeof(*v));
+	struct sip *v = vmr_grow(y->sips, &y->capsips, y->nsips + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	y->sips = v;

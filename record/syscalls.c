@@ -44,16 +44,11 @@ static int discarding_advice(uint64_t adv)
 
 void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to)
 {
-#if VMR_HAVE_FAULTS
 	if (r->faults) {
 		int n = vmr_faults_drain(r->faults, r->w, up_to);
 		if (n < 0 && !r->werr)
 			r->werr = n;
 	}
-#else
-	(void)r;
-	(void)up_to;
-#endif
 }
 
 static int emit_runs(void *ctx, uint64_t start, const struct vmt_touch_run *runs,
@@ -93,13 +88,7 @@ int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
 	fd = vmr_pagemap_fd(r, t);
 	if (fd < 0)
 		return fd;
-	if (!r->runs.emit)
-		vmr_runs_init(&r->runs, r->page_shift, 0, emit_runs, r);
-	r->touch_ev.thread = t->thread;
-	r->touch_ev.proc = t->proc->index;
-	r->touch_ev.ts_ns = ts;
-	r->touch_ev.u.touch.reason = reason;
-	vmr_runs_begin(&r->runs);
+	vmr_touch_begin(r, t, reason, ts);
 	err = vmr_pagemap_scan(&r->pm, fd, start, end, &r->runs);
 	if (err) {
 		vmr_runs_begin(&r->runs); /* a partial picture is not written */
@@ -171,13 +160,21 @@ static int same_ipc_ns(pid_t tid)
 	return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
 }
 
+/* t->path, allocated on first use; NULL when out of memory. */
+static char *task_path(struct vmr_task *t)
+{
+	if (!t->path)
+		t->path = malloc(PATH_MAX);
+	return t->path;
+}
+
 /* shmat: the segment's size from IPC_STAT (the tracer runs as root, so it
  * may stat any segment of its IPC namespace). */
 static void shm_identity(struct vmr_task *t, int shmid, uint64_t shmflg)
 {
 	struct shmid_ds ds;
 
-	if (!t->path && !(t->path = malloc(PATH_MAX)))
+	if (!task_path(t))
 		return;
 	memset(&t->file, 0, sizeof(t->file));
 	snprintf(t->path, PATH_MAX, "shm:%d", shmid);
@@ -215,7 +212,7 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		vmr_drain_faults(r, ts);
 	if (op == VMT_OP_MMAP && !(args[3] & VMR_MAP_ANONYMOUS) &&
 	    (int)args[4] >= 0) {
-		if (t->path || (t->path = malloc(PATH_MAX))) {
+		if (task_path(t)) {
 			/* An fd that does not exist makes mmap fail with EBADF;
 			 * the call is recorded without MAP_FILE then. */
 			if (vmr_fd_identity(t->tid, (int)args[4], t->path,
@@ -228,7 +225,7 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		struct vmr_proc *p = t->proc;
 		for (uint32_t i = 0; i < p->nshm; i++) {
 			if (p->shm[i].addr == args[0]) {
-				if (!t->path && !(t->path = malloc(PATH_MAX)))
+				if (!task_path(t))
 					break;
 				t->file = p->shm[i].id;
 				snprintf(t->path, PATH_MAX, "%s", p->shm[i].path);
@@ -240,7 +237,6 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 	}
 	if (r->o->touch == VMR_TOUCH_RESIDENT && !t->proc->borrowed_mm)
 		touch_before(r, t, op, args, ts);
-#if VMR_HAVE_STACKS
 	if (r->stacks) {
 		int err = vmr_stacks_capture(r->stacks, r->w, t->tid, t->thread,
 					     t->proc->index, ts,
@@ -248,7 +244,6 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		if (err && !r->werr)
 			r->werr = err;
 	}
-#endif
 }
 
 static void emit_call(struct vmr_rec *r, struct vmr_task *t)
@@ -287,7 +282,7 @@ static void *grow(void *p, uint32_t *cap, size_t elem)
 	return q;
 }
 
-static void code_add(struct vmr_proc *p, uint64_t s, uint64_t e)
+void vmr_code_add(struct vmr_proc *p, uint64_t s, uint64_t e)
 {
 	if (p->ncode == p->codecap) {
 		void *q = grow(p->code, &p->codecap, sizeof(*p->code));
@@ -315,13 +310,8 @@ static void code_remove(struct vmr_rec *r, struct vmr_proc *p, uint64_t s,
 			i++;
 		}
 	}
-#if VMR_HAVE_STACKS
 	if (hit && r->stacks)
 		vmr_stacks_invalidate(r->stacks, p->pid);
-#else
-	(void)r;
-	(void)hit;
-#endif
 }
 
 static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
@@ -366,13 +356,13 @@ static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		if (range_of((uint64_t)rv, a[1], &e)) {
 			code_remove(r, p, (uint64_t)rv, e);
 			if (a[2] & PROT_EXEC)
-				code_add(p, (uint64_t)rv, e);
+				vmr_code_add(p, (uint64_t)rv, e);
 		}
 		break;
 	case VMT_OP_MPROTECT:
 	case VMT_OP_PKEY_MPROTECT:
 		if ((a[2] & PROT_EXEC) && range_of(a[0], a[1], &e))
-			code_add(p, a[0], e);
+			vmr_code_add(p, a[0], e);
 		break;
 	case VMT_OP_MUNMAP:
 		if (range_of(a[0], a[1], &e))

@@ -100,18 +100,16 @@ struct vmr_proc *vmr_proc_new(struct vmr_rec *r, pid_t pid)
 	p->pid = pid;
 	p->index = r->next_proc++;
 	p->pagemap_fd = -1;
-	r->nprocs_live++;
 	return p;
 }
 
-static void proc_free(struct vmr_rec *r, struct vmr_proc *p)
+static void proc_free(struct vmr_proc *p)
 {
 	if (p->pagemap_fd >= 0)
 		close(p->pagemap_fd);
 	free(p->shm);
 	free(p->code);
 	free(p);
-	r->nprocs_live--;
 }
 
 struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p)
@@ -136,17 +134,12 @@ struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p)
 
 static void task_gone(struct vmr_rec *r, struct vmr_task *t)
 {
-#if VMR_HAVE_FAULTS
 	if (r->faults) {
 		vmr_drain_faults(r, UINT64_MAX);
 		vmr_faults_remove_task(r->faults, t->tid);
 	}
-#endif
-#if VMR_HAVE_STACKS
 	if (r->stacks)
 		vmr_stacks_task_gone(r->stacks, t->tid);
-#endif
-	(void)r;
 }
 
 void vmr_task_remove(struct vmr_rec *r, struct vmr_task *t)
@@ -165,7 +158,7 @@ void vmr_free_tables(struct vmr_rec *r)
 		if (!t)
 			continue;
 		if (--t->proc->ntasks == 0)
-			proc_free(r, t->proc);
+			proc_free(t->proc);
 		free(t->path);
 		free(t);
 	}
@@ -222,7 +215,6 @@ void vmr_start_events(struct vmr_rec *r, struct vmr_task *t,
 	ev.u.thread_start.parent_thread = parent_thread;
 	ev.u.thread_start.os_tid = t->tid;
 	vmr_emit(r, &ev);
-#if VMR_HAVE_FAULTS
 	if (r->faults) {
 		int err = vmr_faults_add_task(r->faults, t->tid, t->thread,
 					      t->proc->index);
@@ -230,7 +222,6 @@ void vmr_start_events(struct vmr_rec *r, struct vmr_task *t,
 			vmr_notice(r, "cannot sample page faults of thread %d: %s",
 				   (int)t->tid, strerror(-err));
 	}
-#endif
 }
 
 int vmr_maps_event(struct vmr_rec *r, struct vmr_task *t, uint64_t ts)
@@ -247,14 +238,8 @@ int vmr_maps_event(struct vmr_rec *r, struct vmr_task *t, uint64_t ts)
 	p->ncode = 0;
 	for (uint32_t i = 0; i < r->maps.n; i++) {
 		const struct vmt_map_entry *e = &r->maps.e[i];
-		if (r->stacks && (e->perms & VMT_PROT_X) &&
-		    (p->ncode < p->codecap || (p->code = realloc(p->code,
-			(p->codecap = p->codecap ? p->codecap * 2 : 16) *
-			sizeof(*p->code))))) {
-			p->code[p->ncode].start = e->start;
-			p->code[p->ncode].end = e->end;
-			p->ncode++;
-		}
+		if (r->stacks && (e->perms & VMT_PROT_X))
+			vmr_code_add(p, e->start, e->end);
 		/* brk's current end is the end of [heap] (if any yet). */
 		if (!strcmp(e->path, "[heap]"))
 			p->brk_cur = e->end;
@@ -346,7 +331,7 @@ static struct vmr_task *new_task(struct vmr_rec *r, struct vmr_task *parent,
 	t = vmr_task_add(r, tid, p);
 	if (!t) {
 		if (how != VMT_NONE)
-			proc_free(r, p);
+			proc_free(p);
 		return NULL;
 	}
 	vmr_start_events(r, t, parent->thread, parent->proc->index, how, vmr_now());
@@ -510,10 +495,8 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 		p->ncode = 0;
 		p->borrowed_mm = 0;
 		p->exit_scanned = 0;
-#if VMR_HAVE_STACKS
 		if (r->stacks)
 			vmr_stacks_invalidate(r->stacks, p->pid);
-#endif
 	}
 	vmr_exe_path(tid, r->exe, sizeof(r->exe));
 	ev_init(&ev, VMT_EV_EXEC, t, ts);
@@ -639,7 +622,7 @@ void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status)
 			r->have_root_status = 1;
 			r->root_status = exit_code(st);
 		}
-		proc_free(r, p);
+		proc_free(p);
 		if (r->norph)
 			vmr_orphans_adopt(r, 0);
 	} else if (r->norph) {
@@ -655,5 +638,5 @@ void vmr_detached(struct vmr_rec *r, struct vmr_task *t)
 	task_gone(r, t);
 	vmr_task_remove(r, t);
 	if (--p->ntasks == 0)
-		proc_free(r, p);
+		proc_free(p);
 }

@@ -213,18 +213,20 @@ static uint32_t scan_state(uint64_t cat)
 	return (cat & VMR_PAGE_IS_PFNZERO) ? VMT_PAGE_READ : VMT_PAGE_WRITTEN;
 }
 
-static int scan_ioctl(struct vmr_pagemap *pm, int fd, uint64_t start,
-		      uint64_t end, struct vmr_runs *r)
+/* Walk [start, end) with PAGEMAP_SCAN, handing each batch of present or
+ * swapped regions to batch().  Returns 0 or the first -err. */
+static int scan_walk(struct vmr_pagemap *pm, int fd, uint64_t start,
+		     uint64_t end,
+		     int (*batch)(void *ctx, const struct vmr_page_region *v,
+				  long n),
+		     void *ctx)
 {
-	struct vmr_page_region *v = pm->vec;
-	unsigned shift = r->page_shift;
-
 	while (start < end) {
 		struct vmr_pm_scan_arg a = {
 			.size = sizeof(a),
 			.start = start,
 			.end = end,
-			.vec = (uintptr_t)v,
+			.vec = (uintptr_t)pm->vec,
 			.vec_len = VEC_LEN,
 			.category_anyof_mask = VMR_PAGE_IS_PRESENT | VMR_PAGE_IS_SWAPPED,
 			.return_mask = VMR_PAGE_IS_PRESENT | VMR_PAGE_IS_SWAPPED |
@@ -236,16 +238,26 @@ static int scan_ioctl(struct vmr_pagemap *pm, int fd, uint64_t start,
 				continue;
 			return -errno;
 		}
-		for (long i = 0; i < n; i++) {
-			int err = vmr_runs_add(r, v[i].start,
-					       (v[i].end - v[i].start) >> shift,
-					       scan_state(v[i].categories));
-			if (err)
-				return err;
-		}
+		int err = batch(ctx, pm->vec, n);
+		if (err)
+			return err;
 		if (a.walk_end <= start)
 			break; /* no progress: never loop forever */
 		start = a.walk_end;
+	}
+	return 0;
+}
+
+static int batch_runs(void *ctx, const struct vmr_page_region *v, long n)
+{
+	struct vmr_runs *r = ctx;
+
+	for (long i = 0; i < n; i++) {
+		int err = vmr_runs_add(r, v[i].start,
+				       (v[i].end - v[i].start) >> r->page_shift,
+				       scan_state(v[i].categories));
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -308,51 +320,43 @@ int vmr_pagemap_scan(struct vmr_pagemap *pm, int fd, uint64_t start,
 	if (end <= start)
 		return 0;
 	if (pm->scan)
-		return scan_ioctl(pm, fd, start, end, r);
+		return scan_walk(pm, fd, start, end, batch_runs, r);
 	return scan_pread(pm, fd, start, end, r);
+}
+
+struct collect {
+	struct vmr_present **v;
+	size_t *cap, n;
+};
+
+static int batch_collect(void *ctx, const struct vmr_page_region *rv, long k)
+{
+	struct collect *c = ctx;
+
+	if (c->n + (size_t)k > *c->cap) {
+		size_t ncap = *c->cap ? *c->cap : 1024;
+		while (ncap < c->n + (size_t)k)
+			ncap *= 2;
+		struct vmr_present *nv = realloc(*c->v, ncap * sizeof(**c->v));
+		if (!nv)
+			return -ENOMEM;
+		*c->v = nv;
+		*c->cap = ncap;
+	}
+	for (long i = 0; i < k; i++)
+		(*c->v)[c->n++] = (struct vmr_present){ rv[i].start, rv[i].end,
+							scan_state(rv[i].categories) };
+	return 0;
 }
 
 long vmr_pagemap_collect(struct vmr_pagemap *pm, int fd, uint64_t start,
 			 uint64_t end, struct vmr_present **v, size_t *cap)
 {
-	struct vmr_page_region *rv = pm->vec;
-	size_t n = 0;
+	struct collect c = { v, cap, 0 };
+	int err;
 
 	if (!pm->scan)
 		return -EOPNOTSUPP;
-	while (start < end) {
-		struct vmr_pm_scan_arg a = {
-			.size = sizeof(a),
-			.start = start,
-			.end = end,
-			.vec = (uintptr_t)rv,
-			.vec_len = VEC_LEN,
-			.category_anyof_mask = VMR_PAGE_IS_PRESENT | VMR_PAGE_IS_SWAPPED,
-			.return_mask = VMR_PAGE_IS_PRESENT | VMR_PAGE_IS_SWAPPED |
-				       VMR_PAGE_IS_FILE | VMR_PAGE_IS_PFNZERO,
-		};
-		long k = ioctl(fd, VMR_PAGEMAP_SCAN, &a);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n + (size_t)k > *cap) {
-			size_t ncap = *cap ? *cap : 1024;
-			while (ncap < n + (size_t)k)
-				ncap *= 2;
-			struct vmr_present *nv = realloc(*v, ncap * sizeof(**v));
-			if (!nv)
-				return -ENOMEM;
-			*v = nv;
-			*cap = ncap;
-		}
-		for (long i = 0; i < k; i++)
-			(*v)[n++] = (struct vmr_present){ rv[i].start, rv[i].end,
-							  scan_state(rv[i].categories) };
-		if (a.walk_end <= start)
-			break; /* no progress: never loop forever */
-		start = a.walk_end;
-	}
-	return (long)n;
+	err = scan_walk(pm, fd, start, end, batch_collect, &c);
+	return err ? err : (long)c.n;
 }

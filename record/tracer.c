@@ -143,18 +143,16 @@ static void entry(struct vmr_rec *r, struct vmr_task *t, uint32_t arch,
 	uint64_t args[VMT_MAX_ARGS];
 	uint32_t op;
 
-	for (int i = 0; i < VMT_MAX_ARGS; i++)
-		args[i] = a[i];
-
 	if (t->flags & T_PRESTART)
 		return; /* vmrec's own child before exec */
 	op = vmr_sysmap_op(&r->sys, arch, nr);
-	if (op)
+	if (op) {
+		for (int i = 0; i < VMT_MAX_ARGS; i++)
+			args[i] = a[i];
 		vmr_sc_entry(r, t, op, args, vmr_now());
+	}
 	else if (arch != r->sys.arch && !(t->flags & T_SYSCALL_MODE))
 		lost_event(r, t); /* a 32-bit call the filter caught */
-	else
-		t->flags |= T_IN_OTHER_SC;
 }
 
 static void seccomp_stop(struct vmr_rec *r, struct vmr_task *t)
@@ -175,7 +173,6 @@ static void syscall_stop(struct vmr_rec *r, struct vmr_task *t)
 		if (info.op == PTRACE_SYSCALL_INFO_EXIT) {
 			if (t->flags & T_IN_SC)
 				vmr_sc_exit(r, t, info.exit.rval, vmr_now());
-			t->flags &= ~T_IN_OTHER_SC;
 		} else if (info.op == PTRACE_SYSCALL_INFO_ENTRY &&
 			   (t->flags & T_SYSCALL_MODE)) {
 			entry(r, t, info.arch, info.entry.nr, info.entry.args);
@@ -439,7 +436,6 @@ static int launch(struct vmr_rec *r, char *err, size_t errlen)
 			 strerror(-e));
 		return e;
 	}
-	r->root_pid = pid;
 	p = vmr_proc_new(r, pid);
 	t = p ? vmr_task_add(r, pid, p) : NULL;
 	if (!t) {
@@ -472,19 +468,13 @@ static int setup(struct vmr_rec *r, const struct vmr_opts *o, char *err,
 		return e;
 	}
 	if (o->stack_depth) {
-#if VMR_HAVE_STACKS
 		r->stacks = vmr_stacks_new(o->stack_depth, &e);
 		if (!r->stacks) {
 			snprintf(err, errlen, "cannot record stacks: %s", vmt_strerror(e));
 			return e;
 		}
-#else
-		snprintf(err, errlen, "--stacks: this vmrec was built without stack support");
-		return -ENOSYS;
-#endif
 	}
 	if (o->touch == VMR_TOUCH_FAULTS) {
-#if VMR_HAVE_FAULTS
 		const char *why = NULL;
 		r->faults = vmr_faults_new(&e, &why);
 		if (!r->faults) {
@@ -494,22 +484,14 @@ static int setup(struct vmr_rec *r, const struct vmr_opts *o, char *err,
 		}
 		if (why)
 			vmr_notice(r, "%s", why);
-#else
-		snprintf(err, errlen, "--touch=faults: this vmrec was built without fault sampling");
-		return -ENOSYS;
-#endif
 	}
 	return 0;
 }
 
 static void teardown(struct vmr_rec *r)
 {
-#if VMR_HAVE_STACKS
 	vmr_stacks_free(r->stacks);
-#endif
-#if VMR_HAVE_FAULTS
 	vmr_faults_free(r->faults);
-#endif
 	vmr_free_tables(r);
 	vmr_maps_free(&r->maps);
 	vmr_pagemap_free(&r->pm);
@@ -607,14 +589,10 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 		goto out;
 	}
 	vmr_drain_faults(r, UINT64_MAX);
-#if VMR_HAVE_STACKS
 	if (r->stacks && (e = vmr_stacks_finish(r->stacks, r->w, vmr_now())) && !r->werr)
 		r->werr = e;
-#endif
-#if VMR_HAVE_FAULTS
 	if (r->faults)
 		r->lost += vmr_faults_lost(r->faults);
-#endif
 	e = vmt_writer_finish(r->w);
 	if (e && !r->werr)
 		r->werr = e;

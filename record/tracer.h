@@ -10,23 +10,8 @@
 #include "recorder.h"
 #include "rec_internal.h"
 
-/* The stack and fault modules are written separately; the recorder uses
- * them when their headers are present.  (Build glue, not a feature switch:
- * both are part of the project.) */
-#if __has_include("stacks.h")
 #include "stacks.h"
-#define VMR_HAVE_STACKS 1
-#else
-#define VMR_HAVE_STACKS 0
-struct vmr_stacks;
-#endif
-#if __has_include("faults.h")
 #include "faults.h"
-#define VMR_HAVE_FAULTS 1
-#else
-#define VMR_HAVE_FAULTS 0
-struct vmr_faults;
-#endif
 
 struct vmr_range {
 	uint64_t start, end;
@@ -62,7 +47,6 @@ struct vmr_proc {
 #define T_PRESTART 0x08	   /* launched child before its exec: not recorded */
 #define T_DETACHING 0x10   /* -p: detach at the next stop */
 #define T_SYSCALL_MODE 0x20 /* resume with PTRACE_SYSCALL (no filter) */
-#define T_IN_OTHER_SC 0x40 /* -p: between entry and exit of an untraced call */
 #define T_EXIT_DONE 0x80   /* THREAD_EXIT written */
 
 struct vmr_task {
@@ -93,7 +77,6 @@ struct vmr_rec {
 	struct vmr_task **tab;
 	uint32_t tabcap, ntasks;
 	uint32_t next_thread, next_proc;
-	uint32_t nprocs_live;
 
 	struct vmr_orphan *orph; /* stops of tasks whose creator's event has
 				    not been seen yet */
@@ -110,7 +93,6 @@ struct vmr_rec {
 	struct vmr_faults *faults;
 	uint64_t lost;
 
-	pid_t root_pid;
 	int root_exec_seen;
 	int have_root_status, root_status;
 	int errfd;
@@ -157,6 +139,8 @@ int vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
 		    uint64_t ts);
 int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
 		    uint64_t end, uint32_t reason, uint64_t ts);
+/* Note [s, e) as executable code of p (for stack cache invalidation). */
+void vmr_code_add(struct vmr_proc *p, uint64_t s, uint64_t e);
 void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);
 
 #endif /* VMREC_TRACER_H */

@@ -79,8 +79,8 @@ int main(int argc, char **argv)
 
 	e = vmr_record(&o, fd, &h, notice, NULL, &sum, err, sizeof(err));
 	if (close(fd) < 0 && !e) {
-		snprintf(err, sizeof(err), "cannot write '%s': %s", out, strerror(errno));
 		e = -errno;
+		snprintf(err, sizeof(err), "cannot write '%s': %s", out, strerror(-e));
 		sum.exit_code = 1;
 	}
 	if (e) {
