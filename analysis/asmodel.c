@@ -577,7 +577,6 @@ int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
 	if (sp)
 		before = sp->c;
 	memset(&m->last, 0, sizeof(m->last));
-	m->last.proc = ev->proc;
 
 	switch (ev->kind) {
 	case VMT_EV_SYSCALL:

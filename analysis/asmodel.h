@@ -120,8 +120,8 @@ const struct vmt_vma *vmt_asmodel_lookup(const vmt_asmodel *m, uint32_t proc,
 
 /* What the last vmt_asmodel_apply() did. */
 struct vmt_as_effect {
-	int changed;	   /* 1 if a VMA was added, removed or modified */
-	uint32_t proc;	   /* the process (space owner) it changed */
+	int changed;	   /* 1 if a VMA of the event's process was added, removed
+			    * or modified */
 	uint64_t start, end; /* the range the event addressed (page aligned) */
 	int64_t d_vmas;	   /* change of the VMA count of that process */
 	int64_t d_mapped;  /* change of its mapped bytes */

@@ -624,6 +624,13 @@ static void do_remap_file_pages(struct vmt_asmodel *m, struct space *sp,
 		vmt_am_merge_window(m, sp, a, b);
 }
 
+/* Results in [-4095, -1] are -errno; anything else (an address may look
+ * negative) is a success. */
+static int is_error(int64_t r)
+{
+	return r < 0 && r >= -4095;
+}
+
 void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
@@ -635,12 +642,9 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 	default:
 		break;
 	}
-	struct space *sp = vmt_am_space(m, ev->proc, 0);
-	if (!sp) {
-		sp = vmt_am_space(m, ev->proc, 1);
-		if (!sp)
-			return;
-	}
+	struct space *sp = vmt_am_space(m, ev->proc, 1);
+	if (!sp)
+		return;
 	if (!sp->known)
 		inexact(m);
 	const struct pending_file *pf = NULL;
@@ -648,13 +652,12 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 		pf = &m->pend[ev->thread];
 	switch (sc->op) {
 	case VMT_OP_MMAP:
-		if (sc->result >= 0 || sc->result < -4095)
+		if (!is_error(sc->result))
 			do_mmap(m, sp, ev, pf);
 		break;
 	case VMT_OP_MUNMAP:
-		if (sc->result == 0 &&
-		    vmt_am_unmap(m, sp, sc->args[0], sc->args[0] + pg_up(m, sc->args[1])) == 0)
-			m->last.inexact |= 0; /* unmapping a hole is fine */
+		if (sc->result == 0) /* unmapping a hole is fine */
+			vmt_am_unmap(m, sp, sc->args[0], sc->args[0] + pg_up(m, sc->args[1]));
 		break;
 	case VMT_OP_MPROTECT: case VMT_OP_PKEY_MPROTECT:
 		do_mprotect(m, sp, sc);
@@ -669,14 +672,14 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 		do_mlockall(m, sp, sc);
 		break;
 	case VMT_OP_MREMAP:
-		if (sc->result >= 0 || sc->result < -4095)
+		if (!is_error(sc->result))
 			do_mremap(m, sp, sc);
 		break;
 	case VMT_OP_BRK:
 		do_brk(m, sp, sc);
 		break;
 	case VMT_OP_SHMAT:
-		if (sc->result >= 0 || sc->result < -4095)
+		if (!is_error(sc->result))
 			do_shmat(m, sp, sc, pf);
 		break;
 	case VMT_OP_SHMDT:

@@ -53,4 +53,11 @@ int vmt_usage_error(const char *cmd, const char *fmt, ...)
  * Returns rc, or 2 when stdout could not be written. */
 int vmt_finish_stdout(int rc);
 
+/* Parse the arguments of a subcommand that takes `[--json] TRACE` (and
+ * -h/--help, which prints usage).  Returns the trace path, with *json set;
+ * or NULL with *status the exit status to return (0 after the help, 2 after
+ * a usage error). */
+const char *vmt_args_json_trace(const char *cmd, const char *usage, int argc, char **argv,
+				int *json, int *status);
+
 #endif

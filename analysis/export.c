@@ -165,7 +165,7 @@ static void put_us(struct vmt_buf *b, const char *key, uint64_t ns)
 
 struct pf {
 	vmt_tracks *trk;
-	uint64_t *last_vmas, *last_mapped, *last_touched; /* per process */
+	struct vmt_track_vals *last; /* per process: the values last written */
 	uint32_t nlast;
 	int first; /* no event written yet */
 };
@@ -192,15 +192,12 @@ static int pf_grow(struct pf *p, uint32_t n)
 	uint32_t cap = p->nlast ? p->nlast : 8;
 	while (cap < n)
 		cap *= 2;
-	uint64_t **arrs[3] = { &p->last_vmas, &p->last_mapped, &p->last_touched };
-	for (int i = 0; i < 3; i++) {
-		uint64_t *q = realloc(*arrs[i], cap * sizeof(uint64_t));
-		if (!q)
-			return -ENOMEM;
-		/* All ones: "not written yet", so the first value is written. */
-		memset(q + p->nlast, 0xff, (cap - p->nlast) * sizeof(uint64_t));
-		*arrs[i] = q;
-	}
+	struct vmt_track_vals *q = realloc(p->last, cap * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	/* All ones: "not written yet", so the first value is written. */
+	memset(q + p->nlast, 0xff, (cap - p->nlast) * sizeof(*q));
+	p->last = q;
 	p->nlast = cap;
 	return 0;
 }
@@ -212,18 +209,14 @@ static int pf_counters(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t 
 	if (pf_grow(p, proc + 1))
 		return -ENOMEM;
 	vmt_tracks_get(p->trk, proc, &v);
-	if (v.vmas != p->last_vmas[proc]) {
+	struct vmt_track_vals *last = &p->last[proc];
+	if (v.vmas != last->vmas)
 		pf_counter(p, b, proc, rel, "vma", "count", v.vmas);
-		p->last_vmas[proc] = v.vmas;
-	}
-	if (v.mapped_bytes != p->last_mapped[proc]) {
+	if (v.mapped_bytes != last->mapped_bytes)
 		pf_counter(p, b, proc, rel, "mapped", "bytes", v.mapped_bytes);
-		p->last_mapped[proc] = v.mapped_bytes;
-	}
-	if (v.touched_pages != p->last_touched[proc]) {
+	if (v.touched_pages != last->touched_pages)
 		pf_counter(p, b, proc, rel, "touched", "pages", v.touched_pages);
-		p->last_touched[proc] = v.touched_pages;
-	}
+	*last = v;
 	return 0;
 }
 
@@ -243,7 +236,7 @@ static void pf_result(struct vmt_buf *b, const struct vmt_syscall *sc)
 }
 
 static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
-		    const struct vmt_event *ev, unsigned changed, uint32_t who)
+		    const struct vmt_event *ev, unsigned changed)
 {
 	uint64_t rel = vmt_tracks_rel_ns(p->trk, ev->ts_ns);
 	uint32_t pid = ev->proc + 1, tid = ev->thread + 1;
@@ -306,7 +299,7 @@ static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint6
 		break; /* tables (stacks, symbols, strings) are not timeline events */
 	}
 	if (changed & (VMT_TRK_SPACE | VMT_TRK_TOUCHED))
-		return pf_counters(p, b, who, rel);
+		return pf_counters(p, b, ev->proc, rel);
 	return 0;
 }
 
@@ -383,9 +376,8 @@ static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
 			vmt_buf_puts(&b, "\n");
 		} else {
 			unsigned changed = 0;
-			uint32_t who = 0;
-			if ((err = vmt_tracks_apply(pf.trk, &ev, &changed, &who)) ||
-			    (err = pf_event(&pf, &b, &text, index, &ev, changed, who)))
+			if ((err = vmt_tracks_apply(pf.trk, &ev, &changed)) ||
+			    (err = pf_event(&pf, &b, &text, index, &ev, changed)))
 				break;
 		}
 		index++;
@@ -416,9 +408,7 @@ static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
 	vmt_buf_free(&b);
 	vmt_buf_free(&text);
 	vmt_tracks_free(pf.trk);
-	free(pf.last_vmas);
-	free(pf.last_mapped);
-	free(pf.last_touched);
+	free(pf.last);
 	return status;
 }
 

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,4 +87,34 @@ int vmt_finish_stdout(int rc)
 		return 2;
 	}
 	return rc;
+}
+
+const char *vmt_args_json_trace(const char *cmd, const char *usage, int argc, char **argv,
+				int *json, int *status)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	*json = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': *json = 1; break;
+		case 'h':
+			fputs(usage, stdout);
+			*status = vmt_finish_stdout(0);
+			return NULL;
+		default:
+			*status = vmt_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+			return NULL;
+		}
+	}
+	if (argc - optind != 1) {
+		*status = vmt_usage_error(cmd, argc - optind ? "too many arguments" : "no trace given");
+		return NULL;
+	}
+	return argv[optind];
 }

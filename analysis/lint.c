@@ -2,7 +2,6 @@
  * lint.c - `vmtrace lint`: the patterns of the seed posts, found in a trace,
  * with evidence and the change that addresses each (detectors: lintcheck.c).
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,14 +64,7 @@ static void wrap(const char *label, const char *text, int ind)
 static void human(char *out, size_t n, uint64_t v, const char *unit)
 {
 	if (!strcmp(unit, "bytes") && v >= 1024) {
-		static const char *const u[] = { "KiB", "MiB", "GiB", "TiB" };
-		double x = (double)v / 1024;
-		int i = 0;
-		while (x >= 1024 && i < 3) {
-			x /= 1024;
-			i++;
-		}
-		snprintf(out, n, "%.1f %s", x, u[i]);
+		vmt_lint_hbytes(out, n, v);
 	} else if (!strcmp(unit, "ns")) {
 		snprintf(out, n, "%.3f ms", (double)v / 1e6);
 	} else {
@@ -205,26 +197,13 @@ static void print_json(const char *path, const vmt_lint *l, int n, const char **
 
 static int run_lint(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int json = 0, c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'h': fputs(lint_usage, stdout); return vmt_finish_stdout(0);
-		default:
-			return vmt_usage_error("lint", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (argc - optind != 1)
-		return vmt_usage_error("lint", argc - optind ? "too many arguments" : "no trace given");
+	int json, usage_rc;
+	const char *path = vmt_args_json_trace("lint", lint_usage, argc, argv, &json, &usage_rc);
+	if (!path)
+		return usage_rc;
 
 	struct vmt_input in;
-	if (vmt_input_open(&in, argv[optind]))
+	if (vmt_input_open(&in, path))
 		return 2;
 	vmt_lint *l = vmt_lint_new(vmt_reader_header(in.r));
 	if (!l) {

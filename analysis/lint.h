@@ -84,12 +84,13 @@ int vmt_lint_finish(vmt_lint *l);
 const struct vmt_lint_finding *vmt_lint_get(const vmt_lint *l, uint32_t i);
 
 /* 1 if the trace had FAULT events (the read-then-write check needs them);
- * 1 if it had TOUCH events; the number of events the address-space model
- * could only approximate. */
+ * the number of events the address-space model could only approximate. */
 int vmt_lint_had_faults(const vmt_lint *l);
-int vmt_lint_had_touches(const vmt_lint *l);
 uint64_t vmt_lint_model_inexact(const vmt_lint *l);
 
 void vmt_lint_free(vmt_lint *l);
+
+/* Bytes for people ("64.0 MiB", "100 bytes"), into out; returns out. */
+const char *vmt_lint_hbytes(char *out, size_t n, uint64_t v);
 
 #endif

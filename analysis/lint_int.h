@@ -103,7 +103,6 @@ struct lthread {
 };
 
 struct lproc {
-	int seen;
 	uint64_t free_calls, free_bytes, refree_calls, refree_bytes;
 	uint64_t small_maps, unmerged, reasons[FR__COUNT];
 	uint64_t peak_vmas, peak_ts;
@@ -135,15 +134,10 @@ struct vmt_lint {
 	struct u64tab pages;	 /* (page, proc) -> PG_* */
 	struct lockrec locks[LOCK_MAX_RECORDS];
 	uint32_t nlocks;
-	uint64_t locks_dropped;
-	int had_faults, had_touches;
-	uint64_t fault_events;
+	int had_faults;
 	struct example ex_pnf, ex_free, ex_frag[FR__COUNT], ex_mlock, ex_rtw;
 	struct vmt_lint_finding *found;
 	uint32_t nfound;
 };
-
-/* Bytes for people ("64.0 MiB"), into out; returns out. */
-const char *vmt_lint_hbytes(char *out, size_t n, uint64_t v);
 
 #endif

@@ -56,41 +56,33 @@ const char *vmt_lint_hbytes(char *out, size_t n, uint64_t v)
 	return out;
 }
 
+/* Grow a dense array so that index i exists; new entries zeroed. */
+static int grow(void **arr, uint32_t *n, uint32_t i, size_t elem)
+{
+	if (i >= VMT_MAX_THREADS)
+		return -EINVAL;
+	if (i < *n)
+		return 0;
+	uint32_t cap = *n ? *n : 8;
+	while (cap <= i)
+		cap *= 2;
+	char *q = realloc(*arr, (size_t)cap * elem);
+	if (!q)
+		return -ENOMEM;
+	memset(q + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
+	*arr = q;
+	*n = cap;
+	return 0;
+}
+
 static struct lthread *thread_of(vmt_lint *l, uint32_t t)
 {
-	if (t >= VMT_MAX_THREADS)
-		return NULL;
-	if (t >= l->nthr) {
-		uint32_t n = l->nthr ? l->nthr : 16;
-		while (n <= t)
-			n *= 2;
-		struct lthread *p = realloc(l->thr, n * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + l->nthr, 0, (n - l->nthr) * sizeof(*p));
-		l->thr = p;
-		l->nthr = n;
-	}
-	return &l->thr[t];
+	return grow((void **)&l->thr, &l->nthr, t, sizeof(*l->thr)) ? NULL : &l->thr[t];
 }
 
 static struct lproc *proc_of(vmt_lint *l, uint32_t p)
 {
-	if (p >= VMT_MAX_THREADS)
-		return NULL;
-	if (p >= l->nprc) {
-		uint32_t n = l->nprc ? l->nprc : 8;
-		while (n <= p)
-			n *= 2;
-		struct lproc *q = realloc(l->prc, n * sizeof(*q));
-		if (!q)
-			return NULL;
-		memset(q + l->nprc, 0, (n - l->nprc) * sizeof(*q));
-		l->prc = q;
-		l->nprc = n;
-	}
-	l->prc[p].seen = 1;
-	return &l->prc[p];
+	return grow((void **)&l->prc, &l->nprc, p, sizeof(*l->prc)) ? NULL : &l->prc[p];
 }
 
 static void take_example(vmt_lint *l, struct example *x, uint64_t index,
@@ -256,13 +248,10 @@ static int check_frag(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 		return -ENOMEM;
 	if (eff->changed) {
 		struct vmt_as_counts c;
-		vmt_asmodel_counts(l->model, eff->proc, &c);
-		struct lproc *o = eff->proc == ev->proc ? p : proc_of(l, eff->proc);
-		if (!o)
-			return -ENOMEM;
-		if (c.vmas > o->peak_vmas) {
-			o->peak_vmas = c.vmas;
-			o->peak_ts = ev->ts_ns;
+		vmt_asmodel_counts(l->model, ev->proc, &c);
+		if (c.vmas > p->peak_vmas) {
+			p->peak_vmas = c.vmas;
+			p->peak_ts = ev->ts_ns;
 		}
 	}
 	if (sc->op != VMT_OP_MMAP || sc->args[1] > FRAG_SMALL_BYTES || !sc->args[1])
@@ -330,17 +319,15 @@ static int check_lock(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 	}
 	if (onfault || !eff->changed || eff->d_locked < (int64_t)LOCK_MIN_BYTES)
 		return 0;
-	if (l->nlocks == LOCK_MAX_RECORDS) {
-		l->locks_dropped++;
-		return 0;
-	}
+	if (l->nlocks == LOCK_MAX_RECORDS)
+		return 0; /* later large locks go unchecked */
 	struct lockrec *r = &l->locks[l->nlocks++];
 	memset(r, 0, sizeof(*r));
-	r->proc = eff->proc;
+	r->proc = ev->proc;
 	r->start = start;
 	r->end = end;
 	/* Pages faulted before the lock were in use: count them. */
-	r->used_pages = u64tab_count_range(&l->pages, page_down(l, start), end, l->page, eff->proc);
+	r->used_pages = u64tab_count_range(&l->pages, page_down(l, start), end, l->page, ev->proc);
 	r->ns = sc->exit_ns > ev->ts_ns ? sc->exit_ns - ev->ts_ns : 0;
 	r->bytes = (uint64_t)eff->d_locked;
 	take_example(l, &r->ex, index, ev);
@@ -357,7 +344,6 @@ static int check_fault(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	int created;
 
 	l->had_faults = 1;
-	l->fault_events++;
 	for (uint32_t i = 0; i < l->nlocks; i++) {
 		struct lockrec *r = &l->locks[i];
 		if (r->proc == ev->proc && pg >= r->start && pg < r->end &&
@@ -434,9 +420,6 @@ int vmt_lint_event(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 		/* A bad table entry only costs the call-site names. */
 		rc = vmt_symtab_add(l->syms, ev);
 		return rc == -ENOMEM ? rc : 0;
-	case VMT_EV_TOUCH:
-		l->had_touches = 1;
-		break;
 	case VMT_EV_FAULT:
 		if ((rc = check_fault(l, index, ev)))
 			return rc;

@@ -27,16 +27,15 @@ static const char *const frag_reason_what[FR__COUNT] = {
 
 /* ---- Findings ------------------------------------------------------------ */
 
-static struct vmt_lint_finding *new_finding(vmt_lint *l, const char *id)
+/* Keep the finding f (built on the caller's stack). */
+static int add_finding(vmt_lint *l, const struct vmt_lint_finding *f)
 {
-	struct vmt_lint_finding *f = realloc(l->found, (l->nfound + 1) * sizeof(*f));
-	if (!f)
-		return NULL;
-	l->found = f;
-	f = &l->found[l->nfound++];
-	memset(f, 0, sizeof(*f));
-	f->id = id;
-	return f;
+	struct vmt_lint_finding *n = realloc(l->found, (l->nfound + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	l->found = n;
+	n[l->nfound++] = *f;
+	return 0;
 }
 
 static void num(struct vmt_lint_finding *f, const char *key, uint64_t v, const char *unit,
@@ -95,8 +94,23 @@ static void set_example(vmt_lint *l, struct vmt_lint_finding *f, const struct ex
 	vmt_buf_free(&b);
 }
 
+/* Each find_* below fills a finding while it adds up its counters (parts
+ * included) and keeps it only when the counters cross the thresholds. */
+
 static int find_pnf(vmt_lint *l)
 {
+	struct vmt_lint_finding f = {
+		.id = VMT_LINT_PROT_NONE_FREE,
+		.title = "memory freed with mmap(PROT_NONE, MAP_FIXED) after mprotect(PROT_READ|PROT_WRITE)",
+		.why = "each cycle takes mmap_lock for writing twice (mprotect, then mmap) and "
+		       "faults the pages in again; threads doing it serialize on the lock "
+		       "(seed 000: 2 threads, 1,000,000 cycles: 140,000 context switches/s and "
+		       "80 s, against 8 s with madvise)",
+		.fix = "keep the range mapped read-write and give pages back with "
+		       "madvise(MADV_DONTNEED); measure with vmreplay --compare=prot-none-free",
+		.rule = "prot-none-free",
+		.part_unit = "cycles",
+	};
 	char h1[32];
 	uint64_t cycles = 0, bytes = 0, threads = 0;
 	for (uint32_t t = 0; t < l->nthr; t++)
@@ -104,37 +118,36 @@ static int find_pnf(vmt_lint *l)
 			cycles += l->thr[t].pnf_cycles;
 			bytes += l->thr[t].pnf_bytes;
 			threads++;
+			part(&f, l->thr[t].proc, t, l->thr[t].pnf_cycles);
 		}
 	if (!threads)
 		return 0;
-	struct vmt_lint_finding *f = new_finding(l, VMT_LINT_PROT_NONE_FREE);
-	if (!f)
-		return -ENOMEM;
-	f->title = "memory freed with mmap(PROT_NONE, MAP_FIXED) after mprotect(PROT_READ|PROT_WRITE)";
-	f->why = "each cycle takes mmap_lock for writing twice (mprotect, then mmap) and "
-		 "faults the pages in again; threads doing it serialize on the lock "
-		 "(seed 000: 2 threads, 1,000,000 cycles: 140,000 context switches/s and "
-		 "80 s, against 8 s with madvise)";
-	f->fix = "keep the range mapped read-write and give pages back with "
-		 "madvise(MADV_DONTNEED); measure with vmreplay --compare=prot-none-free";
-	f->rule = "prot-none-free";
-	num(f, "cycles", cycles, "cycles", "mprotect(RW) -> mmap(PROT_NONE, MAP_FIXED) cycles");
-	num(f, "threads", threads, "threads", "threads doing it");
-	num(f, "bytes", bytes, "bytes", "bytes remapped PROT_NONE");
-	snprintf(f->summary, sizeof(f->summary),
+	num(&f, "cycles", cycles, "cycles", "mprotect(RW) -> mmap(PROT_NONE, MAP_FIXED) cycles");
+	num(&f, "threads", threads, "threads", "threads doing it");
+	num(&f, "bytes", bytes, "bytes", "bytes remapped PROT_NONE");
+	snprintf(f.summary, sizeof(f.summary),
 		 "%" PRIu64 " mprotect(RW) -> mmap(PROT_NONE, MAP_FIXED) cycles on the same "
 		 "ranges in %" PRIu64 " thread%s (%s)",
 		 cycles, threads, threads == 1 ? "" : "s", vmt_lint_hbytes(h1, sizeof(h1), bytes));
-	f->part_unit = "cycles";
-	for (uint32_t t = 0; t < l->nthr; t++)
-		if (l->thr[t].pnf_cycles >= PNF_MIN_CYCLES)
-			part(f, l->thr[t].proc, t, l->thr[t].pnf_cycles);
-	set_example(l, f, &l->ex_pnf);
-	return 0;
+	set_example(l, &f, &l->ex_pnf);
+	return add_finding(l, &f);
 }
 
 static int find_free(vmt_lint *l)
 {
+	struct vmt_lint_finding f = {
+		.id = VMT_LINT_MADV_FREE,
+		.title = "large volume of memory given back with MADV_FREE, repeatedly on the same ranges",
+		.why = "lazily freed pages stay charged to the process until reclaim takes them; "
+		       "under memory pressure every cycle goes through the LRU and direct reclaim "
+		       "(seed 001: 12 processes freeing 512 MiB 5 times took 1:30 with MADV_FREE "
+		       "against 0:49 with MADV_DONTNEED)",
+		.fix = "use MADV_DONTNEED for memory that is not reused soon, or keep MADV_FREE "
+		       "only where the pages are reused before pressure builds; measure with "
+		       "vmreplay --compare=free-to-dontneed",
+		.rule = "free-to-dontneed",
+		.part_unit = "bytes",
+	};
 	char h1[32], h2[32];
 	uint64_t calls = 0, bytes = 0, recalls = 0, rebytes = 0, procs = 0;
 	for (uint32_t p = 0; p < l->nprc; p++) {
@@ -143,39 +156,39 @@ static int find_free(vmt_lint *l)
 		recalls += l->prc[p].refree_calls;
 		rebytes += l->prc[p].refree_bytes;
 		procs += l->prc[p].free_calls > 0;
+		part(&f, p, VMT_NONE, l->prc[p].free_bytes);
 	}
 	if (bytes < FREE_MIN_BYTES || recalls < FREE_MIN_REPEATS)
 		return 0;
-	struct vmt_lint_finding *f = new_finding(l, VMT_LINT_MADV_FREE);
-	if (!f)
-		return -ENOMEM;
-	f->title = "large volume of memory given back with MADV_FREE, repeatedly on the same ranges";
-	f->why = "lazily freed pages stay charged to the process until reclaim takes them; "
-		 "under memory pressure every cycle goes through the LRU and direct reclaim "
-		 "(seed 001: 12 processes freeing 512 MiB 5 times took 1:30 with MADV_FREE "
-		 "against 0:49 with MADV_DONTNEED)";
-	f->fix = "use MADV_DONTNEED for memory that is not reused soon, or keep MADV_FREE "
-		 "only where the pages are reused before pressure builds; measure with "
-		 "vmreplay --compare=free-to-dontneed";
-	f->rule = "free-to-dontneed";
-	num(f, "calls", calls, "calls", "madvise(MADV_FREE) calls");
-	num(f, "bytes", bytes, "bytes", "bytes freed lazily");
-	num(f, "repeated_calls", recalls, "calls", "calls on a range freed before");
-	num(f, "repeated_bytes", rebytes, "bytes", "bytes freed again");
-	num(f, "processes", procs, "processes", "processes doing it");
-	snprintf(f->summary, sizeof(f->summary),
+	num(&f, "calls", calls, "calls", "madvise(MADV_FREE) calls");
+	num(&f, "bytes", bytes, "bytes", "bytes freed lazily");
+	num(&f, "repeated_calls", recalls, "calls", "calls on a range freed before");
+	num(&f, "repeated_bytes", rebytes, "bytes", "bytes freed again");
+	num(&f, "processes", procs, "processes", "processes doing it");
+	snprintf(f.summary, sizeof(f.summary),
 		 "%s freed with MADV_FREE in %" PRIu64 " calls; %" PRIu64
 		 " calls (%s) on ranges already freed before",
 		 vmt_lint_hbytes(h1, sizeof(h1), bytes), calls, recalls, vmt_lint_hbytes(h2, sizeof(h2), rebytes));
-	f->part_unit = "bytes";
-	for (uint32_t p = 0; p < l->nprc; p++)
-		part(f, p, VMT_NONE, l->prc[p].free_bytes);
-	set_example(l, f, &l->ex_free);
-	return 0;
+	set_example(l, &f, &l->ex_free);
+	return add_finding(l, &f);
 }
 
 static int find_frag(vmt_lint *l)
 {
+	struct vmt_lint_finding f = {
+		.id = VMT_LINT_FRAGMENTATION,
+		.title = "many small adjacent mappings that could not merge into one VMA",
+		.why = "every VMA is a node of the process's VMA tree: each mmap without MAP_FIXED "
+		       "searches it for a gap (get_unmapped_area), and fork, exit, munmap and "
+		       "/proc/PID/maps walk all of them; vm.max_map_count (65530 by default) caps "
+		       "their number (seed 002: at 300,000 VMAs get_unmapped_area was 19.8% of the "
+		       "profile and mappings ran at 20/s, against 1000/s when they merged)",
+		.fix = "map one larger region and hand out pieces of it, give neighbouring "
+		       "mappings the same protection and flags, and map consecutive file offsets "
+		       "(or the whole file once) so that neighbours merge",
+		.rule = NULL,
+		.part_unit = "peak_vmas",
+	};
 	uint64_t unmerged = 0, small = 0, peak = 0, reasons[FR__COUNT] = { 0 };
 	uint32_t peak_proc = 0;
 	int any = 0;
@@ -192,49 +205,46 @@ static int find_frag(vmt_lint *l)
 			peak = q->peak_vmas;
 			peak_proc = p;
 		}
+		part(&f, p, VMT_NONE, q->peak_vmas);
 	}
 	if (!any)
 		return 0;
-	struct vmt_lint_finding *f = new_finding(l, VMT_LINT_FRAGMENTATION);
-	if (!f)
-		return -ENOMEM;
-	f->title = "many small adjacent mappings that could not merge into one VMA";
-	f->why = "every VMA is a node of the process's VMA tree: each mmap without MAP_FIXED "
-		 "searches it for a gap (get_unmapped_area), and fork, exit, munmap and "
-		 "/proc/PID/maps walk all of them; vm.max_map_count (65530 by default) caps "
-		 "their number (seed 002: at 300,000 VMAs get_unmapped_area was 19.8% of the "
-		 "profile and mappings ran at 20/s, against 1000/s when they merged)";
-	f->fix = "map one larger region and hand out pieces of it, give neighbouring "
-		 "mappings the same protection and flags, and map consecutive file offsets "
-		 "(or the whole file once) so that neighbours merge";
-	f->rule = NULL;
-	num(f, "peak_vmas", peak, "vmas", "peak VMA count");
-	num(f, "unmerged_small_maps", unmerged, "calls",
+	num(&f, "peak_vmas", peak, "vmas", "peak VMA count");
+	num(&f, "unmerged_small_maps", unmerged, "calls",
 	    "small mmaps next to a neighbour that stayed separate VMAs");
-	num(f, "small_maps", small, "calls", "mmaps of at most 64 KiB");
+	num(&f, "small_maps", small, "calls", "mmaps of at most 64 KiB");
 	for (int r = 0; r < FR__COUNT; r++)
 		if (reasons[r])
-			num(f, frag_reason_key[r], reasons[r], "calls", frag_reason_what[r]);
+			num(&f, frag_reason_key[r], reasons[r], "calls", frag_reason_what[r]);
 	int top = 0;
 	for (int r = 1; r < FR__COUNT; r++)
 		if (reasons[r] > reasons[top])
 			top = r;
-	snprintf(f->summary, sizeof(f->summary),
+	snprintf(f.summary, sizeof(f.summary),
 		 "%" PRIu64 " of %" PRIu64 " small mmaps stayed separate VMAs next to a neighbour "
 		 "(mostly %s); peak %" PRIu64 " VMAs in p%u at %.3f s",
 		 unmerged, small, frag_reason_what[top] + 10, peak, peak_proc,
 		 (double)(l->prc[peak_proc].peak_ts -
 			  (l->h && l->prc[peak_proc].peak_ts >= l->h->start_mono_ns ? l->h->start_mono_ns : 0)) / 1e9);
-	f->part_unit = "peak_vmas";
-	for (uint32_t p = 0; p < l->nprc; p++)
-		if (l->prc[p].unmerged >= FRAG_MIN_UNMERGED && l->prc[p].peak_vmas >= FRAG_MIN_PEAK_VMAS)
-			part(f, p, VMT_NONE, l->prc[p].peak_vmas);
-	set_example(l, f, &l->ex_frag[top]);
-	return 0;
+	set_example(l, &f, &l->ex_frag[top]);
+	return add_finding(l, &f);
 }
 
 static int find_locks(vmt_lint *l)
 {
+	struct vmt_lint_finding f = {
+		.id = VMT_LINT_LOCKED_UNTOUCHED,
+		.title = "large locked mappings whose pages are mostly never used",
+		.why = "locking (MAP_LOCKED, mlock, mlockall without ONFAULT) reads in and pins "
+		       "every page of the range when the call is made, used or not (seed 003: "
+		       "9.5 s to set up a 5 GB MAP_LOCKED mapping of which 150,000 pages were "
+		       "read, against 0.08 s with MAP_LOCKONFAULT)",
+		.fix = "lock on fault: mlock2(MLOCK_ONFAULT) or mlockall(MCL_ONFAULT), so that "
+		       "only pages the program uses are read in and locked; measure with "
+		       "vmreplay --compare=mlock-onfault",
+		.rule = "mlock-onfault",
+		.part_unit = "bytes",
+	};
 	char h1[32];
 	const struct lockrec *worst = NULL;
 	uint64_t bytes = 0, pages = 0, used = 0, n = 0, ns = 0;
@@ -252,76 +262,72 @@ static int find_locks(vmt_lint *l)
 		ns += r->ns;
 		if (!worst || locked > worst->bytes)
 			worst = r;
+		part(&f, r->proc, r->ex.thread, r->bytes);
 	}
-	if (n) {
-		struct vmt_lint_finding *f = new_finding(l, VMT_LINT_LOCKED_UNTOUCHED);
-		if (!f)
-			return -ENOMEM;
-		f->title = "large locked mappings whose pages are mostly never used";
-		f->why = "locking (MAP_LOCKED, mlock, mlockall without ONFAULT) reads in and pins "
-			 "every page of the range when the call is made, used or not (seed 003: "
-			 "9.5 s to set up a 5 GB MAP_LOCKED mapping of which 150,000 pages were "
-			 "read, against 0.08 s with MAP_LOCKONFAULT)";
-		f->fix = "lock on fault: mlock2(MLOCK_ONFAULT) or mlockall(MCL_ONFAULT), so that "
-			 "only pages the program uses are read in and locked; measure with "
-			 "vmreplay --compare=mlock-onfault";
-		f->rule = "mlock-onfault";
-		num(f, "locks", n, "calls", "locking calls of 8 MiB or more");
-		num(f, "locked_bytes", bytes, "bytes", "bytes locked (and populated) at once");
-		num(f, "locked_pages", pages, "pages", "pages locked");
-		num(f, "used_pages", used, "pages",
-		    "pages with evidence of use (faults before the lock or after it)");
-		num(f, "lock_ns", ns, "ns", "time spent in the locking calls");
-		snprintf(f->summary, sizeof(f->summary),
-			 "%s (%" PRIu64 " pages) locked at once by %" PRIu64
-			 " call%s taking %.3f ms; %" PRIu64 " of those pages show use%s",
-			 vmt_lint_hbytes(h1, sizeof(h1), bytes), pages, n, n == 1 ? "" : "s", (double)ns / 1e6, used,
-			 l->had_faults ? "" : " (no FAULT events: pages the lock populated look "
-					      "present whether used or not, so only a --touch=faults "
-					      "recording shows use)");
-		f->part_unit = "bytes";
-		for (uint32_t i = 0; i < l->nlocks; i++) {
-			const struct lockrec *r = &l->locks[i];
-			uint64_t np = r->bytes / l->page;
-			if (np && r->used_pages * 100 < np * LOCK_MAX_USED_PERCENT)
-				part(f, r->proc, r->ex.thread, r->bytes);
-		}
-		set_example(l, f, &worst->ex);
-	}
+	if (!n)
+		return 0;
+	num(&f, "locks", n, "calls", "locking calls of 8 MiB or more");
+	num(&f, "locked_bytes", bytes, "bytes", "bytes locked (and populated) at once");
+	num(&f, "locked_pages", pages, "pages", "pages locked");
+	num(&f, "used_pages", used, "pages",
+	    "pages with evidence of use (faults before the lock or after it)");
+	num(&f, "lock_ns", ns, "ns", "time spent in the locking calls");
+	snprintf(f.summary, sizeof(f.summary),
+		 "%s (%" PRIu64 " pages) locked at once by %" PRIu64
+		 " call%s taking %.3f ms; %" PRIu64 " of those pages show use%s",
+		 vmt_lint_hbytes(h1, sizeof(h1), bytes), pages, n, n == 1 ? "" : "s", (double)ns / 1e6, used,
+		 l->had_faults ? "" : " (no FAULT events: pages the lock populated look "
+				      "present whether used or not, so only a --touch=faults "
+				      "recording shows use)");
+	set_example(l, &f, &worst->ex);
+	return add_finding(l, &f);
+}
 
+static int find_mlock(vmt_lint *l)
+{
+	struct vmt_lint_finding f = {
+		.id = VMT_LINT_MLOCK_PER_PAGE,
+		.title = "memory locked page by page with mlock before each use",
+		.why = "one mlock call per page pays a system call, mmap_lock and a VMA split or "
+		       "merge for every page (seed 003: 722 ms to process 150,000 pages locked one "
+		       "by one, against 42 ms with MAP_LOCKONFAULT)",
+		.fix = "lock the whole mapping once with mlock2(MLOCK_ONFAULT): pages are then "
+		       "locked as they are first touched; measure with vmreplay --compare=mlock-onfault",
+		.rule = "mlock-onfault",
+		.part_unit = "calls",
+	};
 	uint64_t calls = 0, procs = 0;
 	for (uint32_t p = 0; p < l->nprc; p++)
 		if (l->prc[p].small_mlocks >= MLOCK_MIN_CALLS) {
 			calls += l->prc[p].small_mlocks;
 			procs++;
+			part(&f, p, VMT_NONE, l->prc[p].small_mlocks);
 		}
 	if (!procs)
 		return 0;
-	struct vmt_lint_finding *f = new_finding(l, VMT_LINT_MLOCK_PER_PAGE);
-	if (!f)
-		return -ENOMEM;
-	f->title = "memory locked page by page with mlock before each use";
-	f->why = "one mlock call per page pays a system call, mmap_lock and a VMA split or "
-		 "merge for every page (seed 003: 722 ms to process 150,000 pages locked one "
-		 "by one, against 42 ms with MAP_LOCKONFAULT)";
-	f->fix = "lock the whole mapping once with mlock2(MLOCK_ONFAULT): pages are then "
-		 "locked as they are first touched; measure with vmreplay --compare=mlock-onfault";
-	f->rule = "mlock-onfault";
-	num(f, "calls", calls, "calls", "mlock calls of at most 4 pages");
-	num(f, "processes", procs, "processes", "processes doing it");
-	snprintf(f->summary, sizeof(f->summary),
+	num(&f, "calls", calls, "calls", "mlock calls of at most 4 pages");
+	num(&f, "processes", procs, "processes", "processes doing it");
+	snprintf(f.summary, sizeof(f.summary),
 		 "%" PRIu64 " mlock calls of at most %d pages in %" PRIu64 " process%s",
 		 calls, MLOCK_SMALL_PAGES, procs, procs == 1 ? "" : "es");
-	f->part_unit = "calls";
-	for (uint32_t p = 0; p < l->nprc; p++)
-		if (l->prc[p].small_mlocks >= MLOCK_MIN_CALLS)
-			part(f, p, VMT_NONE, l->prc[p].small_mlocks);
-	set_example(l, f, &l->ex_mlock);
-	return 0;
+	set_example(l, &f, &l->ex_mlock);
+	return add_finding(l, &f);
 }
 
 static int find_rtw(vmt_lint *l)
 {
+	struct vmt_lint_finding f = {
+		.id = VMT_LINT_READ_THEN_WRITE,
+		.title = "fresh anonymous pages read before they are written: two faults per page",
+		.why = "the first read of a fresh private anonymous page maps the shared zero page; "
+		       "the first write then faults again to copy it (seed 004: 890 + 2660 cycles "
+		       "per page, against 2300 for writing first)",
+		.fix = "write (initialize) the pages before reading them, or prefault them writable "
+		       "with MAP_POPULATE or madvise(MADV_POPULATE_WRITE); measure with "
+		       "vmreplay --compare=populate",
+		.rule = "populate",
+		.part_unit = "pages",
+	};
 	uint64_t rtw = 0, read_first = 0;
 	for (uint32_t p = 0; p < l->nprc; p++) {
 		rtw += l->prc[p].rtw_pages;
@@ -329,30 +335,18 @@ static int find_rtw(vmt_lint *l)
 	}
 	if (rtw < RTW_MIN_PAGES)
 		return 0;
-	struct vmt_lint_finding *f = new_finding(l, VMT_LINT_READ_THEN_WRITE);
-	if (!f)
-		return -ENOMEM;
-	f->title = "fresh anonymous pages read before they are written: two faults per page";
-	f->why = "the first read of a fresh private anonymous page maps the shared zero page; "
-		 "the first write then faults again to copy it (seed 004: 890 + 2660 cycles "
-		 "per page, against 2300 for writing first)";
-	f->fix = "write (initialize) the pages before reading them, or prefault them writable "
-		 "with MAP_POPULATE or madvise(MADV_POPULATE_WRITE); measure with "
-		 "vmreplay --compare=populate";
-	f->rule = "populate";
-	num(f, "pages", rtw, "pages", "pages with a read fault then a write fault");
-	num(f, "read_first_pages", read_first, "pages",
+	num(&f, "pages", rtw, "pages", "pages with a read fault then a write fault");
+	num(&f, "read_first_pages", read_first, "pages",
 	    "fresh anonymous pages whose first fault was a read");
-	num(f, "extra_faults", rtw, "faults", "faults a write-first order would save");
-	snprintf(f->summary, sizeof(f->summary),
+	num(&f, "extra_faults", rtw, "faults", "faults a write-first order would save");
+	snprintf(f.summary, sizeof(f.summary),
 		 "%" PRIu64 " fresh anonymous pages took a read fault and then a write fault "
 		 "(%" PRIu64 " pages were read first)",
 		 rtw, read_first);
-	f->part_unit = "pages";
 	for (uint32_t t = 0; t < l->nthr; t++)
-		part(f, l->thr[t].proc, t, l->thr[t].rtw_pages);
-	set_example(l, f, &l->ex_rtw);
-	return 0;
+		part(&f, l->thr[t].proc, t, l->thr[t].rtw_pages);
+	set_example(l, &f, &l->ex_rtw);
+	return add_finding(l, &f);
 }
 
 int vmt_lint_finish(vmt_lint *l)
@@ -360,7 +354,7 @@ int vmt_lint_finish(vmt_lint *l)
 	int rc;
 	l->nfound = 0;
 	if ((rc = find_pnf(l)) || (rc = find_free(l)) || (rc = find_frag(l)) ||
-	    (rc = find_locks(l)) || (rc = find_rtw(l)))
+	    (rc = find_locks(l)) || (rc = find_mlock(l)) || (rc = find_rtw(l)))
 		return rc;
 	return (int)l->nfound;
 }
@@ -373,11 +367,6 @@ const struct vmt_lint_finding *vmt_lint_get(const vmt_lint *l, uint32_t i)
 int vmt_lint_had_faults(const vmt_lint *l)
 {
 	return l->had_faults;
-}
-
-int vmt_lint_had_touches(const vmt_lint *l)
-{
-	return l->had_touches;
 }
 
 uint64_t vmt_lint_model_inexact(const vmt_lint *l)

@@ -139,9 +139,7 @@ static void coarsen(struct plot *p)
 
 static int plot_event(struct plot *p, const struct vmt_event *ev)
 {
-	unsigned changed = 0;
-	uint32_t who = 0;
-	int rc = vmt_tracks_apply(p->trk, ev, &changed, &who);
+	int rc = vmt_tracks_apply(p->trk, ev, NULL);
 	if (rc)
 		return rc;
 	if (ev->kind == VMT_EV_STACK || ev->kind == VMT_EV_SYMBOL || ev->kind == VMT_EV_STRING)
@@ -152,32 +150,27 @@ static int plot_event(struct plot *p, const struct vmt_event *ev)
 	if (rel > p->end_ns)
 		p->end_ns = rel;
 	int k = (int)(rel / p->width);
-	uint32_t procs[2] = { ev->proc, who };
-	for (int i = 0; i < 2; i++) {
-		if (i == 1 && who == ev->proc)
-			break;
-		struct series *s = series_of(p, procs[i]);
-		if (!s)
-			return -ENOMEM;
-		if (s->first < 0)
-			s->first = k;
-		if (k > s->last)
-			s->last = k;
-		struct vmt_track_vals v;
-		vmt_tracks_get(p->trk, procs[i], &v);
-		if (!s->set[k] || v.vmas > s->vmax[k])
-			s->vmax[k] = v.vmas;
-		if (!s->set[k] || v.mapped_bytes > s->mmax[k])
-			s->mmax[k] = v.mapped_bytes;
-		s->vlast[k] = v.vmas;
-		s->mlast[k] = v.mapped_bytes;
-		s->touched[k] = v.touched_pages;
-		s->set[k] = 1;
-		if (v.mapped_bytes > s->peak_mapped)
-			s->peak_mapped = v.mapped_bytes;
-	}
+	struct series *s = series_of(p, ev->proc);
+	if (!s)
+		return -ENOMEM;
+	if (s->first < 0)
+		s->first = k;
+	if (k > s->last)
+		s->last = k;
+	struct vmt_track_vals v;
+	vmt_tracks_get(p->trk, ev->proc, &v);
+	if (!s->set[k] || v.vmas > s->vmax[k])
+		s->vmax[k] = v.vmas;
+	if (!s->set[k] || v.mapped_bytes > s->mmax[k])
+		s->mmax[k] = v.mapped_bytes;
+	s->vlast[k] = v.vmas;
+	s->mlast[k] = v.mapped_bytes;
+	s->touched[k] = v.touched_pages;
+	s->set[k] = 1;
+	if (v.mapped_bytes > s->peak_mapped)
+		s->peak_mapped = v.mapped_bytes;
 	if (ev->kind == VMT_EV_SYSCALL)
-		p->s[ev->proc]->calls[k]++;
+		s->calls[k]++;
 	return 0;
 }
 

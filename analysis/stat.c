@@ -2,7 +2,6 @@
  * stat.c - `vmtrace stat`: the summary of one trace (metrics of stats.c).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,26 +255,13 @@ static void print_json(struct vmt_buf *b, const struct vmt_stats *s, const char 
 
 static int run_stat(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int json = 0, c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'h': fputs(stat_usage, stdout); return vmt_finish_stdout(0);
-		default:
-			return vmt_usage_error("stat", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (argc - optind != 1)
-		return vmt_usage_error("stat", argc - optind ? "too many arguments" : "no trace given");
+	int json, usage_rc;
+	const char *path = vmt_args_json_trace("stat", stat_usage, argc, argv, &json, &usage_rc);
+	if (!path)
+		return usage_rc;
 
 	struct vmt_input in;
-	if (vmt_input_open(&in, argv[optind]))
+	if (vmt_input_open(&in, path))
 		return 2;
 	struct vmt_stats s;
 	int rc = vmt_stats_read(&s, in.r);

@@ -102,17 +102,14 @@ void vmt_tracks_free(vmt_tracks *t)
 	free(t);
 }
 
-int vmt_tracks_apply(vmt_tracks *t, const struct vmt_event *ev, unsigned *changed,
-		     uint32_t *proc)
+int vmt_tracks_apply(vmt_tracks *t, const struct vmt_event *ev, unsigned *changed)
 {
 	unsigned ch = 0;
-	uint32_t who = ev->proc;
 	struct tproc *p = proc_at(t, ev->proc);
 	struct tthread *th = thread_at(t, ev->thread);
 	if (!p || !th)
 		return -ENOMEM;
-	if (th->proc != ev->proc)
-		th->proc = ev->proc;
+	th->proc = ev->proc;
 
 	switch (ev->kind) {
 	case VMT_EV_PROCESS_START: {
@@ -155,18 +152,10 @@ int vmt_tracks_apply(vmt_tracks *t, const struct vmt_event *ev, unsigned *change
 		return rc;
 	const struct vmt_as_effect *eff = vmt_asmodel_last(t->model);
 	if (eff->changed || ev->kind == VMT_EV_PROCESS_EXIT || ev->kind == VMT_EV_EXEC ||
-	    ev->kind == VMT_EV_MAPS || ev->kind == VMT_EV_PROCESS_START) {
+	    ev->kind == VMT_EV_MAPS || ev->kind == VMT_EV_PROCESS_START)
 		ch |= VMT_TRK_SPACE;
-		if (eff->changed)
-			who = eff->proc;
-		/* A process's space may be created for it before its first event. */
-		if (!proc_at(t, who))
-			return -ENOMEM;
-	}
 	if (changed)
 		*changed = ch;
-	if (proc)
-		*proc = who;
 	return 0;
 }
 

@@ -28,9 +28,9 @@ struct vmt_track_vals {
 };
 
 /* What the last vmt_tracks_apply() changed. */
-#define VMT_TRK_SPACE 0x1u   /* vmas / mapped / locked of `proc` */
-#define VMT_TRK_TOUCHED 0x2u /* touched_pages of `proc` */
-#define VMT_TRK_SYSCALL 0x4u /* syscalls of `proc` */
+#define VMT_TRK_SPACE 0x1u   /* vmas / mapped / locked */
+#define VMT_TRK_TOUCHED 0x2u /* touched_pages */
+#define VMT_TRK_SYSCALL 0x4u /* syscalls */
 #define VMT_TRK_NAMES 0x8u   /* a process or thread name or id */
 
 typedef struct vmt_tracks vmt_tracks;
@@ -39,10 +39,9 @@ typedef struct vmt_tracks vmt_tracks;
 vmt_tracks *vmt_tracks_new(const struct vmt_header *h);
 void vmt_tracks_free(vmt_tracks *t);
 
-/* Take in one event; *changed (if not NULL) gets VMT_TRK_* bits and *proc
- * the process whose values changed.  Returns 0 or -ENOMEM. */
-int vmt_tracks_apply(vmt_tracks *t, const struct vmt_event *ev, unsigned *changed,
-		     uint32_t *proc);
+/* Take in one event; *changed (if not NULL) gets VMT_TRK_* bits for the
+ * values of the event's process that it changed.  Returns 0 or -ENOMEM. */
+int vmt_tracks_apply(vmt_tracks *t, const struct vmt_event *ev, unsigned *changed);
 
 /* One past the largest process / thread index seen. */
 uint32_t vmt_tracks_nprocs(const vmt_tracks *t);
