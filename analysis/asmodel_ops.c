@@ -624,12 +624,6 @@ static void do_remap_file_pages(struct vmt_asmodel *m, struct space *sp,
 		vmt_am_merge_window(m, sp, a, b);
 }
 
-/* Results in [-4095, -1] are -errno; anything else (an address may look
- * negative) is a success. */
-static int is_error(int64_t r)
-{
-	return r < 0 && r >= -4095;
-}
 
 void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 {
@@ -652,7 +646,7 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 		pf = &m->pend[ev->thread];
 	switch (sc->op) {
 	case VMT_OP_MMAP:
-		if (!is_error(sc->result))
+		if (!vmt_is_errno(sc->result))
 			do_mmap(m, sp, ev, pf);
 		break;
 	case VMT_OP_MUNMAP:
@@ -672,14 +666,14 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 		do_mlockall(m, sp, sc);
 		break;
 	case VMT_OP_MREMAP:
-		if (!is_error(sc->result))
+		if (!vmt_is_errno(sc->result))
 			do_mremap(m, sp, sc);
 		break;
 	case VMT_OP_BRK:
 		do_brk(m, sp, sc);
 		break;
 	case VMT_OP_SHMAT:
-		if (!is_error(sc->result))
+		if (!vmt_is_errno(sc->result))
 			do_shmat(m, sp, sc, pf);
 		break;
 	case VMT_OP_SHMDT:

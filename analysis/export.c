@@ -47,11 +47,9 @@ static const char export_usage[] =
 
 enum fmt { FMT_PERFETTO, FMT_CSV, FMT_JSONL };
 
-#define MAX_ERRNO 4095
-
 static int sc_failed(const struct vmt_syscall *sc)
 {
-	return (sc->flags & VMT_SC_NO_RESULT) || (sc->result < 0 && sc->result >= -MAX_ERRNO);
+	return (sc->flags & VMT_SC_NO_RESULT) || vmt_is_errno(sc->result);
 }
 
 /* Decimal without printf: the exporters write millions of numbers, and

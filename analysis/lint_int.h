@@ -23,7 +23,6 @@
 #define LX_MADV_DONTNEED_LOCKED 24
 #define LX_MLOCK_ONFAULT 0x1u
 #define LX_MCL_ONFAULT 0x4u
-#define MAX_ERRNO 4095
 
 /* ---- Thresholds --------------------------------------------------------
  * A finding must point at a pattern that costs something measurable, not at

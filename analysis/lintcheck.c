@@ -25,7 +25,7 @@
 
 static int failed(const struct vmt_syscall *sc)
 {
-	return (sc->flags & VMT_SC_NO_RESULT) || (sc->result < 0 && sc->result >= -MAX_ERRNO);
+	return (sc->flags & VMT_SC_NO_RESULT) || vmt_is_errno(sc->result);
 }
 
 static uint64_t page_down(const vmt_lint *l, uint64_t a)

@@ -136,7 +136,7 @@ void rw_make_sc(struct vmt_event *out, const struct vmt_event *ev, uint32_t op,
  * known.  Results in [-4095, -1] are -errno, as the kernel's IS_ERR_VALUE(). */
 static inline int rw_sc_ok(const struct vmt_syscall *sc)
 {
-	return !(sc->flags & VMT_SC_NO_RESULT) && !(sc->result < 0 && sc->result >= -4095);
+	return !(sc->flags & VMT_SC_NO_RESULT) && !vmt_is_errno(sc->result);
 }
 
 /* End of a TOUCH run of `pages` pages starting at `at`, clamped at the top

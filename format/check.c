@@ -8,11 +8,6 @@
 
 /* ---- validation ---------------------------------------------------------- */
 
-static int is_errno_result(int64_t r)
-{
-	return r < 0 && r >= -4095;
-}
-
 #define BAD(what)                          \
 	do {                               \
 		if (why)                   \
@@ -40,7 +35,7 @@ int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 			BAD("unknown syscall flags");
 		if (!(sc->flags & VMT_SC_NO_RESULT) && sc->exit_ns < ev->ts_ns)
 			BAD("syscall exit time before its entry time");
-		if (sc->result < 0 && !is_errno_result(sc->result) &&
+		if (sc->result < 0 && !vmt_is_errno(sc->result) &&
 		    vmt_op_info(sc->op)->ret != VMT_RET_ADDR)
 			BAD("syscall result is neither a value nor an errno");
 		break;

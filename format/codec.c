@@ -157,11 +157,6 @@ static void *scratch_alloc(struct vmt_scratch *s, size_t n)
 	return p;
 }
 
-static int is_errno_result(int64_t r)
-{
-	return r < 0 && r >= -4095;
-}
-
 /* ---- encoding ------------------------------------------------------------ */
 
 static int put_str(struct vmt_bytes *b, const char *s)
@@ -208,7 +203,7 @@ static int encode_payload(struct vmt_bytes *out, struct vmt_bytes *times,
 		for (uint32_t i = 0; i < sc->nargs; i++)
 			if (oi && i < oi->nargs && oi->arg[i] == VMT_ARG_ADDR && sc->args[i])
 				mask |= 1u << i;
-		if (oi && oi->ret == VMT_RET_ADDR && !is_errno_result(sc->result) &&
+		if (oi && oi->ret == VMT_RET_ADDR && !vmt_is_errno(sc->result) &&
 		    !(sc->flags & VMT_SC_NO_RESULT))
 			mask |= VMT_MASK_RESULT;
 		vmt_put_varint(out, sc->op);
@@ -709,7 +704,7 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
 		}
 		if (sc->flags & ~(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN))
 			BAD("unknown syscall flags");
-		if (sc->result < 0 && sc->result < -4095 &&
+		if (sc->result < -4095 &&
 		    vmt_op_info(sc->op)->ret != VMT_RET_ADDR)
 			BAD("syscall result is neither a value nor an errno");
 		return 1;

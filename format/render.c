@@ -15,8 +15,6 @@
 
 #include "vmtrace.h"
 
-/* Results in [-4095, -1] are -errno, as the kernel's IS_ERR_VALUE(). */
-#define MAX_ERRNO 4095
 
 /* MAP_* fields that are values rather than bits. */
 #define MAP_TYPE_MASK 0x0fu
@@ -247,18 +245,13 @@ void vmt_render_args(struct vmt_buf *b, const struct vmt_syscall *sc)
 	}
 }
 
-static int is_error(int64_t r)
-{
-	return r < 0 && r >= -MAX_ERRNO;
-}
-
 static void render_result(struct vmt_buf *b, const struct vmt_syscall *sc)
 {
 	const struct vmt_op_info *oi = vmt_op_info(sc->op);
 
 	if (sc->flags & VMT_SC_NO_RESULT) {
 		vmt_buf_puts(b, " = ?");
-	} else if (is_error(sc->result)) {
+	} else if (vmt_is_errno(sc->result)) {
 		int err = (int)-sc->result;
 		const char *name = vmt_errno_name(err);
 
@@ -673,7 +666,7 @@ static void json_syscall(struct vmt_buf *b, const struct vmt_event *ev)
 	}
 	jid(b, "stack", sc->stack_id);
 	ju64(b, "flags", sc->flags);
-	if (done && is_error(sc->result))
+	if (done && vmt_is_errno(sc->result))
 		jname(b, "errno", vmt_errno_name((int)-sc->result),
 		      (uint64_t)-sc->result);
 	render_syscall(&text, sc);

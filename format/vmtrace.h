@@ -313,6 +313,14 @@ enum vmt_error {
 	VMT_E_STATE = -1005,   /* API misuse (e.g. append after finish) */
 };
 
+/* 1 if a syscall result is -errno: the kernel's IS_ERR_VALUE() range
+ * [-4095, -1].  Anything else, including addresses that look negative, is
+ * a success. */
+static inline int vmt_is_errno(int64_t result)
+{
+	return result < 0 && result >= -4095;
+}
+
 /* Human-readable text for a VMT_E_* code or a negative errno. */
 const char *vmt_strerror(int err);
 

@@ -317,7 +317,7 @@ int vmt_writer_append(vmt_writer *w, const struct vmt_event *ev)
 	w->sum.by_kind[ev->kind]++;
 	if (ev->kind == VMT_EV_SYSCALL) {
 		w->sum.op_count[ev->u.sc.op]++;
-		if (ev->u.sc.result < 0 && ev->u.sc.result >= -4095 &&
+		if (vmt_is_errno(ev->u.sc.result) &&
 		    !(ev->u.sc.flags & VMT_SC_NO_RESULT))
 			w->sum.op_errors[ev->u.sc.op]++;
 	}

@@ -320,7 +320,7 @@ static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 	struct vmr_proc *p = t->proc;
 	uint64_t e;
 
-	if (rv < 0 && rv >= -4095)
+	if (vmt_is_errno(rv))
 		return; /* failed calls change nothing */
 	switch (op) {
 	case VMT_OP_BRK:

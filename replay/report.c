@@ -57,7 +57,7 @@ void rp_report_div_list(FILE *f, const struct rp_run_result *r)
 {
 	for (uint32_t i = 0; i < r->ndiv_shown; i++) {
 		const struct rp_divergence *d = &r->div[i];
-		const char *name = d->replayed < 0 && d->replayed >= -4095
+		const char *name = vmt_is_errno(d->replayed)
 					   ? vmt_errno_name((int)-d->replayed) : NULL;
 		fprintf(f, "  event %" PRIu64 " thread %u: %s; replayed: ", d->event, d->thread, d->text);
 		if (name)

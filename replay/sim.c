@@ -28,10 +28,6 @@
 #define MREMAP_DONTUNMAP 4
 #endif
 
-static int is_err(int64_t r)
-{
-	return r < 0 && r >= -4095;
-}
 
 /* Bytes of [a, b) that count toward memory use: accessible mappings that
  * reserve memory. */
@@ -344,7 +340,7 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 	struct lthread *lt = &L->lt[tid];
 	uint64_t addr = sc->args[0], len = sc->args[1], prot = sc->args[2], flags = sc->args[3];
 	uint64_t off = sc->args[5], mask = L->page - 1;
-	int ok = !(sc->flags & VMT_SC_NO_RESULT) && !is_err(sc->result);
+	int ok = !(sc->flags & VMT_SC_NO_RESULT) && !vmt_is_errno(sc->result);
 	int ovf = 0, rc;
 	uint64_t plen = page_up(L, len, &ovf);
 	int valid_len = len && !ovf && plen <= RP_ADDR_LIMIT;
@@ -433,7 +429,7 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 {
 	uint64_t old = sc->args[0], olen = sc->args[1], nlen = sc->args[2], flags = sc->args[3];
 	uint64_t naddr = sc->args[4], mask = L->page - 1;
-	int ok = !(sc->flags & VMT_SC_NO_RESULT) && !is_err(sc->result);
+	int ok = !(sc->flags & VMT_SC_NO_RESULT) && !vmt_is_errno(sc->result);
 	int o1 = 0, o2 = 0, rc;
 	uint64_t polen = page_up(L, olen, &o1), pnlen = page_up(L, nlen, &o2);
 	int old_valid = !(old & mask) && !o1 && old < RP_ADDR_LIMIT && polen <= RP_ADDR_LIMIT - old;
@@ -512,7 +508,7 @@ static int sim_brk(struct loader *L, struct lproc *P, const struct vmt_syscall *
 		e->kind = RK_SKIP;
 		return 0;
 	}
-	if (res >= RP_ADDR_LIMIT || is_err(sc->result))
+	if (res >= RP_ADDR_LIMIT || vmt_is_errno(sc->result))
 		return ld_fail(L, VMT_E_CORRUPT, "brk result %#llx is not an address",
 			       (unsigned long long)res);
 	if (P->brk_region == RP_VOID) {
