@@ -57,7 +57,7 @@ static inline long sc6(long nr, uint64_t a, uint64_t b, uint64_t c, uint64_t d, 
 
 static inline int failed(long r)
 {
-	return r < 0 && r >= -4095;
+	return vmt_is_errno(r);
 }
 
 /* ---- touches, guarded -------------------------------------------------- */
@@ -119,7 +119,11 @@ static void do_touches(struct rp_wctx *w, const struct rp_elem *e)
 
 static inline long futex(uint32_t *a, int op, uint32_t v, int priv)
 {
-	return syscall(SYS_futex, a, op | (priv ? FUTEX_PRIVATE_FLAG : 0), v, NULL, NULL, 0);
+	/* Waits are bounded: a waiter re-checks its counter at least every
+	 * 50 ms, so a wake-up that went missing costs time, never a hang. */
+	static const struct timespec bound = { 0, 50 * 1000 * 1000 };
+	return syscall(SYS_futex, a, op | (priv ? FUTEX_PRIVATE_FLAG : 0), v,
+		       op == FUTEX_WAIT ? &bound : NULL, NULL, 0);
 }
 
 static inline void cpu_relax(void)
