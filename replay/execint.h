@@ -15,8 +15,9 @@
 #include <time.h>
 #include "model.h"
 
-/* Completion counter of one replay thread: elements done, and whether
- * someone sleeps on it.  One cache line each, so posting is local. */
+/* Completion counter of one replay thread: elements done, and how many
+ * threads sleep waiting for it.  One cache line each, so posting is
+ * local. */
 struct rp_ctl {
 	uint32_t done;
 	uint32_t waiters;

@@ -119,11 +119,7 @@ static void do_touches(struct rp_wctx *w, const struct rp_elem *e)
 
 static inline long futex(uint32_t *a, int op, uint32_t v, int priv)
 {
-	/* Waits are bounded: a waiter re-checks its counter at least every
-	 * 50 ms, so a wake-up that went missing costs time, never a hang. */
-	static const struct timespec bound = { 0, 50 * 1000 * 1000 };
-	return syscall(SYS_futex, a, op | (priv ? FUTEX_PRIVATE_FLAG : 0), v,
-		       op == FUTEX_WAIT ? &bound : NULL, NULL, 0);
+	return syscall(SYS_futex, a, op | (priv ? FUTEX_PRIVATE_FLAG : 0), v, NULL, NULL, 0);
 }
 
 static inline void cpu_relax(void)
@@ -136,7 +132,15 @@ static inline void cpu_relax(void)
 }
 
 /* Spin a little (the other thread is usually about to post), then sleep
- * on the counter, so waiting adds context switches only when it is long. */
+ * on the counter, so waiting adds context switches only when it is long.
+ *
+ * Sleepers are counted, not flagged: a waiter is counted from before its
+ * first look at the counter until after its last, and every post made in
+ * that time sees the count and wakes.  (Both sides are sequentially
+ * consistent: either the poster sees the count or the waiter sees the new
+ * value.)  A single flag that the poster cleared lost wake-ups: a waiter
+ * could set it, the poster post and clear it, and the waiter then sleep
+ * on the new value with nobody left to wake it. */
 static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
 {
 	struct rp_ctl *c = &w->ctl[d->thread];
@@ -150,13 +154,14 @@ static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
 		if (!(i & 15) && rp_now() - t0 > 3000)
 			break;
 	}
+	__atomic_add_fetch(&c->waiters, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
-		__atomic_store_n(&c->waiters, 1, __ATOMIC_SEQ_CST);
 		uint32_t v = __atomic_load_n(&c->done, __ATOMIC_SEQ_CST);
 		if (v >= d->seq)
 			break;
 		futex(&c->done, FUTEX_WAIT, v, w->rt->futex_private);
 	}
+	__atomic_sub_fetch(&c->waiters, 1, __ATOMIC_SEQ_CST);
 done:
 	w->out->wait_ns += rp_now() - t0;
 	w->out->waits++;
@@ -166,8 +171,7 @@ static inline void post(struct rp_wctx *w, uint32_t v)
 {
 	struct rp_ctl *c = &w->ctl[w->tid];
 	__atomic_store_n(&c->done, v, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST) &&
-	    __atomic_exchange_n(&c->waiters, 0, __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST))
 		futex(&c->done, FUTEX_WAKE, INT_MAX, w->rt->futex_private);
 }
 

@@ -415,6 +415,32 @@ static void test_thread_orders(void **state)
 
 /* A forked child with its own thread and an exec; both processes use the
  * inherited mapping. */
+/* A thread that waits for an element far ahead in another thread's
+ * stream (here the main thread's mprotect, for the ends of the two busy
+ * threads) sleeps in the futex while the other posts thousands of times.
+ * The old single waiter flag lost the wake-up when a post cleared it
+ * between the waiter setting it and reading the counter (a hang in a few
+ * runs of 100); the alarm turns a hang into a failure. */
+static void test_no_lost_wakeups(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+	threads_trace(&t, 3000);
+	opts(&o);
+	alarm(60);
+	for (int run = 0; run < 20; run++) {
+		o.order = run & 1 ? RP_ORDER_FREE : RP_ORDER_RESOURCE;
+		rp_trace *tr = replay(t.path, &o, &r);
+		assert_int_equal(r.divergences, 0);
+		assert_int_equal(r.ops[VMT_OP_MADVISE].count, 6000);
+		rp_run_result_free(&r);
+		rp_trace_free(tr);
+	}
+	alarm(0);
+	tw_remove(&t);
+}
+
 static void test_processes(void **state)
 {
 	struct tw t;
@@ -539,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_brk_and_standins),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_thread_orders),
+		cmocka_unit_test(test_no_lost_wakeups),
 		cmocka_unit_test(test_processes),
 		cmocka_unit_test(test_divergences),
 		cmocka_unit_test(test_fault_touches),
