@@ -108,6 +108,7 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 		tr->sys_ns = o->sys_ns;
 		tr->wait_ns = o->wait_ns;
 		tr->waits = o->waits;
+		tr->wakes = o->wakes;
 		tr->busy_ns = o->end_ns > o->start_ns ? o->end_ns - o->start_ns : 0;
 		if (o->end_ns > end)
 			end = o->end_ns;

@@ -15,13 +15,15 @@
 #include <time.h>
 #include "model.h"
 
-/* Completion counter of one replay thread: elements done, and how many
- * threads sleep waiting for it.  One cache line each, so posting is
- * local. */
+/* Completion counter of one replay thread: elements done, the lowest
+ * count a sleeping thread waits for (0: nobody sleeps) and the word
+ * sleepers sleep on (see wait_for() in worker.c).  One cache line each,
+ * so posting is local. */
 struct rp_ctl {
 	uint32_t done;
-	uint32_t waiters;
-	char pad[56];
+	uint32_t want;
+	uint32_t epoch;
+	char pad[52];
 } __attribute__((aligned(64)));
 
 struct rp_divrec {
@@ -35,7 +37,7 @@ struct rp_slot {
 	uint64_t start_ns, end_ns;
 	uint64_t minflt, majflt, nvcsw, nivcsw;
 	uint64_t user_ns, sys_ns;
-	uint64_t wait_ns, waits;
+	uint64_t wait_ns, waits, wakes;
 	uint64_t elems, syscalls;
 	uint64_t touched, touch_faults, fallbacks, skipped;
 	uint64_t ndiv;

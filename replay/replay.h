@@ -100,6 +100,7 @@ struct rp_thread_result {
 	uint64_t minor_faults, major_faults, voluntary_cs, involuntary_cs;
 	uint64_t user_ns, sys_ns;    /* CPU time (getrusage) */
 	uint64_t wait_ns, waits;     /* time blocked on other threads, and how often */
+	uint64_t wakes;		     /* posts of this thread that woke sleepers */
 	uint64_t busy_ns;	     /* first to last element of this thread */
 };
 

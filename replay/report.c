@@ -172,10 +172,11 @@ void rp_json_run(struct vmt_buf *b, const struct rp_run_result *r)
 				  ",\"minor_faults\":%" PRIu64 ",\"major_faults\":%" PRIu64
 				  ",\"voluntary_cs\":%" PRIu64 ",\"involuntary_cs\":%" PRIu64
 				  ",\"user_ns\":%" PRIu64 ",\"sys_ns\":%" PRIu64
-				  ",\"wait_ns\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"busy_ns\":%" PRIu64 "}",
+				  ",\"wait_ns\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"wakes\":%" PRIu64
+				  ",\"busy_ns\":%" PRIu64 "}",
 			       i ? "," : "", t->thread, t->proc, t->copy, t->elems, t->minor_faults,
 			       t->major_faults, t->voluntary_cs, t->involuntary_cs, t->user_ns, t->sys_ns,
-			       t->wait_ns, t->waits, t->busy_ns);
+			       t->wait_ns, t->waits, t->wakes, t->busy_ns);
 	}
 	vmt_buf_puts(b, "],\"divergence_list\":[");
 	for (uint32_t i = 0; i < r->ndiv_shown; i++) {

@@ -131,16 +131,19 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Spin a little (the other thread is usually about to post), then sleep
- * on the counter, so waiting adds context switches only when it is long.
+/* Spin a little (the other thread is usually about to post), then sleep,
+ * so waiting adds context switches only when it is long.
  *
- * Sleepers are counted, not flagged: a waiter is counted from before its
- * first look at the counter until after its last, and every post made in
- * that time sees the count and wakes.  (Both sides are sequentially
- * consistent: either the poster sees the count or the waiter sees the new
- * value.)  A single flag that the poster cleared lost wake-ups: a waiter
- * could set it, the poster post and clear it, and the waiter then sleep
- * on the new value with nobody left to wake it. */
+ * A sleeper registers the element it waits for in the counter's `want`
+ * (the lowest wanted by any sleeper) and sleeps on `epoch`; a post that
+ * reaches `want` clears it, bumps `epoch` and wakes every sleeper, and
+ * those not yet satisfied register again.  So a post costs one load
+ * unless it completes what somebody waits for (a thread waiting for the
+ * end of a long stream costs that stream nothing), and no wake-up is
+ * lost: a sleeper reads `epoch` before registering, so a post that
+ * cleared its registration has also moved `epoch` past what it sleeps
+ * on.  (A flag that posts cleared, sleeping on the counter itself, lost
+ * wake-ups: set, post-and-clear, then sleep on the new value.) */
 static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
 {
 	struct rp_ctl *c = &w->ctl[d->thread];
@@ -154,14 +157,19 @@ static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
 		if (!(i & 15) && rp_now() - t0 > 3000)
 			break;
 	}
-	__atomic_add_fetch(&c->waiters, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
-		uint32_t v = __atomic_load_n(&c->done, __ATOMIC_SEQ_CST);
-		if (v >= d->seq)
+		uint32_t ep = __atomic_load_n(&c->epoch, __ATOMIC_SEQ_CST);
+		uint32_t want = __atomic_load_n(&c->want, __ATOMIC_SEQ_CST);
+		while ((!want || want > d->seq) &&
+		       !__atomic_compare_exchange_n(&c->want, &want, d->seq, 0, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST))
+			;
+		if (__atomic_load_n(&c->done, __ATOMIC_SEQ_CST) >= d->seq)
 			break;
-		futex(&c->done, FUTEX_WAIT, v, w->rt->futex_private);
+		futex(&c->epoch, FUTEX_WAIT, ep, w->rt->futex_private);
+		if (__atomic_load_n(&c->done, __ATOMIC_SEQ_CST) >= d->seq)
+			break;
 	}
-	__atomic_sub_fetch(&c->waiters, 1, __ATOMIC_SEQ_CST);
 done:
 	w->out->wait_ns += rp_now() - t0;
 	w->out->waits++;
@@ -171,8 +179,12 @@ static inline void post(struct rp_wctx *w, uint32_t v)
 {
 	struct rp_ctl *c = &w->ctl[w->tid];
 	__atomic_store_n(&c->done, v, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST))
-		futex(&c->done, FUTEX_WAKE, INT_MAX, w->rt->futex_private);
+	uint32_t want = __atomic_load_n(&c->want, __ATOMIC_SEQ_CST);
+	if (want && v >= want && __atomic_exchange_n(&c->want, 0, __ATOMIC_SEQ_CST)) {
+		__atomic_add_fetch(&c->epoch, 1, __ATOMIC_SEQ_CST);
+		futex(&c->epoch, FUTEX_WAKE, INT_MAX, w->rt->futex_private);
+		w->out->wakes++;
+	}
 }
 
 static void pace(struct rp_wctx *w, uint64_t ts)
