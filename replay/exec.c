@@ -138,7 +138,13 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 	res->peak_vmas = rt->sh->peak_vmas;
 	for (uint32_t i = 0; i < ndivs; i++)
 		render_div(t, &divs[i], &res->div[res->ndiv_shown++]);
-	/* Per-op latency: every slot's histogram of that op. */
+	/* Per-op latency: every slot's histogram of that op, in op clock
+	 * ticks, converted with the ticks the run counted per nanosecond. */
+	double ns_per_tick = 1.0;
+	if (rt->tsc && rt->sh->tick_end > rt->sh->tick_start && rt->sh->t_end > rt->sh->t_start)
+		ns_per_tick = (double)(rt->sh->t_end - rt->sh->t_start) /
+			      (double)(rt->sh->tick_end - rt->sh->tick_start);
+#define NS(ticks) ((uint64_t)((double)(ticks) * ns_per_tick + 0.5))
 	struct rp_hist *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -151,12 +157,13 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 		struct rp_op_result *r = &res->ops[op];
 		r->count = h->count;
 		r->errors = h->errors;
-		r->mean_ns = h->count ? h->sum_ns / h->count : 0;
-		r->p50_ns = rp_hist_quantile(h, 0.50);
-		r->p90_ns = rp_hist_quantile(h, 0.90);
-		r->p99_ns = rp_hist_quantile(h, 0.99);
-		r->max_ns = h->max_ns;
+		r->mean_ns = h->count ? NS(h->sum) / h->count : 0;
+		r->p50_ns = NS(rp_hist_quantile(h, 0.50));
+		r->p90_ns = NS(rp_hist_quantile(h, 0.90));
+		r->p99_ns = NS(rp_hist_quantile(h, 0.99));
+		r->max_ns = NS(h->max);
 	}
+#undef NS
 	free(h);
 	return 0;
 }
@@ -186,6 +193,7 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	}
 	rt.page = t->page_size;
 	rt.futex_private = t->nprocs == 1;
+	rt.tsc = rp_tsc_usable();
 	rt.void_len = t->void_len;
 	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
 		if (t->ops_used_mask & (1u << op))

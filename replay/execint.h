@@ -50,6 +50,7 @@ struct rp_shared {
 	int error;	/* first fatal error (-errno) */
 	char msg[256];
 	uint64_t t_start;
+	uint64_t tick_start, t_end, tick_end; /* the op clock against the wall clock */
 	uint64_t peak_vmas;
 	int perf_ok;
 	uint64_t perf_minor, perf_major, perf_cs;
@@ -78,6 +79,7 @@ struct rp_rt {
 	uint8_t hidx[VMT_OP__COUNT]; /* op -> histogram index */
 	uint32_t nused;
 	int futex_private;	     /* single process: private futexes */
+	int tsc;		     /* op latencies in TSC ticks (rp_ticks) */
 
 	/* The shared area. */
 	void *area;
@@ -110,12 +112,34 @@ void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
 int rp_perf_open(int fds[3]);
 void rp_perf_enable(int fds[3], int on);
 int rp_perf_read(int fds[3], uint64_t out[3]);
+int rp_tsc_usable(void);
 
 static inline uint64_t rp_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The clock of op latencies, read twice per replayed call: the time stamp
+ * counter where the kernel itself keeps time with it (rt->tsc), else
+ * CLOCK_MONOTONIC.  Reading the TSC directly costs a fraction of
+ * clock_gettime() (the vDSO's scaling, and here a cold vvar page after
+ * every call), which is overhead on every op of a replay; the run measures
+ * the ticks against CLOCK_MONOTONIC over its whole length (rp_shared) and
+ * rp_run converts the histograms to nanoseconds. */
+static inline uint64_t rp_ticks(int tsc)
+{
+#if defined(__x86_64__)
+	if (tsc) {
+		uint32_t lo, hi;
+		__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+		return (uint64_t)hi << 32 | lo;
+	}
+#else
+	(void)tsc;
+#endif
+	return rp_now();
 }
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -31,13 +32,13 @@ static uint64_t bucket_top(unsigned idx)
 	return (((uint64_t)RP_HIST_SUB + sub + 1) << (e - 4)) - 1;
 }
 
-void rp_hist_add(struct rp_hist *h, uint64_t ns)
+void rp_hist_add(struct rp_hist *h, uint64_t v)
 {
 	h->count++;
-	h->sum_ns += ns;
-	if (ns > h->max_ns)
-		h->max_ns = ns;
-	h->b[bucket(ns)]++;
+	h->sum += v;
+	if (v > h->max)
+		h->max = v;
+	h->b[bucket(v)]++;
 }
 
 uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
@@ -54,23 +55,46 @@ uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
 		seen += h->b[i];
 		if (seen >= want) {
 			if (i == RP_HIST_BUCKETS - 1) /* everything beyond */
-				return h->max_ns;
+				return h->max;
 			uint64_t top = bucket_top(i);
-			return top < h->max_ns ? top : h->max_ns;
+			return top < h->max ? top : h->max;
 		}
 	}
-	return h->max_ns;
+	return h->max;
 }
 
 void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
 {
 	dst->count += src->count;
 	dst->errors += src->errors;
-	dst->sum_ns += src->sum_ns;
-	if (src->max_ns > dst->max_ns)
-		dst->max_ns = src->max_ns;
+	dst->sum += src->sum;
+	if (src->max > dst->max)
+		dst->max = src->max;
 	for (unsigned i = 0; i < RP_HIST_BUCKETS; i++)
 		dst->b[i] += src->b[i];
+}
+
+/* ---- the op clock -------------------------------------------------------- */
+
+/* The TSC is a usable op clock when the kernel chose it as its
+ * clocksource: then it runs at a constant rate and in step on every CPU.
+ * VMREPLAY_CLOCK=monotonic says not to use it. */
+int rp_tsc_usable(void)
+{
+#if defined(__x86_64__)
+	const char *force = getenv("VMREPLAY_CLOCK");
+	if (force && strcmp(force, "monotonic") == 0)
+		return 0;
+	char cs[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (!f)
+		return 0;
+	int ok = fgets(cs, sizeof(cs), f) && strcmp(cs, "tsc\n") == 0;
+	fclose(f);
+	return ok;
+#else
+	return 0;
+#endif
 }
 
 /* ---- perf software counters --------------------------------------------- */

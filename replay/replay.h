@@ -77,11 +77,13 @@ void rp_trace_get_info(const rp_trace *t, struct rp_trace_info *i);
  * sub-buckets per power of two (at most 6% apart), up to 2^44 ns. */
 #define RP_HIST_SUB 16
 #define RP_HIST_BUCKETS (16 + 40 * RP_HIST_SUB)
+/* A log-linear histogram of samples in one unit (nanoseconds, or the run's
+ * clock ticks until rp_run converts them). */
 struct rp_hist {
-	uint64_t count, errors, sum_ns, max_ns;
+	uint64_t count, errors, sum, max;
 	uint64_t b[RP_HIST_BUCKETS];
 };
-void rp_hist_add(struct rp_hist *h, uint64_t ns);
+void rp_hist_add(struct rp_hist *h, uint64_t v);
 /* The value below which a fraction q (0..1) of the samples lie (bucket
  * upper bound, clamped to max); 0 for an empty histogram. */
 uint64_t rp_hist_quantile(const struct rp_hist *h, double q);

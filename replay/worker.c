@@ -49,10 +49,25 @@ static const long sysnr[VMT_OP__COUNT] = {
 	[VMT_OP_MSEAL] = SYS_mseal,
 };
 
+/* A system call, returning -errno on failure.  On x86-64 the instruction
+ * itself: the replayed call is the only thing between the two clock
+ * reads, without libc's variadic wrapper and errno round trip. */
 static inline long sc6(long nr, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f)
 {
+#if defined(__x86_64__)
+	register uint64_t r10 __asm__("r10") = d;
+	register uint64_t r8 __asm__("r8") = e;
+	register uint64_t r9 __asm__("r9") = f;
+	long r;
+	__asm__ __volatile__("syscall"
+			     : "=a"(r)
+			     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			     : "rcx", "r11", "memory");
+	return r;
+#else
 	long r = syscall(nr, a, b, c, d, e, f);
 	return r == -1 ? -errno : r;
+#endif
 }
 
 static inline int failed(long r)
@@ -297,7 +312,7 @@ static long mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, ui
 	if (e->flags & RF_NEWREG) {
 		const struct rp_region *rg = &rt->t->regions[e->region];
 		flags &= ~(uint64_t)(MAP_FIXED | MAP_FIXED_NOREPLACE);
-		*t0 = rp_now();
+		*t0 = rp_ticks(w->rt->tsc);
 		unmap_pieces(w, e);
 		if (rt->opt.placement == RP_PLACE_EXACT) {
 			r = -EEXIST;
@@ -315,22 +330,22 @@ static long mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, ui
 		} else {
 			r = sc6(SYS_mmap, hint, len, prot, flags, (uint64_t)fd, off);
 		}
-		*t1 = rp_now();
+		*t1 = rp_ticks(w->rt->tsc);
 		if (!failed(r))
 			w->base[e->region] = (uint64_t)r;
 		return r;
 	}
 	if ((e->flags & RF_FIXED_IN) && w->base[e->region2]) {
-		*t0 = rp_now();
+		*t0 = rp_ticks(w->rt->tsc);
 		r = sc6(SYS_mmap, w->base[e->region2] + e->off2, len, prot, flags, (uint64_t)fd, off);
-		*t1 = rp_now();
+		*t1 = rp_ticks(w->rt->tsc);
 		return r;
 	}
 	/* Recorded failure: try it where the replay owns nothing. */
 	flags &= ~(uint64_t)(MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_POPULATE | MAP_LOCKED);
-	*t0 = rp_now();
+	*t0 = rp_ticks(w->rt->tsc);
 	r = sc6(SYS_mmap, hint, len, prot, flags, (uint64_t)fd, off);
-	*t1 = rp_now();
+	*t1 = rp_ticks(w->rt->tsc);
 	if (!failed(r))
 		sc6(SYS_munmap, (uint64_t)r, len, 0, 0, 0, 0);
 	return r;
@@ -367,9 +382,9 @@ static long mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, 
 		}
 	}
 	w->out->fallbacks += (uint64_t)fb;
-	*t0 = rp_now();
+	*t0 = rp_ticks(w->rt->tsc);
 	r = sc6(SYS_mremap, old, olen, nlen, flags, naddr, 0);
-	*t1 = rp_now();
+	*t1 = rp_ticks(w->rt->tsc);
 	if (failed(r) && reserved)
 		munmap((void *)reserved, nlen ? nlen : rt->page);
 	if (!failed(r) && (e->flags & RF_NEWREG))
@@ -388,7 +403,7 @@ static long brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uin
 	uint64_t pold = (e->aux + mask) & ~mask, pnew = (e->off2 + mask) & ~mask;
 	long r = 0;
 
-	*t0 = rp_now();
+	*t0 = rp_ticks(w->rt->tsc);
 	if (!b)
 		r = -ENOMEM;
 	else if (pnew > pold)
@@ -399,7 +414,7 @@ static long brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uin
 			MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, (uint64_t)-1, 0);
 	else
 		sc6(SYS_brk, 0, 0, 0, 0, 0, 0); /* a query: the cost of asking */
-	*t1 = rp_now();
+	*t1 = rp_ticks(w->rt->tsc);
 	return (long)(rs + (failed(r) ? e->aux : e->off2));
 }
 
@@ -429,16 +444,16 @@ static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
 			const struct rp_piece *p = &w->rt->t->pieces[e->piece0];
 			uint64_t b = p->region != RP_VOID ? w->base[p->region] : 0;
 			if (b) {
-				t0 = rp_now();
+				t0 = rp_ticks(w->rt->tsc);
 				r = sc6(sysnr[e->op], b + p->off, p->len, e->args[2], e->args[3],
 					e->args[4], e->args[5]);
-				t1 = rp_now();
+				t1 = rp_ticks(w->rt->tsc);
 				break;
 			}
 		}
-		t0 = rp_now();
+		t0 = rp_ticks(w->rt->tsc);
 		r = range_op(w, e);
-		t1 = rp_now();
+		t1 = rp_ticks(w->rt->tsc);
 		break;
 	case RX_MMAP:
 		r = mmap_op(w, e, &t0, &t1);
@@ -450,9 +465,9 @@ static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
 		r = brk_op(w, e, &t0, &t1);
 		break;
 	default:
-		t0 = rp_now();
+		t0 = rp_ticks(w->rt->tsc);
 		r = sc6(sysnr[e->op], e->args[0], 0, 0, 0, 0, 0);
-		t1 = rp_now();
+		t1 = rp_ticks(w->rt->tsc);
 		break;
 	}
 	struct rp_hist *h = &w->hist[w->rt->hidx[e->op]];
@@ -715,6 +730,7 @@ void rp_child_main(struct rp_rt *rt)
 	}
 	if (rt->sh->perf_ok)
 		rp_perf_enable(perf, 1);
+	rt->sh->tick_start = rp_ticks(rt->tsc);
 	rt->sh->t_start = rp_now();
 	__atomic_store_n(&rt->sh->gate, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &rt->sh->gate, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
@@ -744,6 +760,8 @@ void rp_child_main(struct rp_rt *rt)
 	while ((pid = waitpid(-1, &st, __WALL)) > 0 || (pid < 0 && errno == EINTR))
 		if (pid > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !bad)
 			bad = st;
+	rt->sh->t_end = rp_now();
+	rt->sh->tick_end = rp_ticks(rt->tsc);
 	if (rt->sh->perf_ok) {
 		uint64_t v[3];
 		rp_perf_enable(perf, 0);

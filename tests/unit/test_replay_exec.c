@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -447,6 +448,47 @@ static void test_no_lost_wakeups(void **state)
 	tw_remove(&t);
 }
 
+/* Op latencies are timed with the TSC where the kernel keeps time with it
+ * and converted to nanoseconds: the per-op times must fit inside the
+ * threads' busy time, and agree with CLOCK_MONOTONIC timing
+ * (VMREPLAY_CLOCK=monotonic) to within the noise of two runs. */
+static uint64_t op_time_sum(const struct rp_run_result *r)
+{
+	uint64_t sum = 0;
+	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+		sum += r->ops[op].count * r->ops[op].mean_ns;
+	return sum;
+}
+
+static void test_op_clock(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+	threads_trace(&t, 3000);
+	opts(&o);
+	uint64_t mean[2];
+	for (int mono = 0; mono < 2; mono++) {
+		if (mono)
+			setenv("VMREPLAY_CLOCK", "monotonic", 1);
+		rp_trace *tr = replay(t.path, &o, &r);
+		unsetenv("VMREPLAY_CLOCK");
+		uint64_t busy = 0;
+		for (uint32_t i = 0; i < r.nthreads; i++)
+			busy += r.threads[i].busy_ns;
+		assert_true(op_time_sum(&r) > 0);
+		assert_true(op_time_sum(&r) <= busy);
+		mean[mono] = r.ops[VMT_OP_MADVISE].mean_ns;
+		assert_true(r.ops[VMT_OP_MADVISE].p50_ns <= r.ops[VMT_OP_MADVISE].max_ns);
+		rp_run_result_free(&r);
+		rp_trace_free(tr);
+	}
+	fprintf(stderr, "madvise mean: %" PRIu64 " ns (op clock), %" PRIu64 " ns (monotonic)\n",
+		mean[0], mean[1]);
+	assert_true(mean[0] < 2 * mean[1] && mean[1] < 2 * mean[0]);
+	tw_remove(&t);
+}
+
 static void test_processes(void **state)
 {
 	struct tw t;
@@ -572,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_thread_orders),
 		cmocka_unit_test(test_no_lost_wakeups),
+		cmocka_unit_test(test_op_clock),
 		cmocka_unit_test(test_processes),
 		cmocka_unit_test(test_divergences),
 		cmocka_unit_test(test_fault_touches),
