@@ -9,10 +9,10 @@
 # Native numbers are the workload's own (its loop: getrusage(RUSAGE_SELF)
 # deltas and wall time between its start and end barriers); replay numbers
 # are vmreplay's totals (first to last replayed event).  Native and replay
-# runs alternate (A B A B ...).  The wall ratio is the median of the pairs'
-# ratios (each replay over the native run just before it): this machine's
-# speed drifts by up to 40% over seconds, and a pair sees one speed; the
-# ratio of the two medians is printed beside it.
+# runs alternate (A B B A A B ...).  The wall ratio is the median of the
+# pairs' ratios (each replay over the native run next to it): this
+# machine's speed drifts by up to 40% over seconds, and a pair sees one
+# speed; the ratio of the two medians is printed beside it.
 # Environment: B (build dir), RUNS (alternations, default 11), ITER
 # (iterations per thread, default 100000).
 B=${B:-build}
@@ -30,11 +30,18 @@ measure() {
 		--mode "$mode" > /dev/null || { echo "bench/replay.sh: recording $name failed" >&2; exit 1; }
 	i=0
 	while [ $i -lt "$RUNS" ]; do
+		# A B, then B A: a steady drift of the machine's speed favours
+		# neither side.
+		[ $((i % 2)) -eq 1 ] && replay_once "$name" $i
 		"$WL" --threads "$threads" --iterations "$ITER" --mode "$mode" | grep '^summary:' >> "$tmp/$name.native"
-		"$RP" -q --json="$tmp/$name.$i.json" "$tmp/$name.zst" > /dev/null ||
-			{ echo "bench/replay.sh: replay of $name failed" >&2; exit 1; }
+		[ $((i % 2)) -eq 0 ] && replay_once "$name" $i
 		i=$((i + 1))
 	done
+}
+
+replay_once() {
+	"$RP" -q --json="$tmp/$1.$2.json" "$tmp/$1.zst" > /dev/null ||
+		{ echo "bench/replay.sh: replay of $1 failed" >&2; exit 1; }
 }
 
 measure new-1thread 1 new
