@@ -96,7 +96,7 @@ int ld_file_index(struct loader *L, const struct rp_file *f, uint32_t *out)
 		struct rp_file *g = &t->files[i];
 		int same = (f->dev || f->ino) ? (g->dev == f->dev && g->ino == f->ino)
 					      : (!g->dev && !g->ino && !strcmp(g->path, path));
-		if (!same)
+		if (!same || g->shm != f->shm)
 			continue;
 		if (f->size > g->size)
 			g->size = f->size;
@@ -661,7 +661,8 @@ static int finish(struct loader *L)
 		struct rp_file *f = &t->files[i];
 		struct stat st;
 		f->size = (f->size + L->page - 1) & ~(L->page - 1);
-		if (t->opt.files == RP_FILES_ORIGINAL && !f->shared_rw && !f->zero && f->rec_size &&
+		if (t->opt.files == RP_FILES_ORIGINAL && !f->shared_rw && !f->zero && !f->shm &&
+		    f->rec_size &&
 		    f->path[0] == '/' && stat(f->path, &st) == 0 && S_ISREG(st.st_mode) &&
 		    (uint64_t)st.st_size == f->rec_size)
 			f->original = 1;

@@ -142,7 +142,7 @@ struct rp_file {
 	uint8_t shared_rw; /* some mapping could write it (MAP_SHARED of a
 			      writable fd) */
 	uint8_t original;  /* --files=original and the file qualifies */
-	uint8_t pad;
+	uint8_t shm;	   /* a SysV shared memory segment (ino: its id) */
 };
 
 struct rp_thread {

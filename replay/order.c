@@ -119,6 +119,8 @@ static int structural(const struct rp_elem *e)
 	switch (e->op) {
 	case VMT_OP_MMAP:
 	case VMT_OP_MUNMAP:
+	case VMT_OP_SHMAT:
+	case VMT_OP_SHMDT:
 	case VMT_OP_MREMAP:
 	case VMT_OP_BRK:
 	case VMT_OP_MLOCKALL:

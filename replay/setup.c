@@ -39,7 +39,7 @@ static void warm_cache(struct rp_rt *rt)
 	static char buf[1 << 16];
 	uint64_t budget = 256ull << 20;
 	for (uint32_t i = 0; i < rt->t->nfiles && budget; i++) {
-		if (rt->fd_rw[i] < 0)
+		if (rt->fd_rw[i] < 0 || rt->t->files[i].shm)
 			continue;
 		uint64_t size = rt->t->files[i].size;
 		for (uint64_t off = 0; off < size && budget; off += sizeof(buf)) {
@@ -56,7 +56,9 @@ static void warm_cache(struct rp_rt *rt)
  * read-only and read-write, then unlinked at once with their directory, so
  * nothing is left behind whatever happens to the run.  --files=original
  * opens the recorded file read-only (only for files no mapping could
- * write: see finish() in load.c).
+ * write: see finish() in load.c).  A SysV shared memory segment gets a
+ * memfd of its size instead, opened read-write and (through /proc)
+ * read-only.
  */
 int rt_open_files(struct rp_rt *rt)
 {
@@ -80,6 +82,21 @@ int rt_open_files(struct rp_rt *rt)
 		const struct rp_file *f = &t->files[i];
 		if (f->zero)
 			continue;
+		if (f->shm) {
+			/* A SysV segment's pages are shmem, zero until written:
+			 * so are a memfd's. */
+			int fd = memfd_create("vmreplay-shm", MFD_CLOEXEC);
+			if (fd < 0)
+				goto fail;
+			rt->fd_rw[i] = fd;
+			/* A read-only handle, for SHM_RDONLY attaches (a
+			 * mapping of it can never be made writable). */
+			snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+			rt->fd_rd[i] = open(name, O_RDONLY | O_CLOEXEC);
+			if (rt->fd_rd[i] < 0 || ftruncate(fd, (off_t)f->size) < 0)
+				goto fail;
+			continue;
+		}
 		if (f->original) {
 			rt->fd_rd[i] = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 			if (rt->fd_rd[i] >= 0)

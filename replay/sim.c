@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include "loadint.h"
 
@@ -552,6 +553,69 @@ static int sim_brk(struct loader *L, struct lproc *P, const struct vmt_syscall *
 	return 0;
 }
 
+/* ---- SysV shared memory -------------------------------------------------- */
+
+/*
+ * shmat and shmdt are replayed as what they do to the address space: a
+ * shared mapping of the whole segment and its removal.  A memfd stands in
+ * for each recorded segment (rt_open_files()): shmem pages like the
+ * segment's, shared by every replay process that attaches it.  The
+ * elements keep their op (latency and counts are reported as shmat and
+ * shmdt) with mmap's and munmap's arguments.  A call without the
+ * segment's identity and size (the recorder could not stat it, or it
+ * failed) is skipped.
+ */
+static int shm_known(struct loader *L, uint32_t tid, const struct vmt_syscall *sc, struct rp_elem *e)
+{
+	struct lthread *lt = &L->lt[tid];
+	if (lt->have_file && lt->file.rec_size && !(sc->flags & VMT_SC_NO_RESULT) &&
+	    !vmt_is_errno(sc->result))
+		return 1;
+	lt->have_file = 0;
+	e->kind = RK_SKIP;
+	return 0;
+}
+
+static int sim_shmat(struct loader *L, uint32_t tid, struct lproc *P, const struct vmt_syscall *sc,
+		     struct rp_elem *e, struct lrange *rng, int *nrng)
+{
+	if (!shm_known(L, tid, sc, e))
+		return 0;
+	struct lthread *lt = &L->lt[tid];
+	uint64_t addr = sc->args[1], flg = sc->args[2];
+	if (flg & SHM_RND)
+		addr &= ~(uint64_t)(L->page - 1);
+	struct vmt_syscall m = *sc;
+	m.op = VMT_OP_MMAP;
+	m.nargs = 6;
+	m.args[0] = addr;
+	m.args[1] = lt->file.rec_size;
+	m.args[2] = PROT_READ | ((flg & SHM_RDONLY) ? 0 : PROT_WRITE) | ((flg & SHM_EXEC) ? PROT_EXEC : 0);
+	/* An address without SHM_REMAP may not replace a mapping. */
+	m.args[3] = MAP_SHARED | (addr ? ((flg & SHM_REMAP) ? MAP_FIXED : MAP_FIXED_NOREPLACE) : 0);
+	m.args[4] = (uint64_t)-1;
+	m.args[5] = 0;
+	lt->file.shm = 1;
+	lt->open_flags = (flg & SHM_RDONLY) ? O_RDONLY : O_RDWR;
+	memcpy(e->args, m.args, sizeof(e->args));
+	return sim_mmap(L, tid, P, &m, e, rng, nrng);
+}
+
+static int sim_shmdt(struct loader *L, uint32_t tid, struct lproc *P, struct rp_thread *th,
+		     const struct vmt_syscall *sc, struct rp_elem *e, struct lrange *rng, int *nrng)
+{
+	if (!shm_known(L, tid, sc, e))
+		return 0;
+	struct lthread *lt = &L->lt[tid];
+	struct vmt_syscall m = *sc;
+	m.op = VMT_OP_MUNMAP;
+	m.nargs = 2;
+	m.args[1] = lt->file.rec_size;
+	lt->have_file = 0;
+	memcpy(e->args, m.args, sizeof(e->args));
+	return sim_range(L, P, th, &m, e, rng, nrng);
+}
+
 /* ---- entry ------------------------------------------------------------- */
 
 int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
@@ -602,9 +666,12 @@ int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 		e->how = RX_NOARGS;
 		*global = 1;
 		return 0;
+	case VMT_OP_SHMAT:
+		return sim_shmat(L, tid, P, &s2, e, rng, nrng);
+	case VMT_OP_SHMDT:
+		return sim_shmdt(L, tid, P, th, &s2, e, rng, nrng);
 	default:
-		/* process_madvise (its iovecs are not recorded), shmat/shmdt
-		 * (the segment is not recorded). */
+		/* process_madvise: its iovecs are not recorded. */
 		e->kind = RK_SKIP;
 		return 0;
 	}

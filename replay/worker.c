@@ -47,6 +47,9 @@ static const long sysnr[VMT_OP__COUNT] = {
 	[VMT_OP_MINCORE] = SYS_mincore,
 	[VMT_OP_REMAP_FILE_PAGES] = SYS_remap_file_pages,
 	[VMT_OP_MSEAL] = SYS_mseal,
+	/* shmat is replayed by mmap_op(); shmdt as the munmap of the
+	 * segment's stand-in (sim.c). */
+	[VMT_OP_SHMDT] = SYS_munmap,
 };
 
 /* A system call, returning -errno on failure.  On x86-64 the instruction
@@ -254,7 +257,7 @@ static long range_op(struct rp_wctx *w, const struct rp_elem *e)
 		uint64_t addr = piece_addr(w, &pc[i], &len, &is_void);
 		long x;
 		if (is_void && !w->rt->void_len) /* no void on this machine */
-			x = e->op == VMT_OP_MUNMAP ? 0 : -ENOMEM;
+			x = e->op == VMT_OP_MUNMAP || e->op == VMT_OP_SHMDT ? 0 : -ENOMEM;
 		else
 			x = sc6(nr, addr, len, a2, e->args[3], e->args[4], e->args[5]);
 		if (x < 0 && !r) {
@@ -485,7 +488,7 @@ static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
 	    !(w->rt->opt.placement == RP_PLACE_EXACT && (e->how == RX_MMAP || e->how == RX_MREMAP)))
 		return;
 	diverged(w, e, r);
-	if (e->op == VMT_OP_MUNMAP || (e->how == RX_MREMAP && !bad))
+	if (e->op == VMT_OP_MUNMAP || e->op == VMT_OP_SHMDT || (e->how == RX_MREMAP && !bad))
 		poison(w, e);
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -37,6 +38,7 @@
 #define B 0x7f2000000000ull
 #define C 0x7f3000000000ull
 #define D 0x7f4000000000ull
+#define E 0x7f5000000000ull
 #define HEAP 0x555500000000ull
 #define ANON (MAP_PRIVATE | MAP_ANONYMOUS)
 #define RW (PROT_READ | PROT_WRITE)
@@ -331,6 +333,63 @@ static void test_files(void **state)
 
 /* Three threads: two work on halves of the main thread's region, which
  * the main thread unmaps at the end. */
+/* SysV shared memory: each attach maps the segment (a memfd stands in),
+ * a read-only attach cannot be made writable, SHM_REMAP replaces a
+ * mapping, shmdt unmaps; an attach without the segment's identity is
+ * skipped. */
+static void test_shm(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+
+	tw_open(&t);
+	start(&t);
+	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDWR);
+	SC(&t, 0, SHMAT, (int64_t)C, 7, 0, 0, 0, 0, 0);
+	tw_touch(&t, 0, 0, C, 4, VMT_PAGE_WRITTEN);
+	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDONLY);
+	SC(&t, 0, SHMAT, (int64_t)D, 7, 0, SHM_RDONLY, 0, 0, 0);
+	tw_touch(&t, 0, 0, D, 4, VMT_PAGE_READ);
+	SC(&t, 0, MPROTECT, -EACCES, D, 4 * P, RW, 0, 0, 0);
+	SC(&t, 0, MMAP, (int64_t)E, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
+	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDWR);
+	SC(&t, 0, SHMAT, (int64_t)E, 7, E, SHM_REMAP, 0, 0, 0);
+	tw_touch(&t, 0, 0, E, 4, VMT_PAGE_WRITTEN);
+	/* No identity (the recorder could not stat the segment): skipped. */
+	SC(&t, 0, SHMAT, -EINVAL, 99, 0, 0, 0, 0, 0);
+	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDWR);
+	SC(&t, 0, SHMDT, 0, C, 0, 0, 0, 0, 0);
+	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDONLY);
+	SC(&t, 0, SHMDT, 0, D, 0, 0, 0, 0, 0);
+	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDWR);
+	SC(&t, 0, SHMDT, 0, E, 0, 0, 0, 0, 0);
+	/* Detached: the range is free again. */
+	SC(&t, 0, MPROTECT, -ENOMEM, C, P, PROT_READ, 0, 0, 0);
+	tw_thread_exit(&t, 0, 0);
+	tw_close(&t);
+
+	opts(&o);
+	for (int place = 0; place < 2; place++) {
+		o.placement = place ? RP_PLACE_EXACT : RP_PLACE_KERNEL;
+		rp_trace *tr = replay(t.path, &o, &r);
+		assert_int_equal(r.divergences, 0);
+		assert_int_equal(r.ops[VMT_OP_SHMAT].count, 3);
+		assert_int_equal(r.ops[VMT_OP_SHMDT].count, 3);
+		assert_int_equal(r.ops[VMT_OP_MPROTECT].errors, 2);
+		assert_int_equal(r.skipped, 1);
+		assert_int_equal(r.touched_pages, 12);
+		assert_int_equal(r.touch_faults, 0);
+		uint32_t segs = 0; /* one segment, however attached */
+		for (uint32_t i = 0; i < tr->nfiles; i++)
+			segs += tr->files[i].shm;
+		assert_int_equal(segs, 1);
+		rp_run_result_free(&r);
+		rp_trace_free(tr);
+	}
+	tw_remove(&t);
+}
+
 static void threads_trace(struct tw *t, int rounds)
 {
 	tw_open(t);
@@ -449,9 +508,11 @@ static void test_no_lost_wakeups(void **state)
 }
 
 /* Op latencies are timed with the TSC where the kernel keeps time with it
- * and converted to nanoseconds: the per-op times must fit inside the
- * threads' busy time, and agree with CLOCK_MONOTONIC timing
- * (VMREPLAY_CLOCK=monotonic) to within the noise of two runs. */
+ * and converted to nanoseconds against CLOCK_MONOTONIC; with
+ * VMREPLAY_CLOCK=monotonic, with clock_gettime.  Either way the ops'
+ * summed latency is a part of the threads' busy time, and (the threads
+ * do little else than these calls and their touches) not a tiny part: a
+ * conversion left out (ticks of a GHz clock) or inverted fails one bound. */
 static uint64_t op_time_sum(const struct rp_run_result *r)
 {
 	uint64_t sum = 0;
@@ -467,25 +528,22 @@ static void test_op_clock(void **state)
 	struct rp_run_result r;
 	threads_trace(&t, 3000);
 	opts(&o);
-	uint64_t mean[2];
 	for (int mono = 0; mono < 2; mono++) {
 		if (mono)
 			setenv("VMREPLAY_CLOCK", "monotonic", 1);
 		rp_trace *tr = replay(t.path, &o, &r);
 		unsetenv("VMREPLAY_CLOCK");
-		uint64_t busy = 0;
+		uint64_t busy = 0; /* not waiting for other threads */
 		for (uint32_t i = 0; i < r.nthreads; i++)
-			busy += r.threads[i].busy_ns;
-		assert_true(op_time_sum(&r) > 0);
+			busy += r.threads[i].busy_ns - r.threads[i].wait_ns;
+		fprintf(stderr, "%s: ops %" PRIu64 " ns of %" PRIu64 " ns busy\n",
+			mono ? "monotonic" : "op clock", op_time_sum(&r), busy);
 		assert_true(op_time_sum(&r) <= busy);
-		mean[mono] = r.ops[VMT_OP_MADVISE].mean_ns;
+		assert_true(op_time_sum(&r) >= busy / 20);
 		assert_true(r.ops[VMT_OP_MADVISE].p50_ns <= r.ops[VMT_OP_MADVISE].max_ns);
 		rp_run_result_free(&r);
 		rp_trace_free(tr);
 	}
-	fprintf(stderr, "madvise mean: %" PRIu64 " ns (op clock), %" PRIu64 " ns (monotonic)\n",
-		mean[0], mean[1]);
-	assert_true(mean[0] < 2 * mean[1] && mean[1] < 2 * mean[0]);
 	tw_remove(&t);
 }
 
@@ -612,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_remap_and_fixed),
 		cmocka_unit_test(test_brk_and_standins),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_shm),
 		cmocka_unit_test(test_thread_orders),
 		cmocka_unit_test(test_no_lost_wakeups),
 		cmocka_unit_test(test_op_clock),
