@@ -38,14 +38,17 @@ static void render_div(const rp_trace *t, const struct rp_divrec *d, struct rp_d
 	const struct rp_elem *e = &th->elem[d->elem];
 	struct vmt_event ev;
 	struct vmt_buf b = {0};
-	const struct vmt_op_info *oi = vmt_op_info(e->op);
+	/* shmat and shmdt replay as mmap and munmap of the segment's stand-in
+	 * (sim.c) and carry those arguments: shown as what was replayed. */
+	uint32_t op = e->op == VMT_OP_SHMAT ? VMT_OP_MMAP : e->op == VMT_OP_SHMDT ? VMT_OP_MUNMAP : e->op;
+	const struct vmt_op_info *oi = vmt_op_info(op);
 
 	memset(&ev, 0, sizeof(ev));
 	ev.kind = VMT_EV_SYSCALL;
 	ev.thread = th->rec;
 	ev.proc = t->procs[th->proc].rec;
 	ev.ts_ns = t->first_ts + e->ts;
-	ev.u.sc.op = e->op;
+	ev.u.sc.op = op;
 	ev.u.sc.nargs = oi ? oi->nargs : VMT_MAX_ARGS;
 	memcpy(ev.u.sc.args, e->args, sizeof(e->args));
 	ev.u.sc.result = e->result;
@@ -56,7 +59,8 @@ static void render_div(const rp_trace *t, const struct rp_divrec *d, struct rp_d
 	out->thread = th->rec;
 	out->recorded = e->result;
 	out->replayed = d->replayed;
-	snprintf(out->text, sizeof(out->text), "%s", b.len ? b.data : "?");
+	const char *as = op == e->op ? "" : e->op == VMT_OP_SHMAT ? "shmat as " : "shmdt as ";
+	snprintf(out->text, sizeof(out->text), "%s%s", as, b.len ? b.data : "?");
 	vmt_buf_free(&b);
 }
 

@@ -113,6 +113,7 @@ int rp_perf_open(int fds[3]);
 void rp_perf_enable(int fds[3], int on);
 int rp_perf_read(int fds[3], uint64_t out[3]);
 int rp_tsc_usable(void);
+void rp_clock_pair(int tsc, uint64_t *tick, uint64_t *ns);
 
 static inline uint64_t rp_now(void)
 {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "execint.h"
@@ -85,6 +86,9 @@ int rp_tsc_usable(void)
 	const char *force = getenv("VMREPLAY_CLOCK");
 	if (force && strcmp(force, "monotonic") == 0)
 		return 0;
+	int tscmode = 0; /* a sandbox may make rdtsc trap */
+	if (prctl(PR_GET_TSC, &tscmode, 0, 0, 0) == 0 && tscmode == PR_TSC_SIGSEGV)
+		return 0;
 	char cs[32] = "";
 	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
 	if (!f)
@@ -95,6 +99,25 @@ int rp_tsc_usable(void)
 #else
 	return 0;
 #endif
+}
+
+/* A reading of the op clock and of CLOCK_MONOTONIC at one moment: the
+ * monotonic read bracketed by two ticks, the tightest of a few tries (a
+ * preemption between the two reads would skew every latency of the
+ * run). */
+void rp_clock_pair(int tsc, uint64_t *tick, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = rp_ticks(tsc), n = rp_now(), b = rp_ticks(tsc);
+		if (b - a < best) {
+			best = b - a;
+			*tick = a + (b - a) / 2;
+			*ns = n;
+		}
+		if (!tsc)
+			break;
+	}
 }
 
 /* ---- perf software counters --------------------------------------------- */

@@ -143,6 +143,7 @@ struct rp_file {
 			      writable fd) */
 	uint8_t original;  /* --files=original and the file qualifies */
 	uint8_t shm;	   /* a SysV shared memory segment (ino: its id) */
+	uint8_t shm_ro;	   /* ... and some attach of it is SHM_RDONLY */
 };
 
 struct rp_thread {

@@ -73,8 +73,8 @@ void rp_trace_get_info(const rp_trace *t, struct rp_trace_info *i);
 
 /* ---- Results ------------------------------------------------------------ */
 
-/* Log-linear latency histogram: values below 16 ns exactly, then 16
- * sub-buckets per power of two (at most 6% apart), up to 2^44 ns. */
+/* Log-linear latency histogram: values below 16 exactly, then 16
+ * sub-buckets per power of two (at most 6% apart), up to 2^44. */
 #define RP_HIST_SUB 16
 #define RP_HIST_BUCKETS (16 + 40 * RP_HIST_SUB)
 /* A log-linear histogram of samples in one unit (nanoseconds, or the run's

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "execint.h"
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008u
+#endif
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -28,6 +33,10 @@ void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
 		vsnprintf(rt->sh->msg, sizeof(rt->sh->msg), fmt, ap);
 		va_end(ap);
 	}
+	/* The whole run goes (its processes are one process group, made in
+	 * rp_child_main): a replay process that died alone would leave the
+	 * others waiting for its threads' progress forever. */
+	kill(0, SIGKILL);
 	_exit(3);
 }
 
@@ -86,15 +95,21 @@ int rt_open_files(struct rp_rt *rt)
 			/* A SysV segment's pages are shmem, zero until written:
 			 * so are a memfd's. */
 			int fd = memfd_create("vmreplay-shm", MFD_CLOEXEC);
+			if (fd < 0 && errno == EACCES) /* vm.memfd_noexec=2 */
+				fd = memfd_create("vmreplay-shm", MFD_CLOEXEC | MFD_NOEXEC_SEAL);
 			if (fd < 0)
 				goto fail;
 			rt->fd_rw[i] = fd;
-			/* A read-only handle, for SHM_RDONLY attaches (a
-			 * mapping of it can never be made writable). */
-			snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
-			rt->fd_rd[i] = open(name, O_RDONLY | O_CLOEXEC);
-			if (rt->fd_rd[i] < 0 || ftruncate(fd, (off_t)f->size) < 0)
+			if (ftruncate(fd, (off_t)f->size) < 0)
 				goto fail;
+			/* A read-only handle for SHM_RDONLY attaches: a mapping
+			 * of it can never be made writable. */
+			if (f->shm_ro) {
+				snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+				rt->fd_rd[i] = open(name, O_RDONLY | O_CLOEXEC);
+				if (rt->fd_rd[i] < 0)
+					goto fail;
+			}
 			continue;
 		}
 		if (f->original) {
@@ -123,11 +138,13 @@ int rt_open_files(struct rp_rt *rt)
 	return 0;
 fail:;
 	int err = -errno;
-	for (uint32_t i = 0; i < t->nfiles; i++) {
-		snprintf(name, sizeof(name), "%s/%u", dir, i);
-		unlink(name);
+	if (made) {
+		for (uint32_t i = 0; i < t->nfiles; i++) {
+			snprintf(name, sizeof(name), "%s/%u", dir, i);
+			unlink(name);
+		}
+		rmdir(dir);
 	}
-	rmdir(dir);
 	return err;
 }
 

@@ -598,7 +598,10 @@ static int sim_shmat(struct loader *L, uint32_t tid, struct lproc *P, const stru
 	lt->file.shm = 1;
 	lt->open_flags = (flg & SHM_RDONLY) ? O_RDONLY : O_RDWR;
 	memcpy(e->args, m.args, sizeof(e->args));
-	return sim_mmap(L, tid, P, &m, e, rng, nrng);
+	int rc = sim_mmap(L, tid, P, &m, e, rng, nrng);
+	if (rc == 0 && (e->flags & RF_FILE) && (flg & SHM_RDONLY))
+		L->t->files[e->arg].shm_ro = 1;
+	return rc;
 }
 
 static int sim_shmdt(struct loader *L, uint32_t tid, struct lproc *P, struct rp_thread *th,
@@ -607,11 +610,24 @@ static int sim_shmdt(struct loader *L, uint32_t tid, struct lproc *P, struct rp_
 	if (!shm_known(L, tid, sc, e))
 		return 0;
 	struct lthread *lt = &L->lt[tid];
+	uint64_t addr = sc->args[0], len = lt->file.rec_size;
+	lt->have_file = 0;
+	/* The attach as this trace mapped it: shared, and no longer than what
+	 * is left of its region from addr (the recorded size could be stale
+	 * or hostile: it must not unmap a neighbour). */
+	const struct rpam_seg *s = rpam_lookup(&P->map, addr);
+	if (!s || !(s->v.attr & AT_SHARED)) {
+		e->kind = RK_SKIP;
+		return 0;
+	}
+	const struct rp_region *rg = &L->t->regions[s->v.region];
+	uint64_t at = s->v.off + (addr - s->start);
+	if (at < rg->size && rg->size - at < len)
+		len = rg->size - at;
 	struct vmt_syscall m = *sc;
 	m.op = VMT_OP_MUNMAP;
 	m.nargs = 2;
-	m.args[1] = lt->file.rec_size;
-	lt->have_file = 0;
+	m.args[1] = len;
 	memcpy(e->args, m.args, sizeof(e->args));
 	return sim_range(L, P, th, &m, e, rng, nrng);
 }

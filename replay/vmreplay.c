@@ -339,6 +339,9 @@ int main(int argc, char **argv)
 		usage_error("no trace given");
 	if (optind + 1 < argc)
 		usage_error("unexpected argument '%s'", argv[optind + 1]);
+	const char *clk = getenv("VMREPLAY_CLOCK");
+	if (clk && *clk && strcmp(clk, "monotonic") != 0)
+		usage_error("VMREPLAY_CLOCK: '%s' is not monotonic", clk);
 	const char *path = argv[optind];
 	if (!repeat)
 		repeat = mode == OPT_COMPARE ? 5 : 1;

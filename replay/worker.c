@@ -4,7 +4,8 @@
  * The loop is kept lean on purpose (the replay's own cost must stay small
  * next to what it measures, bench/replay.sh): per element it reads the
  * element, waits only when the load computed a dependency, touches pages,
- * and times the replayed syscall(s) with two vDSO clock reads.  No locks,
+ * and times the replayed syscall(s) with two reads of the op clock
+ * (rp_ticks(): the TSC where usable).  No locks,
  * no allocation, no other syscalls.  Threads post their progress to a
  * counter only when some other thread may wait for it.
  */
@@ -200,8 +201,8 @@ static inline void post(struct rp_wctx *w, uint32_t v)
 	uint32_t want = __atomic_load_n(&c->want, __ATOMIC_SEQ_CST);
 	if (want && v >= want && __atomic_exchange_n(&c->want, 0, __ATOMIC_SEQ_CST)) {
 		__atomic_add_fetch(&c->epoch, 1, __ATOMIC_SEQ_CST);
-		futex(&c->epoch, FUTEX_WAKE, INT_MAX, w->rt->futex_private);
-		w->out->wakes++;
+		if (futex(&c->epoch, FUTEX_WAKE, INT_MAX, w->rt->futex_private) > 0)
+			w->out->wakes++;
 	}
 }
 
@@ -474,7 +475,9 @@ static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
 		break;
 	}
 	struct rp_hist *h = &w->hist[w->rt->hidx[e->op]];
-	rp_hist_add(h, t1 - t0);
+	/* (A call that moved to another CPU may see its TSC a little
+	 * behind: never a negative time.) */
+	rp_hist_add(h, t1 > t0 ? t1 - t0 : 0);
 	int bad = e->how == RX_BRK ? r != e->result : failed(r);
 	if (bad)
 		h->errors++;
@@ -733,8 +736,7 @@ void rp_child_main(struct rp_rt *rt)
 	}
 	if (rt->sh->perf_ok)
 		rp_perf_enable(perf, 1);
-	rt->sh->tick_start = rp_ticks(rt->tsc);
-	rt->sh->t_start = rp_now();
+	rp_clock_pair(rt->tsc, &rt->sh->tick_start, &rt->sh->t_start);
 	__atomic_store_n(&rt->sh->gate, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &rt->sh->gate, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	/* Further root processes (several attached programs) are forked. */
@@ -763,8 +765,7 @@ void rp_child_main(struct rp_rt *rt)
 	while ((pid = waitpid(-1, &st, __WALL)) > 0 || (pid < 0 && errno == EINTR))
 		if (pid > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !bad)
 			bad = st;
-	rt->sh->t_end = rp_now();
-	rt->sh->tick_end = rp_ticks(rt->tsc);
+	rp_clock_pair(rt->tsc, &rt->sh->tick_end, &rt->sh->t_end);
 	if (rt->sh->perf_ok) {
 		uint64_t v[3];
 		rp_perf_enable(perf, 0);

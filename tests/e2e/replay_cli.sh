@@ -45,6 +45,9 @@ status no-trace 2 "$RP"
 usage_line no-trace-message "^vmreplay: no trace given"
 status bad-order 2 "$RP" --order=sideways $D/seed000-old.zst
 usage_line bad-order-message "^vmreplay: --order: 'sideways'"
+status bad-clock 2 env VMREPLAY_CLOCK=sundial "$RP" -q $D/seed000-old.zst
+usage_line bad-clock-message "^vmreplay: VMREPLAY_CLOCK: 'sundial' is not monotonic"
+status monotonic-clock 0 env VMREPLAY_CLOCK=monotonic "$RP" -q $D/seed000-old.zst
 status bad-scale 2 "$RP" --scale=0 $D/seed000-old.zst
 status bad-speed 2 "$RP" --speed=-1 $D/seed000-old.zst
 status bad-memory 2 "$RP" --max-memory=12Q $D/seed000-old.zst
