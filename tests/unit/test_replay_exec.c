@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,8 +20,10 @@
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "execint.h"
 #include "model.h"
 #include "replay.h"
 #include "rptw.h"
@@ -612,6 +615,49 @@ static void test_op_clock(void **state)
 	tw_remove(&t);
 }
 
+/* A fatal error in one replay process ends the whole run: another replay
+ * process, which could be waiting for the failed one's progress, goes
+ * too, and the message is kept (a run process here: a group leader with a
+ * process that would wait forever and one that fails). */
+static void test_fatal_ends_run(void **state)
+{
+	struct rp_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	pid_t run = fork();
+	assert_true(run >= 0);
+	if (run == 0) {
+		struct rp_rt rt;
+		memset(&rt, 0, sizeof(rt));
+		rt.sh = sh;
+		setpgid(0, 0);
+		if (fork() == 0)
+			for (;;)
+				pause(); /* a replay process waiting forever */
+		if (fork() == 0)
+			rt_fatal(&rt, -EIO, "replay process %d failed", 2);
+		for (;;)
+			pause(); /* the run process, waiting for its threads */
+	}
+	int st;
+	alarm(20);
+	assert_int_equal(waitpid(run, &st, 0), run);
+	alarm(0);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_string_equal(sh->msg, "replay process 2 failed");
+	assert_int_equal(sh->error, -EIO);
+	/* Nothing of the group is left (its orphans are reaped by init). */
+	int left = 1;
+	for (int i = 0; i < 200 && left; i++) {
+		left = kill(-run, 0) == 0;
+		if (left)
+			usleep(10000);
+	}
+	assert_false(left);
+	munmap(sh, sizeof(*sh));
+}
+
 /* A forked child with its own thread and an exec; both processes use the
  * inherited mapping. */
 static void test_processes(void **state)
@@ -741,6 +787,7 @@ int main(void)
 		cmocka_unit_test(test_thread_orders),
 		cmocka_unit_test_teardown(test_no_lost_wakeups, cancel_alarm),
 		cmocka_unit_test(test_op_clock),
+		cmocka_unit_test_teardown(test_fatal_ends_run, cancel_alarm),
 		cmocka_unit_test(test_processes),
 		cmocka_unit_test(test_divergences),
 		cmocka_unit_test(test_fault_touches),
