@@ -95,6 +95,7 @@ struct rp_rt {
 	int *fd_rd, *fd_rw; /* per file */
 	struct rp_wctx *w; /* per slot */
 	pthread_attr_t attr;
+	pid_t run_pgid;	   /* the run's process group (0: none of its own) */
 };
 
 /* worker.c: the body of the run process; never returns. */

@@ -36,7 +36,8 @@ void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
 	/* The whole run goes (its processes are one process group, made in
 	 * rp_child_main): a replay process that died alone would leave the
 	 * others waiting for its threads' progress forever. */
-	kill(0, SIGKILL);
+	if (rt->run_pgid > 0)
+		kill(-rt->run_pgid, SIGKILL);
 	_exit(3);
 }
 

@@ -674,7 +674,7 @@ void rp_child_main(struct rp_rt *rt)
 	uint32_t K = rt->opt.scale;
 	int perf[3] = {-1, -1, -1}, rc;
 
-	setpgid(0, 0);
+	rt->run_pgid = setpgid(0, 0) == 0 ? getpid() : 0;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	install_guard();

@@ -631,7 +631,8 @@ static void test_fatal_ends_run(void **state)
 		struct rp_rt rt;
 		memset(&rt, 0, sizeof(rt));
 		rt.sh = sh;
-		setpgid(0, 0);
+		assert_int_equal(setpgid(0, 0), 0);
+		rt.run_pgid = getpid();
 		if (fork() == 0)
 			for (;;)
 				pause(); /* a replay process waiting forever */
