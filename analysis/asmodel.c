@@ -159,7 +159,7 @@ struct node *vmt_am_next(const struct space *sp, const struct node *n)
 	return vmt_am_first(sp, n->v.end);
 }
 
-struct node *vmt_am_prev(const struct space *sp, const struct node *n)
+static struct node *am_prev(const struct space *sp, const struct node *n)
 {
 	struct node *t = sp->root, *cand = NULL;
 	while (t) {
@@ -336,7 +336,7 @@ void vmt_am_give_anon(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint6
 		struct node *o = vmt_am_next(sp, n);
 		if (o && o->v.anon && !(o->v.anon & ANON_FORKED) && anon_compatible(&n->v, &o->v))
 			id = o->v.anon;
-		o = vmt_am_prev(sp, n);
+		o = am_prev(sp, n);
 		if (!id && o && o->v.anon && !(o->v.anon & ANON_FORKED) &&
 		    anon_compatible(&o->v, &n->v))
 			id = o->v.anon;
@@ -649,11 +649,6 @@ void vmt_asmodel_counts(const vmt_asmodel *m, uint32_t proc, struct vmt_as_count
 void vmt_asmodel_totals(const vmt_asmodel *m, struct vmt_as_counts *c)
 {
 	*c = m->tot;
-}
-
-uint32_t vmt_asmodel_nprocs(const vmt_asmodel *m)
-{
-	return m->nprocs;
 }
 
 int vmt_asmodel_alive(const vmt_asmodel *m, uint32_t proc)

@@ -101,9 +101,6 @@ void vmt_asmodel_counts(const vmt_asmodel *m, uint32_t proc,
  * once). */
 void vmt_asmodel_totals(const vmt_asmodel *m, struct vmt_as_counts *c);
 
-/* One past the largest process index seen. */
-uint32_t vmt_asmodel_nprocs(const vmt_asmodel *m);
-
 /* 1 if process `proc` has a live address space in the model. */
 int vmt_asmodel_alive(const vmt_asmodel *m, uint32_t proc);
 

@@ -76,7 +76,6 @@ void vmt_am_drop_space(struct vmt_asmodel *m, struct space *sp);
 void vmt_am_clear_space(struct vmt_asmodel *m, struct space *sp);
 struct node *vmt_am_first(const struct space *sp, uint64_t addr); /* end > addr */
 struct node *vmt_am_next(const struct space *sp, const struct node *n);
-struct node *vmt_am_prev(const struct space *sp, const struct node *n);
 struct node *vmt_am_insert(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v);
 void vmt_am_remove(struct vmt_asmodel *m, struct space *sp, struct node *n);
 void vmt_am_split(struct vmt_asmodel *m, struct space *sp, uint64_t addr);

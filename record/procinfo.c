@@ -34,7 +34,8 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	return n;
 }
 
-long vmr_fdinfo_flags(pid_t tid, int fd)
+/* The "flags:" value of /proc/tid/fdinfo/fd (octal), or -errno. */
+static long fdinfo_flags(pid_t tid, int fd)
 {
 	char path[64], buf[512], *p;
 	ssize_t n;
@@ -71,7 +72,7 @@ int vmr_fd_identity(pid_t tid, int fd, char *path, size_t pathlen,
 	out->mode = st.st_mode;
 	n = readlink(link, path, pathlen - 1);
 	path[n > 0 ? n : 0] = '\0';
-	fl = vmr_fdinfo_flags(tid, fd);
+	fl = fdinfo_flags(tid, fd);
 	if (fl >= 0)
 		out->open_flags = (uint32_t)fl;
 	return 0;

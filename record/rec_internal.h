@@ -176,9 +176,6 @@ int vmr_launch_failure(int errfd, int *stage, int *err);
 int vmr_fd_identity(pid_t tid, int fd, char *path, size_t pathlen,
 		    struct vmt_map_file *out);
 
-/* The "flags:" value of /proc/tid/fdinfo/fd (octal), or -errno. */
-long vmr_fdinfo_flags(pid_t tid, int fd);
-
 /* readlink /proc/pid/exe into buf; "" on failure. */
 void vmr_exe_path(pid_t pid, char *buf, size_t len);
 

@@ -139,6 +139,23 @@ static int map_rec(struct loader *L, uint32_t **arr, uint32_t *n, uint32_t rec)
 	return 0;
 }
 
+/* Grow an array of the trace and the loader's array beside it (same
+ * capacity, new entries zeroed) to hold at least n elements. */
+static int grow_with_shadow(struct loader *L, void **arr, uint32_t *cap, uint32_t n, size_t elsz,
+			    void **shadow, size_t shsz)
+{
+	uint32_t old = *cap;
+	int rc = ld_grow(L, arr, cap, n, elsz);
+	if (rc || *cap == old)
+		return rc;
+	char *q = realloc(*shadow, (size_t)*cap * shsz);
+	if (!q)
+		return ld_fail(L, -ENOMEM, "out of memory");
+	memset(q + (size_t)old * shsz, 0, (size_t)(*cap - old) * shsz);
+	*shadow = q;
+	return 0;
+}
+
 static int new_proc(struct loader *L, uint32_t rec, uint32_t parent, uint32_t *out)
 {
 	rp_trace *t = L->t;
@@ -147,16 +164,9 @@ static int new_proc(struct loader *L, uint32_t rec, uint32_t parent, uint32_t *o
 		return rc;
 	if (t->nprocs >= 65536)
 		return ld_fail(L, VMT_E_LIMIT, "more than 65536 processes");
-	uint32_t old = L->pcap;
-	if ((rc = ld_grow(L, (void **)&t->procs, &L->pcap, t->nprocs + 1, sizeof(*t->procs))))
+	if ((rc = grow_with_shadow(L, (void **)&t->procs, &L->pcap, t->nprocs + 1, sizeof(*t->procs),
+				   (void **)&L->lp, sizeof(*L->lp))))
 		return rc;
-	if (L->pcap != old) {
-		void *n = realloc(L->lp, L->pcap * sizeof(*L->lp));
-		if (!n)
-			return ld_fail(L, -ENOMEM, "out of memory");
-		L->lp = n;
-		memset(L->lp + old, 0, (L->pcap - old) * sizeof(*L->lp));
-	}
 	uint32_t p = t->nprocs;
 	struct rp_proc *pr = &t->procs[p];
 	struct lproc *P = &L->lp[p];
@@ -200,16 +210,9 @@ static int new_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t *out)
 		return rc;
 	if (t->nthreads >= 65536)
 		return ld_fail(L, VMT_E_LIMIT, "more than 65536 threads");
-	uint32_t old = L->tcap;
-	if ((rc = ld_grow(L, (void **)&t->threads, &L->tcap, t->nthreads + 1, sizeof(*t->threads))))
+	if ((rc = grow_with_shadow(L, (void **)&t->threads, &L->tcap, t->nthreads + 1,
+				   sizeof(*t->threads), (void **)&L->lt, sizeof(*L->lt))))
 		return rc;
-	if (L->tcap != old) {
-		void *n = realloc(L->lt, L->tcap * sizeof(*L->lt));
-		if (!n)
-			return ld_fail(L, -ENOMEM, "out of memory");
-		L->lt = n;
-		memset(L->lt + old, 0, (L->tcap - old) * sizeof(*L->lt));
-	}
 	uint32_t tid = t->nthreads;
 	struct lproc *P = &L->lp[p];
 	if (P->nthreads == P->tcap) {

@@ -45,6 +45,7 @@ enum rp_how {
 #define RF_STOP_ERR 0x8u   /* RX_RANGE: stop at the first failing piece */
 #define RF_RAW_LEN 0x10u   /* RX_RANGE: one piece, pass the recorded length */
 #define RF_SAMPLE_VMAS 0x20u /* count /proc/self/maps lines after this op */
+#define RF_UNMAP 0x40u	   /* RX_RANGE: unmaps its range (munmap; shmdt replays as one) */
 #define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
 

@@ -251,6 +251,8 @@ static int sim_range(struct loader *L, struct lproc *P, struct rp_thread *th, co
 	int rc;
 
 	e->how = RX_RANGE;
+	if (op == VMT_OP_MUNMAP)
+		e->flags |= RF_UNMAP;
 	if (op == VMT_OP_MADVISE && (sc->args[2] == 100 || sc->args[2] == 101)) {
 		/* MADV_HWPOISON / MADV_SOFT_OFFLINE would damage this machine. */
 		e->kind = RK_SKIP;

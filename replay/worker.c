@@ -258,7 +258,7 @@ static long range_op(struct rp_wctx *w, const struct rp_elem *e)
 		uint64_t addr = piece_addr(w, &pc[i], &len, &is_void);
 		long x;
 		if (is_void && !w->rt->void_len) /* no void on this machine */
-			x = e->op == VMT_OP_MUNMAP || e->op == VMT_OP_SHMDT ? 0 : -ENOMEM;
+			x = (e->flags & RF_UNMAP) ? 0 : -ENOMEM;
 		else
 			x = sc6(nr, addr, len, a2, e->args[3], e->args[4], e->args[5]);
 		if (x < 0 && !r) {
@@ -491,7 +491,7 @@ static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
 	    !(w->rt->opt.placement == RP_PLACE_EXACT && (e->how == RX_MMAP || e->how == RX_MREMAP)))
 		return;
 	diverged(w, e, r);
-	if (e->op == VMT_OP_MUNMAP || e->op == VMT_OP_SHMDT || (e->how == RX_MREMAP && !bad))
+	if ((e->flags & RF_UNMAP) || (e->how == RX_MREMAP && !bad))
 		poison(w, e);
 }
 

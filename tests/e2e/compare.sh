@@ -8,20 +8,15 @@
 # then option errors, --help/man listing the rules, no temporary files
 # left, and every workload replayed rewritten by the rules that fit it
 # with zero divergences.
-B=${B:-build}
-REC=$B/vmrec RP=$B/vmreplay VT=$B/vmtrace W=$B/workloads
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/common.inc"
+REC=$B/vmrec RP=$B/vmreplay W=$B/workloads
 ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate
 RULES="prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate"
 
 if [ ! -x "$REC" ] || [ ! -x "$RP" ] || [ ! -x "$VT" ]; then
 	echo "skip compare: vmrec, vmreplay or vmtrace not built"; exit 0
 fi
-t() { # NAME, then a command whose success means ok
-	tname=$1; shift
-	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $tname"
-	else echo "not ok $tname"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
-}
+# unlike common.inc's status, indents the stderr it shows when not ok
 status() { # NAME WANT-STATUS COMMAND...: stdout in $tmp/out, stderr in $tmp/err
 	tname=$1 want=$2; shift 2
 	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?

@@ -1,21 +1,14 @@
 #!/bin/sh
 # vmtrace dump of the golden traces equals the expected files; the command
 # line behaves (help, unknown command, missing and bad files).
-B=${B:-build}
-VT=$B/vmtrace
-D=tests/data
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-
-t() { # NAME, then a command whose success means ok
-	name=$1; shift
-	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $name"; else echo "not ok $name"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
-}
+. "$(dirname "$0")/common.inc"
 same() { # NAME expected-file command...
 	name=$1 exp=$2; shift 2
 	"$@" > "$tmp/got" 2>&1
 	if diff -u "$exp" "$tmp/got" > "$tmp/diff"; then echo "ok $name"
 	else echo "not ok $name: output differs from $exp"; head -30 "$tmp/diff"; fi
 }
+# unlike common.inc's status, shows all of stderr when not ok
 status() { # NAME want-status command...
 	name=$1 want=$2; shift 2
 	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?

@@ -3,21 +3,7 @@
 # traces: the outputs parse, hold one row/slice per event as the golden
 # `dump --json` files say, and carry the counters the traces imply; the
 # plot is well-formed, self-contained SVG with its four panels.
-B=${B:-build}
-VT=$B/vmtrace
-D=tests/data
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-
-t() { # NAME, then a command whose success means ok
-	name=$1; shift
-	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $name"; else echo "not ok $name"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
-}
-status() { # NAME want-status command...
-	name=$1 want=$2; shift 2
-	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?
-	if [ "$got" = "$want" ]; then echo "ok $name"
-	else echo "not ok $name: exit $got, want $want"; head -5 "$tmp/err"; fi
-}
+. "$(dirname "$0")/common.inc"
 
 for g in every-kind seed000-old; do
 	status "export-csv-$g" 0 $VT export --format=csv $D/$g.zst -o "$tmp/$g.csv"

@@ -2,21 +2,7 @@
 # vmtrace lint: on the golden traces (exit codes, text and JSON), then on
 # every workload of tests/workloads recorded with vmrec: each variant that
 # shows a seed's pattern gets exactly that finding, the others none.
-B=${B:-build}
-VT=$B/vmtrace
-D=tests/data
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-
-t() { # NAME, then a command whose success means ok
-	name=$1; shift
-	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $name"; else echo "not ok $name"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
-}
-status() { # NAME want-status command...
-	name=$1 want=$2; shift 2
-	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?
-	if [ "$got" = "$want" ]; then echo "ok $name"
-	else echo "not ok $name: exit $got, want $want"; head -5 "$tmp/err"; fi
-}
+. "$(dirname "$0")/common.inc"
 
 # ---- golden traces ----
 status lint-golden-seed000 1 $VT lint $D/seed000-old.zst

@@ -6,22 +6,8 @@
 # madvise(MADV_DONTNEED) per iteration per thread (the count the workload
 # itself prints); every workload's rewritten trace dumps and, when vmreplay
 # is built, replays with zero divergences.
-B=${B:-build}
-VT=$B/vmtrace
-D=tests/data
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/common.inc"
 ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate
-
-t() { # NAME, then a command whose success means ok
-	tname=$1; shift
-	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $tname"; else echo "not ok $tname"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
-}
-status() { # NAME want-status command...
-	tname=$1 want=$2; shift 2
-	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?
-	if [ "$got" = "$want" ]; then echo "ok $tname"
-	else echo "not ok $tname: exit $got, want $want"; head -5 "$tmp/err"; fi
-}
 
 # ---- golden traces ----
 status rewrite-golden-seed000 0 $VT rewrite $D/seed000-old.zst "$tmp/s0.zst"

@@ -3,16 +3,9 @@
 # traces (tests/unit/test_stats.c --gen), diff's --fail-on semantics and exit
 # codes, bad expressions, and two recordings of one deterministic workload
 # diffing clean.
-B=${B:-build}
-VT=$B/vmtrace
+. "$(dirname "$0")/common.inc"
 GEN=$B/tests/test_stats
-D=tests/data
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-
-t() { # NAME, then a command whose success means ok
-	name=$1; shift
-	if "$@" > "$tmp/t.out" 2>&1; then echo "ok $name"; else echo "not ok $name"; sed "s/^/    /" "$tmp/t.out" | head -20; fi
-}
+# unlike common.inc's status, shows 20 lines of stderr when not ok
 status() { # NAME want-status command...
 	name=$1 want=$2; shift 2
 	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?

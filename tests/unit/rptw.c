@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "rptw.h"
+#include "tgen.h"
 
 void tw_open(struct tw *t)
 {
@@ -50,6 +51,18 @@ void tw_event(struct tw *t, struct vmt_event *ev)
 	if (rc)
 		fprintf(stderr, "tw_event: kind %u: %s\n", ev->kind, vmt_strerror(rc));
 	assert_int_equal(rc, 0);
+}
+
+vmt_writer *tw_memfd_writer(const char *name, int *fd)
+{
+	struct vmt_header h;
+	int err;
+	vmt_header_from_host(&h);
+	*fd = tg_memfd(name);
+	vmt_writer *w = vmt_writer_create(*fd, &h, NULL, &err);
+	if (!w)
+		fail_msg("writer: %s", vmt_strerror(err));
+	return w;
 }
 
 static void base(struct tw *t, struct vmt_event *ev, uint32_t kind, uint32_t proc, uint32_t thread)

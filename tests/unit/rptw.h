@@ -50,4 +50,8 @@ void tw_file(struct tw *t, uint32_t proc, uint32_t thread, const char *path, uin
 /* Any prepared event (ts and ids filled by the caller). */
 void tw_event(struct tw *t, struct vmt_event *ev);
 
+/* A writer of a trace with this host's header (vmt_header_from_host) into
+ * a new memfd called name (*fd); fails the test if it cannot be made. */
+vmt_writer *tw_memfd_writer(const char *name, int *fd);
+
 #endif

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "faults.h"
-#include "tgen.h"
+#include "rptw.h"
 #include "tpfind.h"
 
 #define PG 4096u
@@ -113,18 +113,6 @@ struct evlist {
 	size_t n;
 };
 
-static vmt_writer *new_writer(int *fd)
-{
-	struct vmt_header h;
-	int err;
-	vmt_header_from_host(&h);
-	*fd = tg_memfd("faults");
-	vmt_writer *w = vmt_writer_create(*fd, &h, NULL, &err);
-	if (!w)
-		fail_msg("writer: %s", vmt_strerror(err));
-	return w;
-}
-
 /* Finish w and read every event of fd back. */
 static void read_back(vmt_writer *w, int fd, struct evlist *l)
 {
@@ -168,34 +156,61 @@ static struct vmr_faults *open_or_skip(uint32_t source, uint32_t ring_pages)
 	return f;
 }
 
+/* One capture: the fault source, the trace it is drained into (a memfd)
+ * and a shared page where the children publish their pages' addresses. */
+struct capture {
+	struct vmr_faults *f;
+	vmt_writer *w;
+	int fd;
+	volatile uint64_t *slot;
+};
+
+static void capture_open(struct capture *c, uint32_t source, uint32_t ring_pages)
+{
+	c->f = open_or_skip(source, ring_pages);
+	c->w = tw_memfd_writer("faults", &c->fd);
+	c->slot = shared_words();
+}
+
+/* Free the source, then read every event of the trace back. */
+static void capture_read(struct capture *c, struct evlist *l)
+{
+	vmr_faults_free(c->f);
+	read_back(c->w, c->fd, l);
+}
+
+/* Free what capture_read and capture_open left: the events, the page. */
+static void capture_close(struct capture *c, struct evlist *l)
+{
+	free(l->ev);
+	munmap((void *)c->slot, PG);
+}
+
 /* Touch n pages reading then writing; check the trace holds n read faults
  * then n write faults on exactly those pages (access 0 without the
  * tracepoint). */
 static void check_read_then_write(uint32_t source)
 {
 	const size_t n = 64;
-	struct vmr_faults *f = open_or_skip(source, 0);
-	int fd;
-	vmt_writer *w = new_writer(&fd);
-	volatile uint64_t *slot = shared_words();
-	pid_t pid = start_child(slot, n, 1, READ_THEN_WRITE);
-	uint64_t base = slot[0];
+	struct capture c;
+	capture_open(&c, source, 0);
+	pid_t pid = start_child(c.slot, n, 1, READ_THEN_WRITE);
+	uint64_t base = c.slot[0];
 
 	uint64_t t0 = now_ns();
-	assert_int_equal(vmr_faults_add_task(f, pid, 3, 1), 0);
-	assert_int_equal(vmr_faults_add_task(f, pid, 3, 1), -EEXIST);
+	assert_int_equal(vmr_faults_add_task(c.f, pid, 3, 1), 0);
+	assert_int_equal(vmr_faults_add_task(c.f, pid, 3, 1), -EEXIST);
 	run_to_stop(pid, 0);
 	uint64_t t1 = now_ns();
-	int got = vmr_faults_drain(f, w, UINT64_MAX);
+	int got = vmr_faults_drain(c.f, c.w, UINT64_MAX);
 	assert_true(got >= (int)(2 * n));
-	vmr_faults_remove_task(f, pid);
+	vmr_faults_remove_task(c.f, pid);
 	run_to_stop(pid, 1);
-	assert_int_equal(vmr_faults_drain(f, w, UINT64_MAX), 0);
-	assert_int_equal(vmr_faults_lost(f), 0);
-	vmr_faults_free(f);
+	assert_int_equal(vmr_faults_drain(c.f, c.w, UINT64_MAX), 0);
+	assert_int_equal(vmr_faults_lost(c.f), 0);
 
 	struct evlist l;
-	read_back(w, fd, &l);
+	capture_read(&c, &l);
 	assert_int_equal(l.n, (size_t)got);
 	size_t k = 0;
 	uint64_t prev = 0;
@@ -222,8 +237,7 @@ static void check_read_then_write(uint32_t source)
 		k++;
 	}
 	assert_int_equal(k, 2 * n);
-	free(l.ev);
-	munmap((void *)slot, PG);
+	capture_close(&c, &l);
 }
 
 static void test_tracepoint_read_then_write(void **state)
@@ -259,30 +273,27 @@ static void test_auto_prefers_tracepoint(void **state)
 static void test_merge_up_to_and_remove(void **state)
 {
 	const size_t n = 16;
-	struct vmr_faults *f = open_or_skip(VMR_FAULTS_AUTO, 0);
-	int fd;
-	vmt_writer *w = new_writer(&fd);
-	volatile uint64_t *slot = shared_words();
-	pid_t a = start_child(&slot[0], n, 2, READ_PHASES);
-	pid_t b = start_child(&slot[1], n, 2, READ_PHASES);
-	assert_int_equal(vmr_faults_add_task(f, a, 0, 0), 0);
-	assert_int_equal(vmr_faults_add_task(f, b, 1, 1), 0);
+	struct capture c;
+	capture_open(&c, VMR_FAULTS_AUTO, 0);
+	pid_t a = start_child(&c.slot[0], n, 2, READ_PHASES);
+	pid_t b = start_child(&c.slot[1], n, 2, READ_PHASES);
+	assert_int_equal(vmr_faults_add_task(c.f, a, 0, 0), 0);
+	assert_int_equal(vmr_faults_add_task(c.f, b, 1, 1), 0);
 	run_to_stop(a, 0); /* A phase 1 */
 	run_to_stop(b, 0); /* B phase 1 */
 	run_to_stop(a, 0); /* A phase 2 */
 	uint64_t mid = now_ns();
 	run_to_stop(b, 0); /* B phase 2 */
-	vmr_faults_remove_task(f, b);
-	int first = vmr_faults_drain(f, w, mid);
-	int second = vmr_faults_drain(f, w, UINT64_MAX);
+	vmr_faults_remove_task(c.f, b);
+	int first = vmr_faults_drain(c.f, c.w, mid);
+	int second = vmr_faults_drain(c.f, c.w, UINT64_MAX);
 	assert_true(first >= (int)(3 * n));
 	assert_true(second >= (int)n);
 	run_to_stop(a, 1);
 	run_to_stop(b, 1);
-	vmr_faults_free(f);
 
 	struct evlist l;
-	read_back(w, fd, &l);
+	capture_read(&c, &l);
 	assert_int_equal(l.n, (size_t)(first + second));
 	/* The page order must be A1 B1 A2 | B2, and time never goes back. */
 	size_t seen[4] = { 0 };
@@ -295,7 +306,7 @@ static void test_merge_up_to_and_remove(void **state)
 		assert_int_equal(e->kind, VMT_EV_FAULT);
 		int who = e->thread;
 		assert_int_equal(e->proc, (uint32_t)who);
-		uint64_t base = slot[who];
+		uint64_t base = c.slot[who];
 		if (e->u.fault.addr < base || e->u.fault.addr >= base + 2 * n * PG)
 			continue;
 		int ph = (int)((e->u.fault.addr - base) / (n * PG));
@@ -308,8 +319,7 @@ static void test_merge_up_to_and_remove(void **state)
 	}
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(seen[i], n);
-	free(l.ev);
-	munmap((void *)slot, PG);
+	capture_close(&c, &l);
 }
 
 /* A ring too small for what happens between two drains loses samples: the
@@ -317,23 +327,20 @@ static void test_merge_up_to_and_remove(void **state)
 static void test_lost_samples(void **state)
 {
 	const size_t n = 2000;
-	struct vmr_faults *f = open_or_skip(VMR_FAULTS_AUTO, 1);
-	int fd;
-	vmt_writer *w = new_writer(&fd);
-	volatile uint64_t *slot = shared_words();
-	pid_t pid = start_child(slot, n, 1, READ_PHASES);
-	uint64_t base = slot[0];
-	assert_int_equal(vmr_faults_add_task(f, pid, 0, 0), 0);
+	struct capture c;
+	capture_open(&c, VMR_FAULTS_AUTO, 1);
+	pid_t pid = start_child(c.slot, n, 1, READ_PHASES);
+	uint64_t base = c.slot[0];
+	assert_int_equal(vmr_faults_add_task(c.f, pid, 0, 0), 0);
 	run_to_stop(pid, 0);
-	int got = vmr_faults_drain(f, w, UINT64_MAX);
+	int got = vmr_faults_drain(c.f, c.w, UINT64_MAX);
 	run_to_stop(pid, 1);
-	got += vmr_faults_drain(f, w, UINT64_MAX);
-	uint64_t lost = vmr_faults_lost(f);
-	vmr_faults_free(f);
+	got += vmr_faults_drain(c.f, c.w, UINT64_MAX);
+	uint64_t lost = vmr_faults_lost(c.f);
 	assert_true(lost > 0);
 
 	struct evlist l;
-	read_back(w, fd, &l);
+	capture_read(&c, &l);
 	assert_int_equal(l.n, (size_t)got);
 	uint64_t lost_events = 0, in_range = 0, last = 0;
 	for (size_t i = 0; i < l.n; i++) {
@@ -355,8 +362,7 @@ static void test_lost_samples(void **state)
 	assert_true(in_range < n);
 	print_message("faults: 1-page ring, %zu touches: %llu kept, %llu lost\n",
 		      n, (unsigned long long)in_range, (unsigned long long)lost);
-	free(l.ev);
-	munmap((void *)slot, PG);
+	capture_close(&c, &l);
 }
 
 static void test_add_errors(void **state)
@@ -366,7 +372,7 @@ static void test_add_errors(void **state)
 	assert_int_equal(vmr_faults_add_task(f, 0, 0, 0), -EINVAL);
 	vmr_faults_remove_task(f, 12345678); /* unknown: ignored */
 	int fd;
-	vmt_writer *w = new_writer(&fd);
+	vmt_writer *w = tw_memfd_writer("faults", &fd);
 	assert_int_equal(vmr_faults_drain(f, w, UINT64_MAX), 0);
 	vmt_writer_free(w);
 	close(fd);

@@ -83,8 +83,25 @@ static void opts(struct rp_options *o)
 	o->max_memory = 1ull << 30;
 }
 
-/* The start of every synthetic process: a binary, a heap, a stack. */
-static void start(struct tw *t)
+/* replay(), and check that the replay did not diverge. */
+static rp_trace *replay_clean(const char *path, const struct rp_options *o,
+			      struct rp_run_result *r)
+{
+	rp_trace *t = replay(path, o, r);
+	assert_int_equal(r->divergences, 0);
+	return t;
+}
+
+/* Free a replay's result and its loaded trace. */
+static void release(struct rp_run_result *r, rp_trace *tr)
+{
+	rp_run_result_free(r);
+	rp_trace_free(tr);
+}
+
+/* A new trace (tw_open) with the start of every synthetic process: a
+ * binary, a heap, a stack. */
+static void begin(struct tw *t)
 {
 	static const struct tw_map m[] = {
 		{0x555400000000ull, 0x555400002000ull, VMT_PROT_R, "/usr/bin/app"},
@@ -94,8 +111,17 @@ static void start(struct tw *t)
 		{0x7ffd00000000ull, 0x7ffd00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
 		{0x7ffd00030000ull, 0x7ffd00032000ull, VMT_PROT_R | VMT_PROT_X, "[vdso]"},
 	};
+	tw_open(t);
 	tw_proc(t, 0, N, 0, N);
 	tw_maps(t, 0, 0, m, sizeof(m) / sizeof(m[0]));
+}
+
+/* The end of a one-process trace: its main thread exits, the trace is
+ * closed. */
+static void finish(struct tw *t)
+{
+	tw_thread_exit(t, 0, 0);
+	tw_close(t);
 }
 
 static void test_every_op(void **state)
@@ -106,8 +132,7 @@ static void test_every_op(void **state)
 	unsigned char vec[8];
 	(void)vec;
 
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	/* mmap, touch, discard, split and merge by mprotect, punch. */
 	SC(&t, 0, MMAP, A, 0, 16 * P, RW, ANON, (uint64_t)-1, 0);
 	tw_touch(&t, 0, 0, A, 16, VMT_PAGE_WRITTEN);
@@ -148,8 +173,7 @@ static void test_every_op(void **state)
 	tw_close(&t);
 
 	opts(&o);
-	rp_trace *tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(r.touched_pages, 16);
 	assert_int_equal(r.ops[VMT_OP_MMAP].count, 3);
 	assert_int_equal(r.ops[VMT_OP_MUNMAP].count, 5);
@@ -164,8 +188,7 @@ static void test_every_op(void **state)
 	assert_int_equal(tr->nops, 26);
 	assert_true(r.minor_faults >= 16);
 	assert_true(r.wall_ns > 0);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 	tw_remove(&t);
 }
 
@@ -177,8 +200,7 @@ static void test_remap_and_fixed(void **state)
 	struct rp_options o;
 	struct rp_run_result r;
 
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
 	tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
 	SC(&t, 0, MREMAP, B, A, 4 * P, 8 * P, MREMAP_MAYMOVE, 0, 0);
@@ -207,26 +229,21 @@ static void test_remap_and_fixed(void **state)
 	SC(&t, 0, MUNMAP, 0, D + 16 * P, 2 * P, 0, 0, 0, 0);
 	/* Failing mremap of an unmapped range. */
 	SC(&t, 0, MREMAP, -EFAULT, A, P, 2 * P, MREMAP_MAYMOVE, 0, 0);
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	finish(&t);
 
 	opts(&o);
-	rp_trace *tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(r.touched_pages, 4 + 8 + 8 + 2 + 8 + 2);
 	assert_int_equal(r.ops[VMT_OP_MREMAP].count, 5);
 	assert_int_equal(r.ops[VMT_OP_MREMAP].errors, 1);
 	assert_int_equal(r.touch_faults, 0);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 
 	/* The same with the recorded addresses (free in this process). */
 	o.placement = RP_PLACE_EXACT;
-	tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(r.fallbacks, 0);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 	tw_remove(&t);
 }
 
@@ -237,8 +254,7 @@ static void test_brk_and_standins(void **state)
 	struct rp_options o;
 	struct rp_run_result r;
 
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	SC(&t, 0, BRK, (int64_t)(HEAP + 4 * P), 0, 0, 0, 0, 0, 0);
 	SC(&t, 0, BRK, (int64_t)(HEAP + 20 * P + 100), HEAP + 20 * P + 100, 0, 0, 0, 0, 0);
 	tw_touch(&t, 0, 0, HEAP, 21, VMT_PAGE_WRITTEN);
@@ -251,17 +267,14 @@ static void test_brk_and_standins(void **state)
 	tw_touch(&t, 0, 0, 0x555400000000ull, 2, VMT_PAGE_PRESENT);
 	SC(&t, 0, MADVISE, 0, 0x7ffd00000000ull, 0x21000, MADV_DONTNEED, 0, 0, 0);
 	SC(&t, 0, MADVISE, 0, 0x555400000000ull, 4 * P, MADV_WILLNEED, 0, 0, 0);
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	finish(&t);
 
 	opts(&o);
-	rp_trace *tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(r.ops[VMT_OP_BRK].count, 5);
 	assert_int_equal(r.touched_pages, 21 + 1 + 2);
 	assert_int_equal(r.touch_faults, 0);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 	tw_remove(&t);
 }
 
@@ -281,8 +294,7 @@ static void test_files(void **state)
 	struct stat st0;
 	fstat(fd, &st0);
 
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	tw_file(&t, 0, 0, path, (uint64_t)st0.st_ino, sizeof(buf), O_RDWR);
 	SC(&t, 0, MMAP, A, 0, 3 * P, RW, MAP_PRIVATE, 3, 0);
 	tw_touch(&t, 0, 0, A, 3, VMT_PAGE_WRITTEN);
@@ -298,28 +310,23 @@ static void test_files(void **state)
 	SC(&t, 0, MUNMAP, 0, A, 3 * P, 0, 0, 0, 0);
 	SC(&t, 0, MUNMAP, 0, B, 8 * P, 0, 0, 0, 0);
 	SC(&t, 0, MUNMAP, 0, C, P, 0, 0, 0, 0);
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	finish(&t);
 
 	opts(&o);
-	rp_trace *tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(r.touched_pages, 12);
 	assert_int_equal(r.touch_faults, 0);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 
 	o.files = RP_FILES_ORIGINAL;
-	tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	tr = replay_clean(t.path, &o, &r);
 	for (uint32_t i = 0; i < tr->nfiles; i++) {
 		if (!strcmp(tr->files[i].path, path))
 			assert_int_equal(tr->files[i].original, 1); /* same size, read-only */
 		else
 			assert_int_equal(tr->files[i].original, 0); /* missing */
 	}
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 
 	/* The real file is untouched. */
 	char back[sizeof(buf)];
@@ -344,8 +351,7 @@ static void test_shm(void **state)
 	struct rp_options o;
 	struct rp_run_result r;
 
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDWR);
 	SC(&t, 0, SHMAT, (int64_t)C, 7, 0, 0, 0, 0, 0);
 	tw_touch(&t, 0, 0, C, 4, VMT_PAGE_WRITTEN);
@@ -372,14 +378,12 @@ static void test_shm(void **state)
 	SC(&t, 0, SHMDT, 0, E, 0, 0, 0, 0, 0);
 	/* Detached: the range is free again. */
 	SC(&t, 0, MPROTECT, -ENOMEM, C, P, PROT_READ, 0, 0, 0);
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	finish(&t);
 
 	opts(&o);
 	for (int place = 0; place < 2; place++) {
 		o.placement = place ? RP_PLACE_EXACT : RP_PLACE_KERNEL;
-		rp_trace *tr = replay(t.path, &o, &r);
-		assert_int_equal(r.divergences, 0);
+		rp_trace *tr = replay_clean(t.path, &o, &r);
 		assert_int_equal(r.ops[VMT_OP_SHMAT].count, 3);
 		assert_int_equal(r.ops[VMT_OP_SHMDT].count, 3);
 		assert_int_equal(r.ops[VMT_OP_MPROTECT].count, 3);
@@ -391,8 +395,7 @@ static void test_shm(void **state)
 		for (uint32_t i = 0; i < tr->nfiles; i++)
 			segs += tr->files[i].shm;
 		assert_int_equal(segs, 1);
-		rp_run_result_free(&r);
-		rp_trace_free(tr);
+		release(&r, tr);
 	}
 	tw_remove(&t);
 }
@@ -401,8 +404,7 @@ static void test_shm(void **state)
  * the main thread unmaps at the end. */
 static void threads_trace(struct tw *t, int rounds)
 {
-	tw_open(t);
-	start(t);
+	begin(t);
 	SC(t, 0, MMAP, A, 0, 8 * P, RW, ANON, (uint64_t)-1, 0);
 	tw_thread(t, 0, 1, 0);
 	tw_thread(t, 0, 2, 0);
@@ -417,8 +419,7 @@ static void threads_trace(struct tw *t, int rounds)
 	tw_touch(t, 0, 0, A, 8, VMT_PAGE_READ);
 	SC(t, 0, MUNMAP, 0, A, 8 * P, 0, 0, 0, 0);
 	tw_thread_exit(t, 0, 2);
-	tw_thread_exit(t, 0, 0);
-	tw_close(t);
+	finish(t);
 }
 
 static void test_thread_orders(void **state)
@@ -431,8 +432,7 @@ static void test_thread_orders(void **state)
 	opts(&o);
 	/* resource: the halves are independent; the mprotect waits for
 	 * thread 1's end and thread 2's last madvise. */
-	rp_trace *tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(r.nthreads, 3);
 	assert_int_equal(r.touched_pages, 200 * 8 + 8);
 	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 400);
@@ -446,39 +446,32 @@ static void test_thread_orders(void **state)
 	for (uint32_t i = 0; i < tr->threads[1].nelem; i++)
 		for (uint32_t d = 0; d < tr->threads[1].elem[i].ndeps; d++)
 			assert_int_not_equal(tr->deps[tr->threads[1].elem[i].dep0 + d].thread, 2);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 
 	/* strict: every switch between threads is a wait. */
 	o.order = RP_ORDER_STRICT;
-	tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	tr = replay_clean(t.path, &o, &r);
 	uint64_t waits = 0;
 	for (uint32_t i = 0; i < r.nthreads; i++)
 		waits += r.threads[i].waits;
 	assert_true(tr->ndeps >= 400);
 	assert_true(waits > 0);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 
 	/* free: only the structural ops are ordered. */
 	o.order = RP_ORDER_FREE;
-	tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	tr = replay_clean(t.path, &o, &r);
 	for (uint32_t i = 0; i < tr->threads[1].nelem; i++)
 		assert_true(tr->threads[1].elem[i].ndeps <= 1);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 
 	/* --scale=2: two copies, each in its own regions. */
 	o.order = RP_ORDER_RESOURCE;
 	o.scale = 2;
-	tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(r.nthreads, 6);
 	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 800);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 	tw_remove(&t);
 }
 
@@ -488,8 +481,7 @@ static void test_thread_orders(void **state)
  * madvise of its range. */
 static void two_sleepers_trace(struct tw *t, int rounds)
 {
-	tw_open(t);
-	start(t);
+	begin(t);
 	SC(t, 0, MMAP, A, 0, 8 * P, RW, ANON, (uint64_t)-1, 0);
 	tw_thread(t, 0, 1, 0);
 	tw_thread(t, 0, 2, 0);
@@ -504,8 +496,7 @@ static void two_sleepers_trace(struct tw *t, int rounds)
 	tw_thread_exit(t, 0, 1);
 	tw_thread_exit(t, 0, 2);
 	SC(t, 0, MUNMAP, 0, A, 8 * P, 0, 0, 0, 0);
-	tw_thread_exit(t, 0, 0);
-	tw_close(t);
+	finish(t);
 }
 
 /* A thread that waits for an element far ahead in another thread's
@@ -529,26 +520,22 @@ static void test_no_lost_wakeups(void **state)
 	alarm(60);
 	for (int run = 0; run < 20; run++) {
 		o.order = run & 1 ? RP_ORDER_FREE : RP_ORDER_RESOURCE;
-		rp_trace *tr = replay(t.path, &o, &r);
-		assert_int_equal(r.divergences, 0);
+		rp_trace *tr = replay_clean(t.path, &o, &r);
 		assert_int_equal(r.ops[VMT_OP_MADVISE].count, 6000);
 		uint64_t wakes = 0;
 		for (uint32_t i = 0; i < r.nthreads; i++)
 			wakes += r.threads[i].wakes;
 		assert_true(wakes <= 4);
-		rp_run_result_free(&r);
-		rp_trace_free(tr);
+		release(&r, tr);
 	}
 	tw_remove(&t);
 
 	two_sleepers_trace(&t, 2000);
 	o.order = RP_ORDER_RESOURCE;
 	for (int run = 0; run < 5; run++) {
-		rp_trace *tr = replay(t.path, &o, &r);
-		assert_int_equal(r.divergences, 0);
+		rp_trace *tr = replay_clean(t.path, &o, &r);
 		assert_int_equal(r.ops[VMT_OP_MADVISE].count, 8000);
-		rp_run_result_free(&r);
-		rp_trace_free(tr);
+		release(&r, tr);
 	}
 	tw_remove(&t);
 	alarm(0);
@@ -585,15 +572,13 @@ static void test_op_clock(void **state)
 	struct tw t;
 	struct rp_options o;
 	struct rp_run_result r;
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	SC(&t, 0, MMAP, A, 0, P, RW, ANON, (uint64_t)-1, 0);
 	for (int i = 0; i < 10000; i++) {
 		SC(&t, 0, MPROTECT, 0, A, P, PROT_READ, 0, 0, 0);
 		SC(&t, 0, MPROTECT, 0, A, P, RW, 0, 0, 0);
 	}
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	finish(&t);
 	if (!rp_tsc_usable())
 		fprintf(stderr, "(the clocksource is not tsc: both runs time with CLOCK_MONOTONIC)\n");
 	opts(&o);
@@ -609,8 +594,7 @@ static void test_op_clock(void **state)
 		assert_true(ops <= busy);
 		assert_true(ops >= busy / 4);
 		assert_true(r.ops[VMT_OP_MPROTECT].p50_ns <= r.ops[VMT_OP_MPROTECT].max_ns);
-		rp_run_result_free(&r);
-		rp_trace_free(tr);
+		release(&r, tr);
 	}
 	tw_remove(&t);
 }
@@ -672,8 +656,7 @@ static void test_processes(void **state)
 		{0x7ffe00000000ull, 0x7ffe00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
 	};
 
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
 	tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
 	tw_proc(&t, 1, 0, 1, 0); /* fork */
@@ -695,8 +678,7 @@ static void test_processes(void **state)
 	tw_close(&t);
 
 	opts(&o);
-	rp_trace *tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(tr->nprocs, 2);
 	assert_int_equal(r.nthreads, 3);
 	int child_threads = 0;
@@ -705,14 +687,11 @@ static void test_processes(void **state)
 	assert_int_equal(child_threads, 2);
 	assert_int_equal(r.touched_pages, 4 + 2 + 4 + 1);
 	assert_int_equal(r.touch_faults, 0);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 
 	o.order = RP_ORDER_STRICT;
-	tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	tr = replay_clean(t.path, &o, &r);
+	release(&r, tr);
 	tw_remove(&t);
 }
 
@@ -723,13 +702,11 @@ static void test_divergences(void **state)
 	struct rp_options o;
 	struct rp_run_result r;
 
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	for (int i = 0; i < 12; i++) /* "failed" there, works here */
 		SC(&t, 0, MMAP, -ENOMEM, 0, P, RW, ANON, (uint64_t)-1, 0);
 	SC(&t, 0, MADVISE, 0, A, P, MADV_DONTNEED, 0, 0, 0); /* nothing mapped */
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	finish(&t);
 
 	opts(&o);
 	expect_divergences = 1;
@@ -743,8 +720,7 @@ static void test_divergences(void **state)
 	assert_non_null(strstr(r.div[0].text, "ENOMEM"));
 	assert_true(r.div[0].replayed > 0);
 	assert_true(r.div[0].event < r.div[1].event);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 	tw_remove(&t);
 }
 
@@ -755,25 +731,21 @@ static void test_fault_touches(void **state)
 	struct rp_options o;
 	struct rp_run_result r;
 
-	tw_open(&t);
-	start(&t);
+	begin(&t);
 	SC(&t, 0, MMAP, A, 0, 64 * P, RW, ANON, (uint64_t)-1, 0);
 	for (int i = 0; i < 64; i++)
 		tw_fault(&t, 0, 0, A + i * P + 8, VMT_FAULT_READ);
 	for (int i = 0; i < 64; i++)
 		tw_fault(&t, 0, 0, A + i * P + 16, VMT_FAULT_WRITE);
 	SC(&t, 0, MUNMAP, 0, A, 64 * P, 0, 0, 0, 0);
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	finish(&t);
 
 	opts(&o);
-	rp_trace *tr = replay(t.path, &o, &r);
-	assert_int_equal(r.divergences, 0);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
 	assert_int_equal(r.touched_pages, 128);
 	/* Read faults map the zero page, writes then copy: 2 per page. */
 	assert_true(r.rusage_minor >= 128);
-	rp_run_result_free(&r);
-	rp_trace_free(tr);
+	release(&r, tr);
 	tw_remove(&t);
 }
 

@@ -241,22 +241,35 @@ static void pnf_open(struct tb *b, uint64_t len, uint64_t enable)
 	MPROTECT(b, 1, R1, enable, RW);
 }
 
-/* A reservation, two cycles of enable / touch / free, then munmap: the
- * first enable stays, each free becomes madvise, the second enable goes. */
+/* The stream's lines for thread 1's reservation of len bytes at R1 and
+ * its enable of the first `enable` of them (what pnf_open writes); len
+ * and enable in decimal. */
+#define PNF_HEAD(len, enable)                                                               \
+	"t1 mmap(NULL, " #len ", PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n" \
+	"t1 mprotect(0x100000, " #enable ", PROT_READ|PROT_WRITE) = 0\n"
+
+/* A one-page reservation and two cycles of touch / free, the page
+ * enabled again between them, then munmap. */
+static void pnf_two_cycles(struct tb *b)
+{
+	pnf_open(b, PAGE, PAGE);
+	touch(b, 1, R1, 1);
+	FREE_RANGE(b, 1, R1, PAGE);
+	MPROTECT(b, 1, R1, PAGE, RW);
+	touch(b, 1, R1, 1);
+	FREE_RANGE(b, 1, R1, PAGE);
+	MUNMAP(b, 1, R1, PAGE);
+}
+
+/* Two cycles of enable / touch / free: the first enable stays, each free
+ * becomes madvise, the second enable goes. */
 static void test_pnf_basic(void **state)
 {
 	struct tb b;
-	pnf_open(&b, PAGE, PAGE);
-	touch(&b, 1, R1, 1);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	MPROTECT(&b, 1, R1, PAGE, RW);
-	touch(&b, 1, R1, 1);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	MUNMAP(&b, 1, R1, PAGE);
+	pnf_two_cycles(&b);
 	struct result r = run(&b, NULL); /* NULL: the default rule */
 	expect_text(r.text,
-		    "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-		    "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
+		    PNF_HEAD(4096, 4096)
 		    "t1 touch(0x100000, 1 page: 1 written, before op)\n"
 		    "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 (rewritten)\n"
 		    "t1 touch(0x100000, 1 page: 1 written, before op)\n"
@@ -316,9 +329,6 @@ static void test_pnf_threads_multipage(void **state)
 	      6);
 }
 
-#define PNF_UNCHANGED_HEAD                                                                  \
-	"t1 mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-
 /* The range changes protection between enable and free: not the pattern
  * (the free releases a read-only range). */
 static void test_pnf_not_prot_changed_before_free(void **state)
@@ -330,8 +340,7 @@ static void test_pnf_not_prot_changed_before_free(void **state)
 	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
 	MUNMAP(&b, 1, R1, 2 * PAGE);
 	check(&b, "prot-none-free",
-	      PNF_UNCHANGED_HEAD
-	      "t1 mprotect(0x100000, 8192, PROT_READ|PROT_WRITE) = 0\n"
+	      PNF_HEAD(8192, 8192)
 	      "t1 mprotect(0x100000, 8192, PROT_READ) = 0\n"
 	      "t1 mmap(0x100000, 8192, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 mprotect(0x100000, 8192, PROT_READ|PROT_WRITE) = 0\n"
@@ -350,8 +359,7 @@ static void test_pnf_not_prot_changed_after_free(void **state)
 	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
 	MUNMAP(&b, 1, R1, 2 * PAGE);
 	check(&b, "prot-none-free",
-	      PNF_UNCHANGED_HEAD
-	      "t1 mprotect(0x100000, 8192, PROT_READ|PROT_WRITE) = 0\n"
+	      PNF_HEAD(8192, 8192)
 	      "t1 mmap(0x100000, 8192, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 mprotect(0x100000, 8192, PROT_READ) = 0\n"
 	      "t1 mprotect(0x100000, 8192, PROT_READ|PROT_WRITE) = 0\n"
@@ -372,8 +380,7 @@ static void test_pnf_not_partial(void **state)
 	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
 	MUNMAP(&b, 1, R1, 4 * PAGE);
 	check(&b, "prot-none-free",
-	      "t1 mmap(NULL, 16384, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-	      "t1 mprotect(0x100000, 8192, PROT_READ|PROT_WRITE) = 0\n"
+	      PNF_HEAD(16384, 8192)
 	      "t1 mmap(0x100000, 4096, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
 	      "t1 mprotect(0x100000, 8192, PROT_READ|PROT_WRITE) = 0\n"
@@ -393,8 +400,7 @@ static void test_pnf_not_file(void **state)
 	MPROTECT(&b, 1, R1, PAGE, RW);
 	MUNMAP(&b, 1, R1, PAGE);
 	check(&b, "prot-none-free",
-	      "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-	      "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
+	      PNF_HEAD(4096, 4096)
 	      "t1 map_file(\"/data/f\", dev=8:1, ino=42, size=1048576, flags=O_RDONLY)\n"
 	      "t1 mmap(0x100000, 4096, PROT_NONE, MAP_PRIVATE|MAP_FIXED, 3, 0) = 0x100000\n"
 	      "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
@@ -432,8 +438,7 @@ static void test_pnf_not_never_reenabled(void **state)
 	pnf_open(&b, PAGE, PAGE);
 	FREE_RANGE(&b, 1, R1, PAGE);
 	check(&b, "prot-none-free",
-	      "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-	      "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
+	      PNF_HEAD(4096, 4096)
 	      "t1 mmap(0x100000, 4096, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n",
 	      0);
 }
@@ -450,8 +455,7 @@ static void test_pnf_not_other_thread_or_partial_unmap(void **state)
 	FREE_RANGE(&b, 2, R1, 2 * PAGE);
 	MUNMAP(&b, 2, R1, PAGE);
 	check(&b, "prot-none-free",
-	      PNF_UNCHANGED_HEAD
-	      "t1 mprotect(0x100000, 8192, PROT_READ|PROT_WRITE) = 0\n"
+	      PNF_HEAD(8192, 8192)
 	      "t1 mmap(0x100000, 8192, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t2 mprotect(0x100000, 8192, PROT_READ|PROT_WRITE) = 0\n"
 	      "t2 mmap(0x100000, 8192, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
@@ -481,8 +485,7 @@ static void test_pnf_not_locked_or_touched(void **state)
 	MUNMAP(&b, 2, R2, PAGE);
 	check(&b, "prot-none-free",
 	      "t0 mlockall(MCL_CURRENT|MCL_FUTURE) = 0\n"
-	      "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-	      "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
+	      PNF_HEAD(4096, 4096)
 	      "t1 mmap(0x100000, 4096, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
 	      "t1 munmap(0x100000, 4096) = 0\n"
@@ -519,8 +522,7 @@ static void test_pnf_held_copies_and_procs(void **state)
 	scp(&b, 1, 3, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0, 0, 0);
 	MUNMAP(&b, 1, R1, PAGE);
 	check(&b, "prot-none-free",
-	      "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-	      "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
+	      PNF_HEAD(4096, 4096)
 	      "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 (rewritten)\n"
 	      "t2 map_file(\"/lib/a-rather-long-library-name.so\", dev=8:1, ino=42, size=1048576, flags=O_RDONLY)\n"
 	      "t2 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3, 0) = 0x300000\n"
@@ -690,17 +692,10 @@ static void test_populate(void **state)
 static void test_compose(void **state)
 {
 	struct tb b;
-	pnf_open(&b, PAGE, PAGE);
-	touch(&b, 1, R1, 1);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	MPROTECT(&b, 1, R1, PAGE, RW);
-	touch(&b, 1, R1, 1);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	MUNMAP(&b, 1, R1, PAGE);
+	pnf_two_cycles(&b);
 	struct result r = run(&b, "prot-none-free,dontneed-to-free");
 	expect_text(r.text,
-		    "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
-		    "t1 mprotect(0x100000, 4096, PROT_READ|PROT_WRITE) = 0\n"
+		    PNF_HEAD(4096, 4096)
 		    "t1 touch(0x100000, 1 page: 1 written, before op)\n"
 		    "t1 madvise(0x100000, 4096, MADV_FREE) = 0 (rewritten)\n"
 		    "t1 touch(0x100000, 1 page: 1 written, before op)\n"

@@ -26,6 +26,7 @@
 
 #include "ehframe.h"
 #include "elfsym.h"
+#include "rptw.h"
 #include "stacks.h"
 #include "tgen.h"
 #include "u64map.h"
@@ -185,18 +186,6 @@ static int frame_named(const struct rtrace *t, uint32_t id, const char *fn,
 	return -1;
 }
 
-static vmt_writer *new_writer(int *fd)
-{
-	struct vmt_header h;
-	int err;
-	vmt_header_from_host(&h);
-	*fd = tg_memfd("stacks");
-	vmt_writer *w = vmt_writer_create(*fd, &h, NULL, &err);
-	if (!w)
-		fail_msg("writer: %s", vmt_strerror(err));
-	return w;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -218,7 +207,8 @@ static void test_capture_intern_symbolize(void **state)
 	struct vmr_stacks *s8 = vmr_stacks_new(8, &err);
 	assert_non_null(s);
 	assert_non_null(s8);
-	vmt_writer *w = new_writer(&fd), *w8 = new_writer(&fd8);
+	vmt_writer *w = tw_memfd_writer("stacks", &fd);
+	vmt_writer *w8 = tw_memfd_writer("stacks", &fd8);
 
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -348,7 +338,7 @@ static void test_exec_invalidate(void **state)
 {
 	int err, fd, st;
 	struct vmr_stacks *s = vmr_stacks_new(64, &err);
-	vmt_writer *w = new_writer(&fd);
+	vmt_writer *w = tw_memfd_writer("stacks", &fd);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
@@ -396,7 +386,7 @@ static void test_capture_failure_is_not_error(void **state)
 {
 	int err, fd;
 	struct vmr_stacks *s = vmr_stacks_new(32, &err);
-	vmt_writer *w = new_writer(&fd);
+	vmt_writer *w = tw_memfd_writer("stacks", &fd);
 	uint32_t id = 0;
 	assert_int_equal(vmr_stacks_capture(s, w, getpid(), 0, 0, 1, &id), 0);
 	assert_int_equal(id, VMT_NONE);

@@ -122,9 +122,7 @@ static void touch(void *p, size_t len, size_t page)
 static void parse_args(int argc, char **argv, int *log)
 {
 	static const struct option longopts[] = {
-		{ "log", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LOG_HELP_LONGOPTS,
 	};
 	int c;
 
@@ -252,9 +250,5 @@ int main(int argc, char **argv)
 	sum.procs = 1;
 	snprintf(extra, sizeof extra, " failed=%s", failed[0] ? failed : "-");
 	summary_print(stdout, "", &sum, extra);
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: write error on stdout\n", prog);
-		return 1;
-	}
-	return 0;
+	return stdout_write_error();
 }

@@ -184,10 +184,8 @@ static void parse_args(int argc, char **argv)
 		{ "exit", required_argument, NULL, 'x' },
 		{ "signal", required_argument, NULL, 's' },
 		{ "sleep-ms", required_argument, NULL, 'S' },
-		{ "log", no_argument, NULL, 'l' },
 		{ "exec-child", required_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LOG_HELP_LONGOPTS,
 	};
 	int c;
 
@@ -370,10 +368,8 @@ int main(int argc, char **argv)
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
 	}
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: write error on stdout\n", prog);
+	if (stdout_write_error())
 		return 1;
-	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "%s: the child failed (wait status 0x%x)\n", prog, status);
 		return 1;

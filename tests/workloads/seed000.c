@@ -142,9 +142,7 @@ static void parse_args(int argc, char **argv)
 		{ "iterations", required_argument, NULL, 'k' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "pages", required_argument, NULL, 'p' },
-		{ "log", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LOG_HELP_LONGOPTS,
 	};
 	int c;
 
@@ -271,9 +269,5 @@ int main(int argc, char **argv)
 	snprintf(extra, sizeof extra, " mode=%s iterations=%lu pages=%lu",
 		 opt.mode == MODE_OLD ? "old" : "new", opt.iterations, opt.pages);
 	summary_print(stdout, "", &sum, extra);
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: write error on stdout\n", prog);
-		return 1;
-	}
-	return 0;
+	return stdout_write_error();
 }

@@ -91,9 +91,7 @@ static void parse_args(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "loops", required_argument, NULL, 'L' },
 		{ "advice", required_argument, NULL, 'a' },
-		{ "log", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LOG_HELP_LONGOPTS,
 	};
 	int c;
 
@@ -287,9 +285,7 @@ int main(int argc, char **argv)
 	snprintf(extra, sizeof extra, " advice=%s size_mib=%lu loops=%lu",
 		 advice_name(opt.advice), opt.size_mib, opt.loops);
 	summary_print(stdout, "", &sum, extra);
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: write error on stdout\n", prog);
+	if (stdout_write_error())
 		return 1;
-	}
 	return failed;
 }

@@ -98,9 +98,7 @@ static void parse_args(int argc, char **argv)
 		{ "kind", required_argument, NULL, 'k' },
 		{ "touch", required_argument, NULL, 't' },
 		{ "file", required_argument, NULL, 'f' },
-		{ "log", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LOG_HELP_LONGOPTS,
 	};
 	int c;
 
@@ -245,9 +243,7 @@ int main(int argc, char **argv)
 		 ns_between(&t0.ts, &t1.ts), ns_between(&t1.ts, &t2.ts),
 		 ns_between(&t3.ts, &t4.ts));
 	summary_print(stdout, "", &sum, extra);
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: write error on stdout\n", prog);
+	if (stdout_write_error())
 		return 1;
-	}
 	return mapped < opt.count;
 }

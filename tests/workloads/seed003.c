@@ -101,9 +101,7 @@ static void parse_args(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "file", required_argument, NULL, 'f' },
 		{ "cold", no_argument, NULL, 'c' },
-		{ "log", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LOG_HELP_LONGOPTS,
 	};
 	int c;
 
@@ -314,9 +312,5 @@ int main(int argc, char **argv)
 		 mode_names[opt.mode], opt.size_mib, opt.accesses, ns_between(&t0.ts, &t1.ts),
 		 ns_between(&t1.ts, &t2.ts), ns_between(&t2.ts, &t3.ts), vmlck);
 	summary_print(stdout, "", &sum, extra);
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: write error on stdout\n", prog);
-		return 1;
-	}
-	return 0;
+	return stdout_write_error();
 }

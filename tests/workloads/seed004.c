@@ -66,9 +66,7 @@ static void parse_args(int argc, char **argv)
 		{ "pages", required_argument, NULL, 'n' },
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "write-only", no_argument, NULL, 'w' },
-		{ "log", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LOG_HELP_LONGOPTS,
 	};
 	int c;
 
@@ -138,9 +136,5 @@ int main(int argc, char **argv)
 		 " pages=%lu rounds=%lu",
 		 rd.minflt, wr.minflt, read_ns, write_ns, opt.pages, opt.rounds);
 	summary_print(stdout, "", &sum, extra);
-	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: write error on stdout\n", prog);
-		return 1;
-	}
-	return 0;
+	return stdout_write_error();
 }

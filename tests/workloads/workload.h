@@ -245,6 +245,14 @@ static UNUSED unsigned long parse_num(const char *opt, const char *s, unsigned l
 	return v;
 }
 
+/* The last entries of every workload's longopts[]: --log (val 'l', the
+ * program's own case) and --help (val 'h', handled by next_opt), then the
+ * terminator. */
+#define LOG_HELP_LONGOPTS \
+	{ "log", no_argument, NULL, 'l' }, \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ NULL, 0, NULL, 0 }
+
 /* getopt_long for programs that take long options only and no operands:
  * the next option's val, or -1 after the last.  --help prints `usage` and
  * exits 0; an unknown option (getopt_long said what is wrong) or an
@@ -265,6 +273,17 @@ static UNUSED int next_opt(int argc, char **argv, const struct option *longopts,
 			usage_error("unexpected argument '%s'", argv[optind]);
 	}
 	return c;
+}
+
+/* Flush stdout at the end of main: 0, or 1 after saying on stderr that
+ * writing it failed (main then returns 1). */
+static UNUSED int stdout_write_error(void)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: write error on stdout\n", prog);
+		return 1;
+	}
+	return 0;
 }
 
 /* A file this program created, removed at exit even after die(); clear
