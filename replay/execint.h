@@ -10,9 +10,11 @@
 #ifndef VMREPLAY_EXECINT_H
 #define VMREPLAY_EXECINT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 #include "model.h"
 
 /* Completion counter of one replay thread: elements done, the lowest
@@ -98,6 +100,16 @@ struct rp_rt {
 	pid_t run_pgid;	   /* the run's process group (0: none of its own) */
 };
 
+/* ops.c: system call numbers by op (shmdt: munmap of its stand-in), and
+ * the replayed calls other than the loop's one-piece range op. */
+extern const long rp_sysnr[VMT_OP__COUNT];
+long rp_range_op(struct rp_wctx *w, const struct rp_elem *e);
+long rp_mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1);
+long rp_mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1);
+long rp_brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1);
+/* Forget the regions of e's pieces (a divergent munmap/mremap). */
+void rp_poison(struct rp_wctx *w, const struct rp_elem *e);
+
 /* worker.c: the body of the run process; never returns. */
 void rp_child_main(struct rp_rt *rt) __attribute__((noreturn));
 
@@ -106,6 +118,10 @@ int rt_open_files(struct rp_rt *rt);
 int rt_setup_plan(struct rp_rt *rt, uint32_t copy, uint32_t plan);
 uint64_t rt_reserve(struct rp_rt *rt, uint64_t rec_start, uint64_t size, uint32_t copy, int *fallback);
 uint64_t rt_count_vmas(void);
+/* The message for a replay process's wait status; async-signal-safe. */
+void rt_status_msg(char *buf, size_t size, int st);
+/* SIGCHLD watch: a replay process killed or failed ends the run. */
+void rt_watch_children(struct rp_rt *rt);
 void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 3, 4)));
 
@@ -142,6 +158,32 @@ static inline uint64_t rp_ticks(int tsc)
 	(void)tsc;
 #endif
 	return rp_now();
+}
+
+/* A system call, returning -errno on failure.  On x86-64 the instruction
+ * itself: the replayed call is the only thing between the two clock
+ * reads, without libc's variadic wrapper and errno round trip. */
+static inline long sc6(long nr, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f)
+{
+#if defined(__x86_64__)
+	register uint64_t r10 __asm__("r10") = d;
+	register uint64_t r8 __asm__("r8") = e;
+	register uint64_t r9 __asm__("r9") = f;
+	long r;
+	__asm__ __volatile__("syscall"
+			     : "=a"(r)
+			     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			     : "rcx", "r11", "memory");
+	return r;
+#else
+	long r = syscall(nr, a, b, c, d, e, f);
+	return r == -1 ? -errno : r;
+#endif
+}
+
+static inline int failed(long r)
+{
+	return vmt_is_errno(r);
 }
 
 #endif

@@ -48,6 +48,7 @@ enum rp_how {
 #define RF_UNMAP 0x40u	   /* RX_RANGE: unmaps its range (munmap; shmdt replays as one) */
 #define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
+#define RF_POST 0x200u	   /* another thread waits for this element: post it */
 
 /* One translated piece of a recorded range.  region RP_VOID: a recorded
  * range with no mapping; executed on the never-mapped void range at the
@@ -154,9 +155,8 @@ struct rp_thread {
 	uint32_t pad;
 	struct rp_elem *elem;
 	uint64_t mincore_max; /* largest mincore vector it needs (bytes) */
-	uint8_t watched; /* some other thread waits for it */
 	uint8_t ended;	 /* (load time) */
-	uint8_t pad3[6];
+	uint8_t pad3[7];
 };
 
 struct rp_proc {

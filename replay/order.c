@@ -49,7 +49,7 @@ static int note_dep(struct loader *L, uint32_t self, uint32_t u, uint32_t seq)
 	t->deps[t->ndeps].thread = u;
 	t->deps[t->ndeps].seq = seq;
 	t->ndeps++;
-	t->threads[u].watched = 1;
+	t->threads[u].elem[seq - 1].flags |= RF_POST;
 	return 0;
 }
 

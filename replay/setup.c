@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "execint.h"
 
@@ -39,6 +40,66 @@ void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
 	if (rt->run_pgid > 0)
 		kill(-rt->run_pgid, SIGKILL);
 	_exit(3);
+}
+
+/* "a replay process was killed by signal N" / "... failed (status N)" for a
+ * wait status, without stdio (a signal handler writes it too). */
+void rt_status_msg(char *buf, size_t size, int st)
+{
+	const char *head = WIFSIGNALED(st) ? "a replay process was killed by signal "
+					   : "a replay process failed (status ";
+	unsigned v = WIFSIGNALED(st) ? (unsigned)WTERMSIG(st) : (unsigned)WEXITSTATUS(st);
+	char num[12];
+	int n = 0;
+	do
+		num[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < (int)sizeof(num));
+	size_t k = 0;
+	for (; *head && k + 1 < size; head++)
+		buf[k++] = *head;
+	while (n && k + 1 < size)
+		buf[k++] = num[--n];
+	if (!WIFSIGNALED(st) && k + 1 < size)
+		buf[k++] = ')';
+	if (size)
+		buf[k] = 0;
+}
+
+/* A replay process that ended other than by finishing its streams ends
+ * the run, as rt_fatal does: the others may be waiting for its threads'
+ * progress.  (One that called rt_fatal has recorded its message and
+ * killed the run already.) */
+static struct rp_rt *watch_rt;
+
+static void on_child(int sig)
+{
+	int saved = errno, st, zero = 0;
+	pid_t pid;
+	(void)sig;
+	while ((pid = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			continue;
+		if (__atomic_compare_exchange_n(&watch_rt->sh->error, &zero, -EIO, 0, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			rt_status_msg(watch_rt->sh->msg, sizeof(watch_rt->sh->msg), st);
+		if (watch_rt->run_pgid > 0)
+			kill(-watch_rt->run_pgid, SIGKILL);
+		_exit(3);
+	}
+	errno = saved;
+}
+
+/* Every replay process (forks inherit it) reaps its children as they end
+ * and ends the run when one was killed or failed. */
+void rt_watch_children(struct rp_rt *rt)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sigemptyset(&sa.sa_mask);
+	watch_rt = rt;
+	sigaction(SIGCHLD, &sa, NULL);
 }
 
 /* Read the scratch files once, so that their pages are in the page cache

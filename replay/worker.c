@@ -6,8 +6,8 @@
  * element, waits only when the load computed a dependency, touches pages,
  * and times the replayed syscall(s) with two reads of the op clock
  * (rp_ticks(): the TSC where usable).  No locks,
- * no allocation, no other syscalls.  Threads post their progress to a
- * counter only when some other thread may wait for it.
+ * no allocation, no other syscalls.  A thread posts its progress to its
+ * counter only after the elements some other thread waits for (RF_POST).
  */
 #include <errno.h>
 #include <limits.h>
@@ -24,60 +24,27 @@
 #include <unistd.h>
 #include "execint.h"
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
-#ifndef SYS_mseal
-#define SYS_mseal 462
-#endif
-
-static const long sysnr[VMT_OP__COUNT] = {
-	[VMT_OP_MMAP] = SYS_mmap,
-	[VMT_OP_MUNMAP] = SYS_munmap,
-	[VMT_OP_MPROTECT] = SYS_mprotect,
-	[VMT_OP_PKEY_MPROTECT] = SYS_pkey_mprotect,
-	[VMT_OP_MADVISE] = SYS_madvise,
-	[VMT_OP_MLOCK] = SYS_mlock,
-	[VMT_OP_MLOCK2] = SYS_mlock2,
-	[VMT_OP_MUNLOCK] = SYS_munlock,
-	[VMT_OP_MLOCKALL] = SYS_mlockall,
-	[VMT_OP_MUNLOCKALL] = SYS_munlockall,
-	[VMT_OP_MREMAP] = SYS_mremap,
-	[VMT_OP_BRK] = SYS_brk,
-	[VMT_OP_MSYNC] = SYS_msync,
-	[VMT_OP_MINCORE] = SYS_mincore,
-	[VMT_OP_REMAP_FILE_PAGES] = SYS_remap_file_pages,
-	[VMT_OP_MSEAL] = SYS_mseal,
-	/* shmat is replayed by mmap_op(); shmdt as the munmap of the
-	 * segment's stand-in (sim.c). */
-	[VMT_OP_SHMDT] = SYS_munmap,
+/* What the loop reads for every element, gathered once per stream into
+ * the replay thread's own frame.  After each replayed call and each fault
+ * the kernel has pushed the loop's data out of this CPU's caches and TLB,
+ * and every further line or page the loop reads costs a miss there:
+ * cpu-clock profiles of the 1-thread seed-000 replay put the replay's
+ * hottest user code on the loads of w->rt and rt->tsc between the syscall
+ * and the second clock read (that wait was also counted as the op's
+ * latency).  So per element the loop reads its stack (this struct), the
+ * element, piece and touch arrays (sequential), the region bases and the
+ * op's histogram; the clock kind is a constant of the loop (run_stream),
+ * and the counters it bumps are written back at the end of the stream. */
+struct rp_hot {
+	const struct rp_piece *pieces;
+	const struct rp_touch *touches;
+	const uint64_t *base; /* w->base */
+	struct rp_hist *hist; /* w->hist */
+	uint64_t page;
+	uint64_t syscalls, touched;
+	long nr[VMT_OP__COUNT]; /* rp_sysnr */
+	uint8_t hidx[VMT_OP__COUNT];
 };
-
-/* A system call, returning -errno on failure.  On x86-64 the instruction
- * itself: the replayed call is the only thing between the two clock
- * reads, without libc's variadic wrapper and errno round trip. */
-static inline long sc6(long nr, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f)
-{
-#if defined(__x86_64__)
-	register uint64_t r10 __asm__("r10") = d;
-	register uint64_t r8 __asm__("r8") = e;
-	register uint64_t r9 __asm__("r9") = f;
-	long r;
-	__asm__ __volatile__("syscall"
-			     : "=a"(r)
-			     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			     : "rcx", "r11", "memory");
-	return r;
-#else
-	long r = syscall(nr, a, b, c, d, e, f);
-	return r == -1 ? -errno : r;
-#endif
-}
-
-static inline int failed(long r)
-{
-	return vmt_is_errno(r);
-}
 
 /* ---- touches, guarded -------------------------------------------------- */
 
@@ -105,11 +72,11 @@ static void install_guard(void)
 	sigaction(SIGBUS, &sa, NULL);
 }
 
-static void do_touches(struct rp_wctx *w, const struct rp_elem *e)
+static void do_touches(struct rp_wctx *w, struct rp_hot *h, const struct rp_elem *e)
 {
-	const struct rp_touch *tc = &w->rt->t->touches[e->touch0];
-	const uint64_t *base = w->base;
-	uint64_t ps = w->rt->page;
+	const struct rp_touch *tc = &h->touches[e->touch0];
+	const uint64_t *base = h->base;
+	uint64_t ps = h->page;
 	sigjmp_buf jb;
 
 	if (sigsetjmp(jb, 0)) {
@@ -129,7 +96,7 @@ static void do_touches(struct rp_wctx *w, const struct rp_elem *e)
 		else
 			for (uint32_t k = 0; k < n; k++)
 				(void)p[(uint64_t)k * ps];
-		w->out->touched += n;
+		h->touched += n;
 	}
 	tls_jb = NULL;
 }
@@ -224,204 +191,6 @@ static void pace(struct rp_wctx *w, uint64_t ts)
 		cpu_relax();
 }
 
-/* ---- ops --------------------------------------------------------------- */
-
-/* Replay address of a piece; the void (bottom of the address space,
- * never mapped) for a piece without a live replay region, with the
- * length clamped so the call can only ever cover the void. */
-static inline uint64_t piece_addr(const struct rp_wctx *w, const struct rp_piece *p, uint64_t *len,
-				  int *is_void)
-{
-	if (p->region != RP_VOID) {
-		uint64_t b = w->base[p->region];
-		if (b) {
-			*is_void = 0;
-			return b + p->off;
-		}
-	}
-	uint64_t a = p->off & (w->rt->page - 1);
-	uint64_t room = w->rt->void_len > a ? w->rt->void_len - a : 0;
-	if (*len > room)
-		*len = room;
-	*is_void = 1;
-	return a;
-}
-
-static long range_op(struct rp_wctx *w, const struct rp_elem *e)
-{
-	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
-	long nr = sysnr[e->op], r = 0;
-	uint64_t a2 = e->op == VMT_OP_MINCORE ? (uint64_t)w->mincore : e->args[2];
-	for (uint32_t i = 0; i < e->npieces; i++) {
-		uint64_t len = (e->flags & RF_RAW_LEN) ? e->args[1] : pc[i].len;
-		int is_void;
-		uint64_t addr = piece_addr(w, &pc[i], &len, &is_void);
-		long x;
-		if (is_void && !w->rt->void_len) /* no void on this machine */
-			x = (e->flags & RF_UNMAP) ? 0 : -ENOMEM;
-		else
-			x = sc6(nr, addr, len, a2, e->args[3], e->args[4], e->args[5]);
-		if (x < 0 && !r) {
-			r = x;
-			if (e->flags & RF_STOP_ERR)
-				break;
-		}
-	}
-	return r;
-}
-
-/* Unmap the mapped pieces of e (what a new region replaces). */
-static void unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
-{
-	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
-	for (uint32_t i = 0; i < e->npieces; i++) {
-		uint64_t b = pc[i].region != RP_VOID ? w->base[pc[i].region] : 0;
-		if (b)
-			sc6(SYS_munmap, b + pc[i].off, pc[i].len, 0, 0, 0, 0);
-	}
-}
-
-/* Forget the regions of e's pieces (a divergent munmap/mremap left them
- * in an unknown state: later ops on them go to the void). */
-static void poison(struct rp_wctx *w, const struct rp_elem *e)
-{
-	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
-	for (uint32_t i = 0; i < e->npieces; i++)
-		if (pc[i].region != RP_VOID)
-			w->base[pc[i].region] = 0;
-}
-
-static int mmap_fd(struct rp_wctx *w, const struct rp_elem *e, uint64_t *flags)
-{
-	if (!(e->flags & RF_FILE)) {
-		*flags |= MAP_ANONYMOUS;
-		return -1;
-	}
-	const struct rp_rt *rt = w->rt;
-	/* Only scratch files have a writable handle: an original file (or one
-	 * that fell back to scratch) is chosen by which handles exist. */
-	if (!(e->flags & RF_FILE_RW) || rt->fd_rw[e->arg] < 0)
-		return rt->fd_rd[e->arg];
-	return rt->fd_rw[e->arg];
-}
-
-static long mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
-{
-	const struct rp_rt *rt = w->rt;
-	uint64_t len = e->args[1], prot = e->args[2], flags = e->args[3], off = e->args[5];
-	uint64_t hint = e->args[0];
-	int fd = mmap_fd(w, e, &flags);
-	long r;
-
-	if (e->flags & RF_NEWREG) {
-		const struct rp_region *rg = &rt->t->regions[e->region];
-		flags &= ~(uint64_t)(MAP_FIXED | MAP_FIXED_NOREPLACE);
-		*t0 = rp_ticks(w->rt->tsc);
-		unmap_pieces(w, e);
-		if (rt->opt.placement == RP_PLACE_EXACT) {
-			r = -EEXIST;
-			if (w->copy == 0 && rg->rec_start >= rt->void_len)
-				r = sc6(SYS_mmap, rg->rec_start, len, prot, flags | MAP_FIXED_NOREPLACE,
-					(uint64_t)fd, off);
-			if (!failed(r) && (uint64_t)r != rg->rec_start) {
-				sc6(SYS_munmap, (uint64_t)r, len, 0, 0, 0, 0);
-				r = -EEXIST;
-			}
-			if (failed(r)) {
-				w->out->fallbacks++;
-				r = sc6(SYS_mmap, hint, len, prot, flags, (uint64_t)fd, off);
-			}
-		} else {
-			r = sc6(SYS_mmap, hint, len, prot, flags, (uint64_t)fd, off);
-		}
-		*t1 = rp_ticks(w->rt->tsc);
-		if (!failed(r))
-			w->base[e->region] = (uint64_t)r;
-		return r;
-	}
-	if ((e->flags & RF_FIXED_IN) && w->base[e->region2]) {
-		*t0 = rp_ticks(w->rt->tsc);
-		r = sc6(SYS_mmap, w->base[e->region2] + e->off2, len, prot, flags, (uint64_t)fd, off);
-		*t1 = rp_ticks(w->rt->tsc);
-		return r;
-	}
-	/* Recorded failure: try it where the replay owns nothing. */
-	flags &= ~(uint64_t)(MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_POPULATE | MAP_LOCKED);
-	*t0 = rp_ticks(w->rt->tsc);
-	r = sc6(SYS_mmap, hint, len, prot, flags, (uint64_t)fd, off);
-	*t1 = rp_ticks(w->rt->tsc);
-	if (!failed(r))
-		sc6(SYS_munmap, (uint64_t)r, len, 0, 0, 0, 0);
-	return r;
-}
-
-static long mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
-{
-	const struct rp_rt *rt = w->rt;
-	const struct rp_piece *pc = &rt->t->pieces[e->piece0];
-	uint64_t olen = e->args[1], nlen = e->args[2], flags = e->args[3], naddr = 0;
-	uint64_t l0 = olen, reserved = 0;
-	int is_void;
-	uint64_t old = piece_addr(w, pc, &l0, &is_void);
-	long r;
-	int fb = 0;
-
-	if (flags & MREMAP_FIXED) {
-		if ((e->flags & RF_FIXED_IN) && w->base[e->region2]) {
-			naddr = w->base[e->region2] + e->off2;
-		} else {
-			reserved = rt_reserve(w->rt, e->args[4], nlen ? nlen : rt->page, w->copy, &fb);
-			naddr = reserved;
-		}
-	} else if ((e->flags & RF_NEWREG) && rt->opt.placement == RP_PLACE_EXACT &&
-		   (flags & MREMAP_MAYMOVE) && (uint64_t)e->result != e->args[0]) {
-		/* Moved when recorded: ask for the recorded destination. */
-		reserved = rt_reserve(w->rt, (uint64_t)e->result, nlen, w->copy, &fb);
-		if (reserved == (uint64_t)e->result) {
-			flags |= MREMAP_FIXED;
-			naddr = reserved;
-		} else if (reserved) {
-			munmap((void *)reserved, nlen);
-			reserved = 0;
-		}
-	}
-	w->out->fallbacks += (uint64_t)fb;
-	*t0 = rp_ticks(w->rt->tsc);
-	r = sc6(SYS_mremap, old, olen, nlen, flags, naddr, 0);
-	*t1 = rp_ticks(w->rt->tsc);
-	if (failed(r) && reserved)
-		munmap((void *)reserved, nlen ? nlen : rt->page);
-	if (!failed(r) && (e->flags & RF_NEWREG))
-		w->base[e->region] = (uint64_t)r;
-	return r;
-}
-
-/* brk, emulated on the region reserved for the heap: growing maps
- * read-write pages, shrinking turns them back into reservation.  The
- * result is returned in recorded terms, as the kernel's would be. */
-static long brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
-{
-	const struct rp_rt *rt = w->rt;
-	uint64_t mask = rt->page - 1, b = w->base[e->region];
-	uint64_t rs = rt->t->regions[e->region].rec_start;
-	uint64_t pold = (e->aux + mask) & ~mask, pnew = (e->off2 + mask) & ~mask;
-	long r = 0;
-
-	*t0 = rp_ticks(w->rt->tsc);
-	if (!b)
-		r = -ENOMEM;
-	else if (pnew > pold)
-		r = sc6(SYS_mmap, b + pold, pnew - pold, PROT_READ | PROT_WRITE,
-			MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0);
-	else if (pnew < pold)
-		r = sc6(SYS_mmap, b + pnew, pold - pnew, PROT_NONE,
-			MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, (uint64_t)-1, 0);
-	else
-		sc6(SYS_brk, 0, 0, 0, 0, 0, 0); /* a query: the cost of asking */
-	*t1 = rp_ticks(w->rt->tsc);
-	return (long)(rs + (failed(r) ? e->aux : e->off2));
-}
-
 static void diverged(struct rp_wctx *w, const struct rp_elem *e, long r)
 {
 	struct rp_slot *o = w->out;
@@ -436,7 +205,9 @@ static void diverged(struct rp_wctx *w, const struct rp_elem *e, long r)
 	o->div_by_op[e->op]++;
 }
 
-static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
+/* tsc: the clock kind (rt->tsc), a constant of each copy of the loop. */
+static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, struct rp_hot *h,
+							    const struct rp_elem *e, const int tsc)
 {
 	uint64_t t0, t1;
 	long r;
@@ -444,44 +215,47 @@ static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
 	switch (e->how) {
 	case RX_RANGE:
 		if (e->npieces == 1 && !(e->flags & RF_RAW_LEN) && e->op != VMT_OP_MINCORE) {
-			/* The common case, kept short. */
-			const struct rp_piece *p = &w->rt->t->pieces[e->piece0];
-			uint64_t b = p->region != RP_VOID ? w->base[p->region] : 0;
+			/* The common case, kept short: nothing but the call
+			 * between the two clock reads. */
+			const struct rp_piece *p = &h->pieces[e->piece0];
+			uint64_t b = p->region != RP_VOID ? h->base[p->region] : 0;
 			if (b) {
-				t0 = rp_ticks(w->rt->tsc);
-				r = sc6(sysnr[e->op], b + p->off, p->len, e->args[2], e->args[3],
-					e->args[4], e->args[5]);
-				t1 = rp_ticks(w->rt->tsc);
+				long nr = h->nr[e->op];
+				uint64_t a0 = b + p->off, a1 = p->len, a2 = e->args[2], a3 = e->args[3],
+					 a4 = e->args[4], a5 = e->args[5];
+				t0 = rp_ticks(tsc);
+				r = sc6(nr, a0, a1, a2, a3, a4, a5);
+				t1 = rp_ticks(tsc);
 				break;
 			}
 		}
-		t0 = rp_ticks(w->rt->tsc);
-		r = range_op(w, e);
-		t1 = rp_ticks(w->rt->tsc);
+		t0 = rp_ticks(tsc);
+		r = rp_range_op(w, e);
+		t1 = rp_ticks(tsc);
 		break;
 	case RX_MMAP:
-		r = mmap_op(w, e, &t0, &t1);
+		r = rp_mmap_op(w, e, &t0, &t1);
 		break;
 	case RX_MREMAP:
-		r = mremap_op(w, e, &t0, &t1);
+		r = rp_mremap_op(w, e, &t0, &t1);
 		break;
 	case RX_BRK:
-		r = brk_op(w, e, &t0, &t1);
+		r = rp_brk_op(w, e, &t0, &t1);
 		break;
 	default:
-		t0 = rp_ticks(w->rt->tsc);
-		r = sc6(sysnr[e->op], e->args[0], 0, 0, 0, 0, 0);
-		t1 = rp_ticks(w->rt->tsc);
+		t0 = rp_ticks(tsc);
+		r = sc6(h->nr[e->op], e->args[0], 0, 0, 0, 0, 0);
+		t1 = rp_ticks(tsc);
 		break;
 	}
-	struct rp_hist *h = &w->hist[w->rt->hidx[e->op]];
+	struct rp_hist *hg = &h->hist[h->hidx[e->op]];
 	/* (A call that moved to another CPU may see its TSC a little
 	 * behind: never a negative time.) */
-	rp_hist_add(h, t1 > t0 ? t1 - t0 : 0);
+	rp_hist_add(hg, t1 > t0 ? t1 - t0 : 0);
 	int bad = e->how == RX_BRK ? r != e->result : failed(r);
 	if (bad)
-		h->errors++;
-	w->out->syscalls++;
+		hg->errors++;
+	h->syscalls++;
 	if (!(e->flags & RF_CHECK) || r == e->result)
 		return;
 	/* Two successes differ only in the address, which matters only when
@@ -492,7 +266,7 @@ static void do_syscall(struct rp_wctx *w, const struct rp_elem *e)
 		return;
 	diverged(w, e, r);
 	if ((e->flags & RF_UNMAP) || (e->how == RX_MREMAP && !bad))
-		poison(w, e);
+		rp_poison(w, e);
 }
 
 /* ---- threads and processes --------------------------------------------- */
@@ -559,28 +333,27 @@ static uint64_t tv_ns(const struct timeval *tv)
 	return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
 }
 
-static void run_stream(struct rp_wctx *w)
+static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, struct rp_hot *h,
+							   const int tsc)
 {
 	struct rp_rt *rt = w->rt;
 	const struct rp_thread *th = &rt->t->threads[w->tid];
+	const struct rp_elem *elem = th->elem;
+	const uint32_t nelem = th->nelem;
 	const struct rp_dep *deps = rt->t->deps;
-	const int watched = th->watched, paced = rt->opt.speed > 0;
-	struct rusage r0, r1;
+	const int paced = rt->opt.speed > 0;
 
-	getrusage(RUSAGE_THREAD, &r0);
-	w->out->ran = 1;
-	w->out->start_ns = rp_now();
-	for (uint32_t i = 0; i < th->nelem; i++) {
-		const struct rp_elem *e = &th->elem[i];
+	for (uint32_t i = 0; i < nelem; i++) {
+		const struct rp_elem *e = &elem[i];
 		for (uint32_t d = 0; d < e->ndeps; d++)
 			wait_for(w, &deps[e->dep0 + d]);
 		if (paced)
 			pace(w, e->ts);
 		if (e->ntouch)
-			do_touches(w, e);
+			do_touches(w, h, e);
 		switch (e->kind) {
 		case RK_SYSCALL:
-			do_syscall(w, e);
+			do_syscall(w, h, e, tsc);
 			if (e->flags & RF_SAMPLE_VMAS)
 				sample_vmas(rt);
 			break;
@@ -599,10 +372,36 @@ static void run_stream(struct rp_wctx *w)
 		default:
 			break;
 		}
-		if (watched)
+		if (e->flags & RF_POST)
 			post(w, i + 1);
 	}
+}
+
+static void run_stream(struct rp_wctx *w)
+{
+	struct rp_rt *rt = w->rt;
+	struct rp_hot h = {
+		.pieces = rt->t->pieces,
+		.touches = rt->t->touches,
+		.base = w->base,
+		.hist = w->hist,
+		.page = rt->page,
+	};
+	const struct rp_thread *th = &rt->t->threads[w->tid];
+	struct rusage r0, r1;
+
+	memcpy(h.nr, rp_sysnr, sizeof(h.nr));
+	memcpy(h.hidx, rt->hidx, sizeof(h.hidx));
+	getrusage(RUSAGE_THREAD, &r0);
+	w->out->ran = 1;
+	w->out->start_ns = rp_now();
+	if (rt->tsc)
+		run_elems(w, &h, 1);
+	else
+		run_elems(w, &h, 0);
 	w->out->end_ns = rp_now();
+	w->out->syscalls += h.syscalls;
+	w->out->touched += h.touched;
 	w->out->elems = th->nelem;
 	getrusage(RUSAGE_THREAD, &r1);
 	w->out->minflt = (uint64_t)(r1.ru_minflt - r0.ru_minflt);
@@ -678,6 +477,7 @@ void rp_child_main(struct rp_rt *rt)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	install_guard();
+	rt_watch_children(rt);
 	rt->base = calloc((size_t)t->nregions * K + 1, sizeof(*rt->base));
 	rt->live = calloc((size_t)t->nprocs * K + 1, sizeof(*rt->live));
 	rt->w = calloc(rt->nslots, sizeof(*rt->w));
@@ -759,12 +559,17 @@ void rp_child_main(struct rp_rt *rt)
 	for (uint32_t c = 1; c < K; c++)
 		pthread_join(copies[c], NULL);
 	sample_vmas(rt); /* at least the replayer's own */
-	/* Every descendant (orphans come to us: we are the subreaper). */
-	int st, bad = 0;
+	/* Every descendant (orphans come to us: we are the subreaper; the
+	 * SIGCHLD watch may have reaped some, and ends the run at once if
+	 * one was killed). */
+	int st;
 	pid_t pid;
 	while ((pid = waitpid(-1, &st, __WALL)) > 0 || (pid < 0 && errno == EINTR))
-		if (pid > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !bad)
-			bad = st;
+		if (pid > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+			char msg[64];
+			rt_status_msg(msg, sizeof(msg), st);
+			rt_fatal(rt, -EIO, "%s", msg);
+		}
 	rp_clock_pair(rt->tsc, &rt->sh->tick_end, &rt->sh->t_end);
 	if (rt->sh->perf_ok) {
 		uint64_t v[3];
@@ -776,11 +581,6 @@ void rp_child_main(struct rp_rt *rt)
 		} else {
 			rt->sh->perf_ok = 0;
 		}
-	}
-	if (bad) {
-		if (WIFSIGNALED(bad))
-			rt_fatal(rt, -EIO, "a replay process was killed by signal %d", WTERMSIG(bad));
-		rt_fatal(rt, -EIO, "a replay process failed (status %d)", WEXITSTATUS(bad));
 	}
 	_exit(0);
 }

@@ -446,6 +446,18 @@ static void test_thread_orders(void **state)
 	for (uint32_t i = 0; i < tr->threads[1].nelem; i++)
 		for (uint32_t d = 0; d < tr->threads[1].elem[i].ndeps; d++)
 			assert_int_not_equal(tr->deps[tr->threads[1].elem[i].dep0 + d].thread, 2);
+	/* A thread posts its progress only after the elements others wait
+	 * for: every waited-for element is marked and nothing else, here
+	 * one of each worker (both for the mprotect), so the madvise loops
+	 * post nothing until their ends. */
+	for (uint32_t d = 0; d < tr->ndeps; d++)
+		assert_true(tr->threads[tr->deps[d].thread].elem[tr->deps[d].seq - 1].flags & RF_POST);
+	uint32_t posted[3] = {0, 0, 0};
+	for (uint32_t th = 0; th < 3; th++)
+		for (uint32_t i = 0; i < tr->threads[th].nelem; i++)
+			posted[th] += !!(tr->threads[th].elem[i].flags & RF_POST);
+	assert_int_equal(posted[1], 1);
+	assert_int_equal(posted[2], 1);
 	release(&r, tr);
 
 	/* strict: every switch between threads is a wait. */
@@ -643,6 +655,60 @@ static void test_fatal_ends_run(void **state)
 	munmap(sh, sizeof(*sh));
 }
 
+/* A replay process killed by a signal (not through rt_fatal) ends the run
+ * too, with a message: a run process with the SIGCHLD watch, a process
+ * that would wait forever and a child of it that is killed; and the
+ * message for a failed exit. */
+static void test_killed_ends_run(void **state)
+{
+	struct rp_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	pid_t run = fork();
+	assert_true(run >= 0);
+	if (run == 0) {
+		static struct rp_rt rt;
+		rt.sh = sh;
+		assert_int_equal(setpgid(0, 0), 0);
+		rt.run_pgid = getpid();
+		rt_watch_children(&rt);
+		if (fork() == 0) {
+			/* A replay process whose child is killed while it
+			 * waits (for that child's progress, say). */
+			if (fork() == 0)
+				raise(SIGKILL);
+			for (;;)
+				pause();
+		}
+		for (;;)
+			pause(); /* the run process, waiting for its threads */
+	}
+	int st;
+	alarm(20);
+	assert_int_equal(waitpid(run, &st, 0), run);
+	alarm(0);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_string_equal(sh->msg, "a replay process was killed by signal 9");
+	assert_int_equal(sh->error, -EIO);
+	int left = 1;
+	for (int i = 0; i < 200 && left; i++) {
+		left = kill(-run, 0) == 0;
+		if (left)
+			usleep(10000);
+	}
+	assert_false(left);
+	munmap(sh, sizeof(*sh));
+
+	char msg[64];
+	rt_status_msg(msg, sizeof(msg), 3 << 8);
+	assert_string_equal(msg, "a replay process failed (status 3)");
+	rt_status_msg(msg, 8, SIGSEGV);
+	assert_string_equal(msg, "a repla");
+	rt_status_msg(msg, sizeof(msg), SIGSEGV);
+	assert_string_equal(msg, "a replay process was killed by signal 11");
+}
+
 /* A forked child with its own thread and an exec; both processes use the
  * inherited mapping. */
 static void test_processes(void **state)
@@ -761,6 +827,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_no_lost_wakeups, cancel_alarm),
 		cmocka_unit_test(test_op_clock),
 		cmocka_unit_test_teardown(test_fatal_ends_run, cancel_alarm),
+		cmocka_unit_test_teardown(test_killed_ends_run, cancel_alarm),
 		cmocka_unit_test(test_processes),
 		cmocka_unit_test(test_divergences),
 		cmocka_unit_test(test_fault_touches),
