@@ -120,7 +120,10 @@ uint64_t rt_reserve(struct rp_rt *rt, uint64_t rec_start, uint64_t size, uint32_
 uint64_t rt_count_vmas(void);
 /* The message for a replay process's wait status; async-signal-safe. */
 void rt_status_msg(char *buf, size_t size, int st);
-/* SIGCHLD watch: a replay process killed or failed ends the run. */
+/* A replay process ended with wait status st: unless it finished its
+ * streams, the run ends (async-signal-safe). */
+void rt_child_ended(struct rp_rt *rt, int st);
+/* SIGCHLD watch: rt_child_ended for every child as it ends. */
 void rt_watch_children(struct rp_rt *rt);
 void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 3, 4)));

@@ -23,23 +23,34 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
+/* The run's error slot: the first error wins (true: write its message);
+ * the others die quietly. */
+static int claim_error(struct rp_rt *rt, int err)
 {
 	int zero = 0;
-	/* The first error wins; the others die quietly. */
-	if (__atomic_compare_exchange_n(&rt->sh->error, &zero, err < 0 ? err : -EIO, 0,
-					__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+	return __atomic_compare_exchange_n(&rt->sh->error, &zero, err < 0 ? err : -EIO, 0,
+					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+/* The whole run goes (its processes are one process group, made in
+ * rp_child_main): a replay process that died alone would leave the others
+ * waiting for its threads' progress forever.  Async-signal-safe. */
+static void __attribute__((noreturn)) end_run(struct rp_rt *rt)
+{
+	if (rt->run_pgid > 0)
+		kill(-rt->run_pgid, SIGKILL);
+	_exit(3);
+}
+
+void rt_fatal(struct rp_rt *rt, int err, const char *fmt, ...)
+{
+	if (claim_error(rt, err)) {
 		va_list ap;
 		va_start(ap, fmt);
 		vsnprintf(rt->sh->msg, sizeof(rt->sh->msg), fmt, ap);
 		va_end(ap);
 	}
-	/* The whole run goes (its processes are one process group, made in
-	 * rp_child_main): a replay process that died alone would leave the
-	 * others waiting for its threads' progress forever. */
-	if (rt->run_pgid > 0)
-		kill(-rt->run_pgid, SIGKILL);
-	_exit(3);
+	end_run(rt);
 }
 
 /* "a replay process was killed by signal N" / "... failed (status N)" for a
@@ -68,24 +79,24 @@ void rt_status_msg(char *buf, size_t size, int st)
 /* A replay process that ended other than by finishing its streams ends
  * the run, as rt_fatal does: the others may be waiting for its threads'
  * progress.  (One that called rt_fatal has recorded its message and
- * killed the run already.) */
+ * killed the run already.)  Async-signal-safe. */
+void rt_child_ended(struct rp_rt *rt, int st)
+{
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return;
+	if (claim_error(rt, -EIO))
+		rt_status_msg(rt->sh->msg, sizeof(rt->sh->msg), st);
+	end_run(rt);
+}
+
 static struct rp_rt *watch_rt;
 
 static void on_child(int sig)
 {
-	int saved = errno, st, zero = 0;
-	pid_t pid;
+	int saved = errno, st;
 	(void)sig;
-	while ((pid = waitpid(-1, &st, WNOHANG | __WALL)) > 0) {
-		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-			continue;
-		if (__atomic_compare_exchange_n(&watch_rt->sh->error, &zero, -EIO, 0, __ATOMIC_SEQ_CST,
-						__ATOMIC_SEQ_CST))
-			rt_status_msg(watch_rt->sh->msg, sizeof(watch_rt->sh->msg), st);
-		if (watch_rt->run_pgid > 0)
-			kill(-watch_rt->run_pgid, SIGKILL);
-		_exit(3);
-	}
+	while (waitpid(-1, &st, WNOHANG | __WALL) > 0)
+		rt_child_ended(watch_rt, st);
 	errno = saved;
 }
 

@@ -565,11 +565,8 @@ void rp_child_main(struct rp_rt *rt)
 	int st;
 	pid_t pid;
 	while ((pid = waitpid(-1, &st, __WALL)) > 0 || (pid < 0 && errno == EINTR))
-		if (pid > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-			char msg[64];
-			rt_status_msg(msg, sizeof(msg), st);
-			rt_fatal(rt, -EIO, "%s", msg);
-		}
+		if (pid > 0)
+			rt_child_ended(rt, st);
 	rp_clock_pair(rt->tsc, &rt->sh->tick_end, &rt->sh->t_end);
 	if (rt->sh->perf_ok) {
 		uint64_t v[3];

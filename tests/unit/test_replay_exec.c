@@ -611,55 +611,12 @@ static void test_op_clock(void **state)
 	tw_remove(&t);
 }
 
-/* A fatal error in one replay process ends the whole run: another replay
- * process, which could be waiting for the failed one's progress, goes
- * too, and the message is kept (a run process here: a group leader with a
- * process that would wait forever and one that fails). */
-static void test_fatal_ends_run(void **state)
-{
-	struct rp_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(sh != MAP_FAILED);
-	memset(sh, 0, sizeof(*sh));
-	pid_t run = fork();
-	assert_true(run >= 0);
-	if (run == 0) {
-		struct rp_rt rt;
-		memset(&rt, 0, sizeof(rt));
-		rt.sh = sh;
-		assert_int_equal(setpgid(0, 0), 0);
-		rt.run_pgid = getpid();
-		if (fork() == 0)
-			for (;;)
-				pause(); /* a replay process waiting forever */
-		if (fork() == 0)
-			rt_fatal(&rt, -EIO, "replay process %d failed", 2);
-		for (;;)
-			pause(); /* the run process, waiting for its threads */
-	}
-	int st;
-	alarm(20);
-	assert_int_equal(waitpid(run, &st, 0), run);
-	alarm(0);
-	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	assert_string_equal(sh->msg, "replay process 2 failed");
-	assert_int_equal(sh->error, -EIO);
-	/* Nothing of the group is left (its orphans are reaped by init). */
-	int left = 1;
-	for (int i = 0; i < 200 && left; i++) {
-		left = kill(-run, 0) == 0;
-		if (left)
-			usleep(10000);
-	}
-	assert_false(left);
-	munmap(sh, sizeof(*sh));
-}
-
-/* A replay process killed by a signal (not through rt_fatal) ends the run
- * too, with a message: a run process with the SIGCHLD watch, a process
- * that would wait forever and a child of it that is killed; and the
- * message for a failed exit. */
-static void test_killed_ends_run(void **state)
+/* A run process (a process group with its shared area) whose body starts
+ * replay processes, then waits forever as the run process waits for its
+ * threads.  Returns once the run process was killed and nothing of its
+ * group is left (its orphans are reaped by init), with the run's error in
+ * the shared area (unmap it after use). */
+static struct rp_shared *end_of_run(void (*body)(struct rp_rt *rt))
 {
 	struct rp_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -672,25 +629,15 @@ static void test_killed_ends_run(void **state)
 		rt.sh = sh;
 		assert_int_equal(setpgid(0, 0), 0);
 		rt.run_pgid = getpid();
-		rt_watch_children(&rt);
-		if (fork() == 0) {
-			/* A replay process whose child is killed while it
-			 * waits (for that child's progress, say). */
-			if (fork() == 0)
-				raise(SIGKILL);
-			for (;;)
-				pause();
-		}
+		body(&rt);
 		for (;;)
-			pause(); /* the run process, waiting for its threads */
+			pause();
 	}
 	int st;
 	alarm(20);
 	assert_int_equal(waitpid(run, &st, 0), run);
 	alarm(0);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	assert_string_equal(sh->msg, "a replay process was killed by signal 9");
-	assert_int_equal(sh->error, -EIO);
 	int left = 1;
 	for (int i = 0; i < 200 && left; i++) {
 		left = kill(-run, 0) == 0;
@@ -698,6 +645,50 @@ static void test_killed_ends_run(void **state)
 			usleep(10000);
 	}
 	assert_false(left);
+	return sh;
+}
+
+/* A process that would wait forever and one that fails. */
+static void fatal_body(struct rp_rt *rt)
+{
+	if (fork() == 0)
+		for (;;)
+			pause(); /* a replay process waiting forever */
+	if (fork() == 0)
+		rt_fatal(rt, -EIO, "replay process %d failed", 2);
+}
+
+/* A fatal error in one replay process ends the whole run: another replay
+ * process, which could be waiting for the failed one's progress, goes
+ * too, and the message is kept. */
+static void test_fatal_ends_run(void **state)
+{
+	struct rp_shared *sh = end_of_run(fatal_body);
+	assert_string_equal(sh->msg, "replay process 2 failed");
+	assert_int_equal(sh->error, -EIO);
+	munmap(sh, sizeof(*sh));
+}
+
+/* The SIGCHLD watch, and a replay process whose child is killed while it
+ * waits (for that child's progress, say). */
+static void killed_body(struct rp_rt *rt)
+{
+	rt_watch_children(rt);
+	if (fork() == 0) {
+		if (fork() == 0)
+			raise(SIGKILL);
+		for (;;)
+			pause();
+	}
+}
+
+/* A replay process killed by a signal (not through rt_fatal) ends the run
+ * too, with a message; and the message for a failed exit. */
+static void test_killed_ends_run(void **state)
+{
+	struct rp_shared *sh = end_of_run(killed_body);
+	assert_string_equal(sh->msg, "a replay process was killed by signal 9");
+	assert_int_equal(sh->error, -EIO);
 	munmap(sh, sizeof(*sh));
 
 	char msg[64];
