@@ -643,6 +643,21 @@ int ld_check_memory(struct loader *L)
 		       scale > 1 ? " (all copies)" : "", b);
 }
 
+/* Elements the replay loop runs on its short path (RF_FAST): the common
+ * case, kept compact in code and data (worker.c). */
+static void mark_fast(rp_trace *t)
+{
+	for (uint32_t tid = 0; tid < t->nthreads; tid++)
+		for (uint32_t i = 0; i < t->threads[tid].nelem; i++) {
+			struct rp_elem *e = &t->threads[tid].elem[i];
+			if (e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1 &&
+			    e->op != VMT_OP_MINCORE && !e->ndeps &&
+			    !(e->flags & (RF_RAW_LEN | RF_SAMPLE_VMAS | RF_POST)) &&
+			    t->pieces[e->piece0].region != RP_VOID)
+				e->flags |= RF_FAST;
+		}
+}
+
 static int finish(struct loader *L)
 {
 	rp_trace *t = L->t;
@@ -660,6 +675,7 @@ static int finish(struct loader *L)
 	}
 	if ((rc = ld_check_memory(L)))
 		return rc;
+	mark_fast(t);
 	for (uint32_t i = 0; i < t->nfiles; i++) {
 		struct rp_file *f = &t->files[i];
 		struct stat st;

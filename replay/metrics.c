@@ -15,15 +15,6 @@
 
 /* ---- histogram ---------------------------------------------------------- */
 
-static inline unsigned bucket(uint64_t v)
-{
-	if (v < 16)
-		return (unsigned)v;
-	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
-	unsigned idx = 16 + (e - 4) * RP_HIST_SUB + (unsigned)((v >> (e - 4)) & (RP_HIST_SUB - 1));
-	return idx < RP_HIST_BUCKETS ? idx : RP_HIST_BUCKETS - 1;
-}
-
 /* Largest value that falls in bucket idx. */
 static uint64_t bucket_top(unsigned idx)
 {
@@ -31,15 +22,6 @@ static uint64_t bucket_top(unsigned idx)
 		return idx;
 	unsigned e = (idx - 16) / RP_HIST_SUB + 4, sub = (idx - 16) % RP_HIST_SUB;
 	return (((uint64_t)RP_HIST_SUB + sub + 1) << (e - 4)) - 1;
-}
-
-void rp_hist_add(struct rp_hist *h, uint64_t v)
-{
-	h->count++;
-	h->sum += v;
-	if (v > h->max)
-		h->max = v;
-	h->b[bucket(v)]++;
 }
 
 uint64_t rp_hist_quantile(const struct rp_hist *h, double q)

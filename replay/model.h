@@ -49,6 +49,9 @@ enum rp_how {
 #define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
 #define RF_POST 0x200u	   /* another thread waits for this element: post it */
+#define RF_FAST 0x400u	   /* the loop's short path: a one-piece range op on a
+			      region (not mincore), without waits, post or
+			      sampling (set last, by the loader) */
 
 /* One translated piece of a recorded range.  region RP_VOID: a recorded
  * range with no mapping; executed on the never-mapped void range at the

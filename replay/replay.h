@@ -83,7 +83,23 @@ struct rp_hist {
 	uint64_t count, errors, sum, max;
 	uint64_t b[RP_HIST_BUCKETS];
 };
-void rp_hist_add(struct rp_hist *h, uint64_t v);
+static inline unsigned rp_hist_bucket(uint64_t v)
+{
+	if (__builtin_expect(v < 16, 0))
+		return (unsigned)v;
+	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
+	unsigned idx = 16 + (e - 4) * RP_HIST_SUB + (unsigned)((v >> (e - 4)) & (RP_HIST_SUB - 1));
+	return idx < RP_HIST_BUCKETS ? idx : RP_HIST_BUCKETS - 1;
+}
+/* Inline: the replay loop adds one sample per replayed call. */
+static inline void rp_hist_add(struct rp_hist *h, uint64_t v)
+{
+	h->count++;
+	h->sum += v;
+	if (v > h->max)
+		h->max = v;
+	h->b[rp_hist_bucket(v)]++;
+}
 /* The value below which a fraction q (0..1) of the samples lie (bucket
  * upper bound, clamped to max); 0 for an empty histogram. */
 uint64_t rp_hist_quantile(const struct rp_hist *h, double q);

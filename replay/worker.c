@@ -42,24 +42,33 @@ struct rp_hot {
 	struct rp_hist *hist; /* w->hist */
 	uint64_t page;
 	uint64_t syscalls, touched;
+	uint32_t cur; /* the element whose touches run (the guard's resume point) */
 	long nr[VMT_OP__COUNT]; /* rp_sysnr */
 	uint8_t hidx[VMT_OP__COUNT];
 };
 
 /* ---- touches, guarded -------------------------------------------------- */
 
-/* A touch that traps (the recorded protection or file size was not what
- * the replay has) jumps back here instead of killing the run. */
+/* A touch that traps (the trace promised a page the replay's mapping does
+ * not have: beyond the end of an original file, a protection a diverged
+ * call did not set) must not kill the run: the element's remaining
+ * touches are skipped, its call still replayed.  One guard per stream,
+ * not per element (a sigsetjmp per op was a measurable part of the loop):
+ * the loop raises tls_touching around an element's touches, and the
+ * handler jumps back to the stream's guard only then; any other fault is
+ * a real crash and takes its default action. */
 static __thread sigjmp_buf *tls_jb;
+static __thread volatile sig_atomic_t tls_touching;
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-	sigjmp_buf *j = tls_jb;
-	if (j) {
-		tls_jb = NULL;
-		siglongjmp(*j, 1);
+	(void)si;
+	(void)uc;
+	if (tls_touching && tls_jb) {
+		tls_touching = 0;
+		siglongjmp(*tls_jb, 1);
 	}
-	signal(sig, SIG_DFL); /* a real crash: fault again, unhandled */
+	signal(sig, SIG_DFL); /* fault again, unhandled */
 }
 
 static void install_guard(void)
@@ -72,33 +81,35 @@ static void install_guard(void)
 	sigaction(SIGBUS, &sa, NULL);
 }
 
-static void do_touches(struct rp_wctx *w, struct rp_hot *h, const struct rp_elem *e)
+/* The element's touches.  The loop's state lives in its rp_hot, stored
+ * (compiler barriers) before the touches and after each run of pages, so
+ * after a trap it holds the resume point and the pages touched so far. */
+static inline __attribute__((always_inline)) void do_touches(struct rp_hot *h,
+							     const struct rp_elem *e, uint32_t i)
 {
 	const struct rp_touch *tc = &h->touches[e->touch0];
 	const uint64_t *base = h->base;
 	uint64_t ps = h->page;
-	sigjmp_buf jb;
 
-	if (sigsetjmp(jb, 0)) {
-		w->out->touch_faults++;
-		return;
-	}
-	tls_jb = &jb;
-	for (uint32_t i = 0; i < e->ntouch; i++) {
-		uint64_t b = base[tc[i].region];
+	h->cur = i;
+	__asm__ __volatile__("" ::: "memory");
+	tls_touching = 1;
+	for (uint32_t k = 0; k < e->ntouch; k++) {
+		uint64_t b = base[tc[k].region];
 		if (!b)
 			continue;
-		volatile char *p = (volatile char *)(b + tc[i].off);
-		uint32_t n = tc[i].npages & ~RP_TOUCH_WRITE;
-		if (tc[i].npages & RP_TOUCH_WRITE)
-			for (uint32_t k = 0; k < n; k++)
-				p[(uint64_t)k * ps] = 1;
+		volatile char *p = (volatile char *)(b + tc[k].off);
+		uint32_t n = tc[k].npages & ~RP_TOUCH_WRITE;
+		if (__builtin_expect((tc[k].npages & RP_TOUCH_WRITE) != 0, 1))
+			for (uint32_t j = 0; j < n; j++)
+				p[(uint64_t)j * ps] = 1;
 		else
-			for (uint32_t k = 0; k < n; k++)
-				(void)p[(uint64_t)k * ps];
+			for (uint32_t j = 0; j < n; j++)
+				(void)p[(uint64_t)j * ps];
 		h->touched += n;
+		__asm__ __volatile__("" ::: "memory");
 	}
-	tls_jb = NULL;
+	tls_touching = 0;
 }
 
 /* ---- waiting ----------------------------------------------------------- */
@@ -205,7 +216,74 @@ static void diverged(struct rp_wctx *w, const struct rp_elem *e, long r)
 	o->div_by_op[e->op]++;
 }
 
-/* tsc: the clock kind (rt->tsc), a constant of each copy of the loop. */
+/* A result that differs from the recorded one: a divergence unless the
+ * two are successes that may differ (addresses, without exact
+ * placement; brk's differing result counts as bad). */
+static __attribute__((noinline, cold)) void check_result(struct rp_wctx *w, const struct rp_elem *e,
+							 long r, int bad)
+{
+	if (!bad && !failed(e->result) &&
+	    !(w->rt->opt.placement == RP_PLACE_EXACT && (e->how == RX_MMAP || e->how == RX_MREMAP)))
+		return;
+	diverged(w, e, r);
+	if ((e->flags & RF_UNMAP) || (e->how == RX_MREMAP && !bad))
+		rp_poison(w, e);
+}
+
+/* After a replayed call: its latency, error and result check. */
+static inline __attribute__((always_inline)) void after_call(struct rp_wctx *w, struct rp_hot *h,
+							     const struct rp_elem *e, long r,
+							     uint64_t t0, uint64_t t1)
+{
+	struct rp_hist *hg = &h->hist[h->hidx[e->op]];
+	uint64_t d = t1 - t0;
+	/* (A call that moved to another CPU may see its TSC a little
+	 * behind: never a negative time.) */
+	if (__builtin_expect((int64_t)d < 0, 0))
+		d = 0;
+	rp_hist_add(hg, d);
+	int bad = e->how == RX_BRK ? r != e->result : failed(r);
+	if (bad)
+		hg->errors++;
+	h->syscalls++;
+	if (__builtin_expect((e->flags & RF_CHECK) && r != e->result, 0))
+		check_result(w, e, r, bad);
+}
+
+/* A range op of one piece on a mapped region: nothing but the call
+ * between the two clock reads (tsc, the clock kind, is a constant of
+ * each copy of the loop: no memory load sits in the timed window).
+ * 0 when the piece's region is not mapped (rp_range_op's case). */
+static inline __attribute__((always_inline)) int range1_call(struct rp_wctx *w, struct rp_hot *h,
+							     const struct rp_elem *e, const int tsc)
+{
+	const struct rp_piece *p = &h->pieces[e->piece0];
+	uint64_t b = p->region != RP_VOID ? h->base[p->region] : 0;
+	if (!b)
+		return 0;
+	long nr = h->nr[e->op];
+	uint64_t a0 = b + p->off, a1 = p->len, a2 = e->args[2], a3 = e->args[3], a4 = e->args[4],
+		 a5 = e->args[5];
+	uint64_t t0 = rp_ticks(tsc);
+	long r = sc6(nr, a0, a1, a2, a3, a4, a5);
+	uint64_t t1 = rp_ticks(tsc);
+	after_call(w, h, e, r, t0, t1);
+	return 1;
+}
+
+/* A range op rp_range_op executes: several pieces, a raw length, mincore,
+ * a piece on no mapping or on a region that is gone. */
+static __attribute__((noinline)) void range_call(struct rp_wctx *w, struct rp_hot *h,
+						 const struct rp_elem *e)
+{
+	const int tsc = w->rt->tsc;
+	uint64_t t0 = rp_ticks(tsc);
+	long r = rp_range_op(w, e);
+	uint64_t t1 = rp_ticks(tsc);
+	after_call(w, h, e, r, t0, t1);
+}
+
+/* Any replayed call. */
 static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, struct rp_hot *h,
 							    const struct rp_elem *e, const int tsc)
 {
@@ -214,25 +292,10 @@ static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, 
 
 	switch (e->how) {
 	case RX_RANGE:
-		if (e->npieces == 1 && !(e->flags & RF_RAW_LEN) && e->op != VMT_OP_MINCORE) {
-			/* The common case, kept short: nothing but the call
-			 * between the two clock reads. */
-			const struct rp_piece *p = &h->pieces[e->piece0];
-			uint64_t b = p->region != RP_VOID ? h->base[p->region] : 0;
-			if (b) {
-				long nr = h->nr[e->op];
-				uint64_t a0 = b + p->off, a1 = p->len, a2 = e->args[2], a3 = e->args[3],
-					 a4 = e->args[4], a5 = e->args[5];
-				t0 = rp_ticks(tsc);
-				r = sc6(nr, a0, a1, a2, a3, a4, a5);
-				t1 = rp_ticks(tsc);
-				break;
-			}
-		}
-		t0 = rp_ticks(tsc);
-		r = rp_range_op(w, e);
-		t1 = rp_ticks(tsc);
-		break;
+		if (!(e->npieces == 1 && !(e->flags & RF_RAW_LEN) && e->op != VMT_OP_MINCORE &&
+		      range1_call(w, h, e, tsc)))
+			range_call(w, h, e);
+		return;
 	case RX_MMAP:
 		r = rp_mmap_op(w, e, &t0, &t1);
 		break;
@@ -248,25 +311,7 @@ static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, 
 		t1 = rp_ticks(tsc);
 		break;
 	}
-	struct rp_hist *hg = &h->hist[h->hidx[e->op]];
-	/* (A call that moved to another CPU may see its TSC a little
-	 * behind: never a negative time.) */
-	rp_hist_add(hg, t1 > t0 ? t1 - t0 : 0);
-	int bad = e->how == RX_BRK ? r != e->result : failed(r);
-	if (bad)
-		hg->errors++;
-	h->syscalls++;
-	if (!(e->flags & RF_CHECK) || r == e->result)
-		return;
-	/* Two successes differ only in the address, which matters only when
-	 * exact placement asked for the recorded one (brk's differing
-	 * result counts as bad). */
-	if (!bad && !failed(e->result) &&
-	    !(w->rt->opt.placement == RP_PLACE_EXACT && (e->how == RX_MMAP || e->how == RX_MREMAP)))
-		return;
-	diverged(w, e, r);
-	if ((e->flags & RF_UNMAP) || (e->how == RX_MREMAP && !bad))
-		rp_poison(w, e);
+	after_call(w, h, e, r, t0, t1);
 }
 
 /* ---- threads and processes --------------------------------------------- */
@@ -333,48 +378,95 @@ static uint64_t tv_ns(const struct timeval *tv)
 	return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
 }
 
+/* Element i after its waits and touches: its call (or thread, process,
+ * exec), and its post when another thread waits for it. */
+static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, struct rp_hot *h,
+						const struct rp_elem *e, uint32_t i)
+{
+	switch (e->kind) {
+	case RK_SYSCALL:
+		do_syscall(w, h, e, w->rt->tsc);
+		if (e->flags & RF_SAMPLE_VMAS)
+			sample_vmas(w->rt);
+		break;
+	case RK_SPAWN:
+		spawn(w, e->arg);
+		break;
+	case RK_FORK:
+		fork_process(w, e);
+		break;
+	case RK_EXEC:
+		exec_space(w, e);
+		break;
+	case RK_SKIP:
+		w->out->skipped++;
+		break;
+	default:
+		break;
+	}
+	if (e->flags & RF_POST)
+		post(w, i + 1);
+}
+
+/* An element off the short path (waits, pacing, threads, processes,
+ * exec, mmap and the other calls): rare in the hot loops that decide the
+ * replay's overhead, so out of line, with the clock kind read. */
+static __attribute__((noinline)) void slow_elem(struct rp_wctx *w, struct rp_hot *h, uint32_t i)
+{
+	const struct rp_elem *e = &w->rt->t->threads[w->tid].elem[i];
+	const struct rp_dep *deps = w->rt->t->deps;
+	for (uint32_t d = 0; d < e->ndeps; d++)
+		wait_for(w, &deps[e->dep0 + d]);
+	if (w->rt->opt.speed > 0)
+		pace(w, e->ts);
+	if (e->ntouch)
+		do_touches(h, e, i);
+	elem_rest(w, h, e, i);
+}
+
+/* The loop.  It is kept compact in code as well as data: after each
+ * fault and call the kernel has evicted much of this CPU's first-level
+ * caches, and every line of loop code or data touched per element is
+ * fetched again (cpu-clock profiles and A/B runs, bench/replay.sh). */
 static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, struct rp_hot *h,
-							   const int tsc)
+							   uint32_t from, const int tsc)
 {
 	struct rp_rt *rt = w->rt;
 	const struct rp_thread *th = &rt->t->threads[w->tid];
 	const struct rp_elem *elem = th->elem;
 	const uint32_t nelem = th->nelem;
-	const struct rp_dep *deps = rt->t->deps;
-	const int paced = rt->opt.speed > 0;
+	const uint32_t fast = rt->opt.speed > 0 ? 0 : RF_FAST; /* pacing: every element */
 
-	for (uint32_t i = 0; i < nelem; i++) {
+	for (uint32_t i = from; i < nelem; i++) {
 		const struct rp_elem *e = &elem[i];
-		for (uint32_t d = 0; d < e->ndeps; d++)
-			wait_for(w, &deps[e->dep0 + d]);
-		if (paced)
-			pace(w, e->ts);
-		if (e->ntouch)
-			do_touches(w, h, e);
-		switch (e->kind) {
-		case RK_SYSCALL:
-			do_syscall(w, h, e, tsc);
-			if (e->flags & RF_SAMPLE_VMAS)
-				sample_vmas(rt);
-			break;
-		case RK_SPAWN:
-			spawn(w, e->arg);
-			break;
-		case RK_FORK:
-			fork_process(w, e);
-			break;
-		case RK_EXEC:
-			exec_space(w, e);
-			break;
-		case RK_SKIP:
-			w->out->skipped++;
-			break;
-		default:
-			break;
+		if (__builtin_expect(!(e->flags & fast), 0)) {
+			slow_elem(w, h, i);
+			continue;
 		}
-		if (e->flags & RF_POST)
-			post(w, i + 1);
+		if (__builtin_expect(e->ntouch != 0, 1)) /* (code layout) */
+			do_touches(h, e, i);
+		if (__builtin_expect(!range1_call(w, h, e, tsc), 0))
+			range_call(w, h, e); /* its region is gone */
 	}
+}
+
+/* Elements from..end under the stream's touch guard; 1 when a touch
+ * trapped (h->cur: its element, whose call has not run yet). */
+static __attribute__((noinline)) int run_guarded(struct rp_wctx *w, struct rp_hot *h,
+						 uint32_t from)
+{
+	sigjmp_buf jb;
+	if (sigsetjmp(jb, 0)) {
+		tls_jb = NULL;
+		return 1;
+	}
+	tls_jb = &jb;
+	if (w->rt->tsc)
+		run_elems(w, h, from, 1);
+	else
+		run_elems(w, h, from, 0);
+	tls_jb = NULL;
+	return 0;
 }
 
 static void run_stream(struct rp_wctx *w)
@@ -395,10 +487,11 @@ static void run_stream(struct rp_wctx *w)
 	getrusage(RUSAGE_THREAD, &r0);
 	w->out->ran = 1;
 	w->out->start_ns = rp_now();
-	if (rt->tsc)
-		run_elems(w, &h, 1);
-	else
-		run_elems(w, &h, 0);
+	for (uint32_t from = 0; run_guarded(w, &h, from); from = h.cur + 1) {
+		/* The rest of the element whose touch trapped. */
+		w->out->touch_faults++;
+		elem_rest(w, &h, &th->elem[h.cur], h.cur);
+	}
 	w->out->end_ns = rp_now();
 	w->out->syscalls += h.syscalls;
 	w->out->touched += h.touched;

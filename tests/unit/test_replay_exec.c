@@ -247,6 +247,101 @@ static void test_remap_and_fixed(void **state)
 	tw_remove(&t);
 }
 
+/* A recorded touch the replay's mapping does not allow traps (a trace is
+ * untrusted: here pages of a --files=original mapping beyond the end of
+ * its 1-page file, SIGBUS); the replayer counts it, skips the rest of that
+ * element's touches, still replays its call, and goes on. */
+static void test_touch_traps(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+	char path[] = "/tmp/rptw-small.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, P), 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+
+	begin(&t);
+	tw_file(&t, 0, 0, path, (uint64_t)st.st_ino, P, O_RDWR);
+	SC(&t, 0, MMAP, A, 0, 4 * P, RW, MAP_PRIVATE, 3, 0);
+	SC(&t, 0, MMAP, B, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
+	tw_touch(&t, 0, 0, B, 2, VMT_PAGE_WRITTEN);	    /* before the trap: done */
+	tw_touch(&t, 0, 0, A + 2 * P, 2, VMT_PAGE_WRITTEN); /* beyond the end */
+	tw_touch(&t, 0, 0, B + 3 * P, 1, VMT_PAGE_WRITTEN); /* skipped */
+	SC(&t, 0, MADVISE, 0, B, 4 * P, MADV_DONTNEED, 0, 0, 0);
+	for (int i = 0; i < 3; i++) {
+		tw_touch(&t, 0, 0, A + P, 1, VMT_PAGE_PRESENT); /* a read beyond */
+		SC(&t, 0, MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
+		tw_touch(&t, 0, 0, A, 1, VMT_PAGE_WRITTEN);
+		tw_touch(&t, 0, 0, B, 4, VMT_PAGE_WRITTEN);
+		SC(&t, 0, MADVISE, 0, B, 4 * P, MADV_DONTNEED, 0, 0, 0);
+	}
+	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
+	SC(&t, 0, MUNMAP, 0, B, 4 * P, 0, 0, 0, 0);
+	finish(&t);
+
+	opts(&o);
+	o.files = RP_FILES_ORIGINAL;
+	rp_trace *tr = replay_clean(t.path, &o, &r);
+	uint32_t small = 0;
+	for (uint32_t i = 0; i < tr->nfiles; i++)
+		small += !strcmp(tr->files[i].path, path) && tr->files[i].original;
+	assert_int_equal(small, 1);
+	assert_int_equal(r.touch_faults, 4);
+	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 7);
+	assert_int_equal(r.ops[VMT_OP_MUNMAP].count, 2);
+	assert_int_equal(r.touched_pages, 2 + 3 * (1 + 4));
+	release(&r, tr);
+	tw_remove(&t);
+	unlink(path);
+}
+
+/* --speed=F honours the recorded gaps (divided by F), --speed=max
+ * (0) does not: the second madvise and the munmap each came 60 ms after
+ * the op before, and each gap is a sleep of the replay thread (one
+ * voluntary context switch; the thread's end alone, paced, would catch
+ * up with one sleep). */
+static void test_speed(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+
+	begin(&t);
+	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
+	for (int i = 0; i < 2; i++) {
+		tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+		SC(&t, 0, MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
+		t.ts += 60000000;
+	}
+	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
+	finish(&t);
+
+	opts(&o);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
+	assert_true(r.wall_ns < 30000000);
+	assert_int_equal(r.touched_pages, 8);
+	release(&r, tr);
+
+	o.speed = 1;
+	tr = replay_clean(t.path, &o, &r);
+	assert_true(r.wall_ns >= 120000000);
+	assert_int_equal(r.nthreads, 1);
+	assert_true(r.threads[0].voluntary_cs >= 2);
+	assert_int_equal(r.touched_pages, 8);
+	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 2);
+	release(&r, tr);
+
+	o.speed = 4; /* a quarter of the gaps */
+	tr = replay_clean(t.path, &o, &r);
+	assert_true(r.wall_ns >= 30000000 && r.wall_ns < 100000000);
+	release(&r, tr);
+	tw_remove(&t);
+}
+
 /* brk on the emulated heap; stand-ins for snapshot mappings ops use. */
 static void test_brk_and_standins(void **state)
 {
@@ -458,6 +553,23 @@ static void test_thread_orders(void **state)
 			posted[th] += !!(tr->threads[th].elem[i].flags & RF_POST);
 	assert_int_equal(posted[1], 1);
 	assert_int_equal(posted[2], 1);
+	/* The loop's short path takes the one-piece range ops that neither
+	 * wait nor post: every madvise of the workers but the first (it
+	 * waits for the main thread's mmap) and the last (posted), and the
+	 * main thread's munmap (its mprotect waits, its mmap is no range op). */
+	uint32_t fast[3] = {0, 0, 0};
+	for (uint32_t th = 0; th < 3; th++)
+		for (uint32_t i = 0; i < tr->threads[th].nelem; i++) {
+			const struct rp_elem *e = &tr->threads[th].elem[i];
+			if (!(e->flags & RF_FAST))
+				continue;
+			fast[th]++;
+			assert_true(e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1);
+			assert_true(!e->ndeps && !(e->flags & (RF_POST | RF_RAW_LEN | RF_SAMPLE_VMAS)));
+		}
+	assert_int_equal(fast[0], 1);
+	assert_int_equal(fast[1], 198);
+	assert_int_equal(fast[2], 198);
 	release(&r, tr);
 
 	/* strict: every switch between threads is a wait. */
@@ -811,6 +923,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_op),
 		cmocka_unit_test(test_remap_and_fixed),
+		cmocka_unit_test(test_touch_traps),
+		cmocka_unit_test(test_speed),
 		cmocka_unit_test(test_brk_and_standins),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_shm),
