@@ -644,17 +644,33 @@ int ld_check_memory(struct loader *L)
 }
 
 /* Elements the replay loop runs on its short path (RF_FAST): the common
- * case, kept compact in code and data (worker.c). */
-static void mark_fast(rp_trace *t)
+ * case, kept compact in code and data (worker.c), its piece and a single
+ * touch copied into the element. */
+static void mark_fast(struct loader *L)
 {
+	rp_trace *t = L->t;
 	for (uint32_t tid = 0; tid < t->nthreads; tid++)
 		for (uint32_t i = 0; i < t->threads[tid].nelem; i++) {
 			struct rp_elem *e = &t->threads[tid].elem[i];
-			if (e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1 &&
-			    e->op != VMT_OP_MINCORE && !e->ndeps &&
-			    !(e->flags & (RF_RAW_LEN | RF_SAMPLE_VMAS | RF_POST)) &&
-			    t->pieces[e->piece0].region != RP_VOID)
-				e->flags |= RF_FAST;
+			if (!(e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1 &&
+			      e->op != VMT_OP_MINCORE && !e->ndeps &&
+			      !(e->flags & (RF_RAW_LEN | RF_SAMPLE_VMAS | RF_POST)) &&
+			      t->pieces[e->piece0].region != RP_VOID))
+				continue;
+			const struct rp_piece *p = &t->pieces[e->piece0];
+			e->flags |= RF_FAST;
+			e->region = p->region;
+			e->off2 = p->off;
+			e->aux = p->len;
+			if (e->ntouch != 1)
+				continue;
+			const struct rp_touch *tc = &t->touches[e->touch0];
+			if (tc->off / L->page > UINT32_MAX)
+				continue;
+			e->flags |= RF_TOUCH1;
+			e->region2 = tc->region;
+			e->tpage = (uint32_t)(tc->off / L->page);
+			e->arg = tc->npages;
 		}
 }
 
@@ -675,7 +691,7 @@ static int finish(struct loader *L)
 	}
 	if ((rc = ld_check_memory(L)))
 		return rc;
-	mark_fast(t);
+	mark_fast(L);
 	for (uint32_t i = 0; i < t->nfiles; i++) {
 		struct rp_file *f = &t->files[i];
 		struct stat st;

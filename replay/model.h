@@ -51,7 +51,9 @@ enum rp_how {
 #define RF_POST 0x200u	   /* another thread waits for this element: post it */
 #define RF_FAST 0x400u	   /* the loop's short path: a one-piece range op on a
 			      region (not mincore), without waits, post or
-			      sampling (set last, by the loader) */
+			      sampling; its piece is inline (region, off2,
+			      aux).  Set last, by the loader. */
+#define RF_TOUCH1 0x800u   /* its one touch is inline (region2, tpage, arg) */
 
 /* One translated piece of a recorded range.  region RP_VOID: a recorded
  * range with no mapping; executed on the never-mapped void range at the
@@ -87,14 +89,19 @@ struct rp_elem {
 	uint32_t npieces, piece0; /* rp_trace.pieces[piece0 ..] */
 	uint32_t ndeps, dep0;	  /* rp_trace.deps[dep0 ..] */
 	uint32_t ntouch, touch0;  /* rp_trace.touches[touch0 ..] */
-	uint32_t region;  /* RF_NEWREG / RX_BRK: region; RK_FORK: child proc */
-	uint32_t region2; /* RF_FIXED_IN: region of the target */
+	/* By kind, how and flags (the short path reads the element alone,
+	 * no piece or touch array: each stream more per op was measurable). */
+	uint32_t region;  /* RF_NEWREG / RX_BRK: region; RK_FORK: child proc;
+			     RF_FAST: the piece's region */
+	uint32_t region2; /* RF_FIXED_IN: region of the target;
+			     RF_TOUCH1: the touch's region */
 	uint32_t arg;	  /* RK_SPAWN/RK_FORK: thread; RF_FILE: file index;
-			     RK_EXEC: stand-in plan index */
-	uint32_t pad2;
+			     RK_EXEC: stand-in plan index;
+			     RF_TOUCH1: the touch's pages | RP_TOUCH_WRITE */
+	uint32_t tpage;	  /* RF_TOUCH1: the touch's offset in region2, in pages */
 	uint64_t off2;	  /* RF_FIXED_IN: offset of the target in region2;
-			     RX_BRK: new break offset */
-	uint64_t aux;	  /* RX_BRK: old break offset */
+			     RX_BRK: new break offset; RF_FAST: the piece's offset */
+	uint64_t aux;	  /* RX_BRK: old break offset; RF_FAST: the piece's length */
 	uint64_t args[VMT_MAX_ARGS];
 	int64_t result;	  /* recorded */
 	uint64_t ts;	  /* recorded entry time - trace start (ns) */

@@ -81,33 +81,40 @@ static void install_guard(void)
 	sigaction(SIGBUS, &sa, NULL);
 }
 
+/* Touch npw's pages (| RP_TOUCH_WRITE: write them) at off in region. */
+static inline __attribute__((always_inline)) void touch_pages(struct rp_hot *h, uint32_t region,
+							      uint64_t off, uint32_t npw)
+{
+	uint64_t b = h->base[region], ps = h->page;
+	if (!b)
+		return;
+	volatile char *p = (volatile char *)(b + off);
+	uint32_t n = npw & ~RP_TOUCH_WRITE;
+	if (__builtin_expect((npw & RP_TOUCH_WRITE) != 0, 1))
+		for (uint32_t j = 0; j < n; j++)
+			p[(uint64_t)j * ps] = 1;
+	else
+		for (uint32_t j = 0; j < n; j++)
+			(void)p[(uint64_t)j * ps];
+	h->touched += n;
+	__asm__ __volatile__("" ::: "memory");
+}
+
 /* The element's touches.  The loop's state lives in its rp_hot, stored
  * (compiler barriers) before the touches and after each run of pages, so
  * after a trap it holds the resume point and the pages touched so far. */
 static inline __attribute__((always_inline)) void do_touches(struct rp_hot *h,
 							     const struct rp_elem *e, uint32_t i)
 {
-	const struct rp_touch *tc = &h->touches[e->touch0];
-	const uint64_t *base = h->base;
-	uint64_t ps = h->page;
-
 	h->cur = i;
 	__asm__ __volatile__("" ::: "memory");
 	tls_touching = 1;
-	for (uint32_t k = 0; k < e->ntouch; k++) {
-		uint64_t b = base[tc[k].region];
-		if (!b)
-			continue;
-		volatile char *p = (volatile char *)(b + tc[k].off);
-		uint32_t n = tc[k].npages & ~RP_TOUCH_WRITE;
-		if (__builtin_expect((tc[k].npages & RP_TOUCH_WRITE) != 0, 1))
-			for (uint32_t j = 0; j < n; j++)
-				p[(uint64_t)j * ps] = 1;
-		else
-			for (uint32_t j = 0; j < n; j++)
-				(void)p[(uint64_t)j * ps];
-		h->touched += n;
-		__asm__ __volatile__("" ::: "memory");
+	if (__builtin_expect((e->flags & RF_TOUCH1) != 0, 1)) {
+		touch_pages(h, e->region2, (uint64_t)e->tpage * h->page, e->arg);
+	} else {
+		const struct rp_touch *tc = &h->touches[e->touch0];
+		for (uint32_t k = 0; k < e->ntouch; k++)
+			touch_pages(h, tc[k].region, tc[k].off, tc[k].npages);
 	}
 	tls_touching = 0;
 }
@@ -250,10 +257,23 @@ static inline __attribute__((always_inline)) void after_call(struct rp_wctx *w, 
 		check_result(w, e, r, bad);
 }
 
-/* A range op of one piece on a mapped region: nothing but the call
- * between the two clock reads (tsc, the clock kind, is a constant of
- * each copy of the loop: no memory load sits in the timed window).
- * 0 when the piece's region is not mapped (rp_range_op's case). */
+/* A range op on [a, a + len) of the replay: nothing but the call between
+ * the two clock reads (tsc, the clock kind, is a constant of each copy of
+ * the loop: no memory load sits in the timed window). */
+static inline __attribute__((always_inline)) void call_at(struct rp_wctx *w, struct rp_hot *h,
+							  const struct rp_elem *e, uint64_t a,
+							  uint64_t len, const int tsc)
+{
+	long nr = h->nr[e->op];
+	uint64_t a2 = e->args[2], a3 = e->args[3], a4 = e->args[4], a5 = e->args[5];
+	uint64_t t0 = rp_ticks(tsc);
+	long r = sc6(nr, a, len, a2, a3, a4, a5);
+	uint64_t t1 = rp_ticks(tsc);
+	after_call(w, h, e, r, t0, t1);
+}
+
+/* A range op of one piece on a mapped region; 0 when the piece's region
+ * is not mapped (rp_range_op's case). */
 static inline __attribute__((always_inline)) int range1_call(struct rp_wctx *w, struct rp_hot *h,
 							     const struct rp_elem *e, const int tsc)
 {
@@ -261,13 +281,7 @@ static inline __attribute__((always_inline)) int range1_call(struct rp_wctx *w, 
 	uint64_t b = p->region != RP_VOID ? h->base[p->region] : 0;
 	if (!b)
 		return 0;
-	long nr = h->nr[e->op];
-	uint64_t a0 = b + p->off, a1 = p->len, a2 = e->args[2], a3 = e->args[3], a4 = e->args[4],
-		 a5 = e->args[5];
-	uint64_t t0 = rp_ticks(tsc);
-	long r = sc6(nr, a0, a1, a2, a3, a4, a5);
-	uint64_t t1 = rp_ticks(tsc);
-	after_call(w, h, e, r, t0, t1);
+	call_at(w, h, e, b + p->off, p->len, tsc);
 	return 1;
 }
 
@@ -445,7 +459,10 @@ static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, s
 		}
 		if (__builtin_expect(e->ntouch != 0, 1)) /* (code layout) */
 			do_touches(h, e, i);
-		if (__builtin_expect(!range1_call(w, h, e, tsc), 0))
+		uint64_t b = h->base[e->region]; /* the piece, inline */
+		if (__builtin_expect(b != 0, 1))
+			call_at(w, h, e, b + e->off2, e->aux, tsc);
+		else
 			range_call(w, h, e); /* its region is gone */
 	}
 }

@@ -566,6 +566,16 @@ static void test_thread_orders(void **state)
 			fast[th]++;
 			assert_true(e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1);
 			assert_true(!e->ndeps && !(e->flags & (RF_POST | RF_RAW_LEN | RF_SAMPLE_VMAS)));
+			/* Its piece inline, and its one touch (the madvise
+			 * loops' 4 written pages, the munmap's 8 read ones). */
+			const struct rp_piece *pc = &tr->pieces[e->piece0];
+			assert_true(e->region == pc->region && e->off2 == pc->off && e->aux == pc->len);
+			assert_true(e->flags & RF_TOUCH1);
+			const struct rp_touch *tc = &tr->touches[e->touch0];
+			assert_int_equal(e->ntouch, 1);
+			assert_int_equal(e->region2, tc->region);
+			assert_int_equal((uint64_t)e->tpage * tr->page_size, tc->off);
+			assert_int_equal(e->arg, th ? 4 | RP_TOUCH_WRITE : 8);
 		}
 	assert_int_equal(fast[0], 1);
 	assert_int_equal(fast[1], 198);
