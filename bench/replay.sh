@@ -12,11 +12,13 @@
 # runs alternate (A B B A A B ...).  The wall ratio is the median of the
 # pairs' ratios (each replay over the native run next to it): this
 # machine's speed drifts by up to 40% over seconds, and a pair sees one
-# speed; the ratio of the two medians is printed beside it.
-# Environment: B (build dir), RUNS (alternations, default 11), ITER
+# speed; the ratio of the two medians is printed beside it.  Single pair
+# ratios spread over about +-10% on this machine (quartiles), so the
+# median of 11 pairs moved by +-4% from run to run; 21 is the default.
+# Environment: B (build dir), RUNS (alternations, default 21), ITER
 # (iterations per thread, default 100000).
 B=${B:-build}
-RUNS=${RUNS:-11} ITER=${ITER:-100000}
+RUNS=${RUNS:-21} ITER=${ITER:-100000}
 REC=$B/vmrec RP=$B/vmreplay WL=$B/workloads/seed000
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for x in "$REC" "$RP" "$WL"; do
