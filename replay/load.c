@@ -665,7 +665,7 @@ static void mark_fast(struct loader *L)
 			if (e->ntouch != 1)
 				continue;
 			const struct rp_touch *tc = &t->touches[e->touch0];
-			if (tc->off / L->page > UINT32_MAX)
+			if (tc->off / L->page > UINT32_MAX || tc->off % L->page)
 				continue;
 			e->flags |= RF_TOUCH1;
 			e->region2 = tc->region;

@@ -50,9 +50,9 @@ enum rp_how {
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
 #define RF_POST 0x200u	   /* another thread waits for this element: post it */
 #define RF_FAST 0x400u	   /* the loop's short path: a one-piece range op on a
-			      region (not mincore), without waits, post or
-			      sampling; its piece is inline (region, off2,
-			      aux).  Set last, by the loader. */
+			      region (not mincore, not RF_RAW_LEN), without
+			      waits, post or sampling; its piece is inline
+			      (region, off2, aux).  Set last, by the loader. */
 #define RF_TOUCH1 0x800u   /* its one touch is inline (region2, tpage, arg) */
 
 /* One translated piece of a recorded range.  region RP_VOID: a recorded

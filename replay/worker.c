@@ -37,8 +37,8 @@
  * kind is a constant of the loop (run_guarded), and the counters it bumps
  * are written back at the end of the stream. */
 struct rp_hot {
-	const struct rp_piece *pieces;
-	const struct rp_touch *touches;
+	const struct rp_piece *pieces;	/* (off the short path) */
+	const struct rp_touch *touches; /* (several touch runs) */
 	const uint64_t *base; /* w->base */
 	struct rp_hist *hist; /* w->hist */
 	uint64_t page;
@@ -97,13 +97,15 @@ static inline __attribute__((always_inline)) void touch_pages(struct rp_hot *h, 
 	else
 		for (uint32_t j = 0; j < n; j++)
 			(void)p[(uint64_t)j * ps];
+	__asm__ __volatile__("" ::: "memory"); /* counted once all are done */
 	h->touched += n;
 	__asm__ __volatile__("" ::: "memory");
 }
 
 /* The element's touches.  The loop's state lives in its rp_hot, stored
  * (compiler barriers) before the touches and after each run of pages, so
- * after a trap it holds the resume point and the pages touched so far. */
+ * after a trap it holds the resume point and the pages of the runs
+ * completed so far. */
 static inline __attribute__((always_inline)) void do_touches(struct rp_hot *h,
 							     const struct rp_elem *e, uint32_t i)
 {
