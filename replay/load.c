@@ -180,6 +180,7 @@ static int new_proc(struct loader *L, uint32_t rec, uint32_t parent, uint32_t *o
 	P->plan = RP_VOID;
 	P->brk_region = RP_VOID;
 	P->global_thread = RP_VOID;
+	P->vfork_parent = RP_VOID;
 	if (parent != RP_VOID) {
 		struct lproc *Q = &L->lp[parent];
 		/* A fork copies the address space (and its accounting). */
@@ -310,6 +311,19 @@ static int simple(struct loader *L, uint32_t tid, uint8_t kind, uint32_t arg, ui
 	return append(L, tid, &e, ts, NULL, 0, global);
 }
 
+/* A vfork child's exec or end, just appended to its thread tid: the
+ * thread that made the vfork waits for it with its next element. */
+static void vfork_release(struct loader *L, uint32_t tid)
+{
+	uint32_t p = L->t->threads[tid].proc;
+	struct lproc *P = &L->lp[p];
+	if (P->vfork_parent == RP_VOID || L->t->procs[p].first_thread != tid)
+		return;
+	L->lt[P->vfork_parent].vf_thread = tid;
+	L->lt[P->vfork_parent].vf_seq = L->t->threads[tid].nelem;
+	P->vfork_parent = RP_VOID;
+}
+
 static int end_thread(struct loader *L, uint32_t tid, uint64_t ts)
 {
 	struct rp_thread *th = &L->t->threads[tid];
@@ -318,6 +332,7 @@ static int end_thread(struct loader *L, uint32_t tid, uint64_t ts)
 	int rc = simple(L, tid, RK_END, 0, 0, ts, 0);
 	if (rc < 0)
 		return rc;
+	vfork_release(L, tid);
 	th->ended = 1;
 	L->lp[th->proc].live--;
 	return 0;
@@ -357,6 +372,8 @@ static int start_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t par
 			P->pending_fork = 0;
 			if ((rc = simple(L, par, RK_FORK, tid, p, ts, 0)) < 0)
 				return rc;
+			if (P->vforked)
+				P->vfork_parent = par;
 		}
 	} else {
 		if (par == RP_VOID || t->threads[par].proc != p)
@@ -465,6 +482,7 @@ static int ev_process_start(struct loader *L, const struct vmt_event *ev)
 	}
 	if ((rc = new_proc(L, ev->proc, parent, &p)))
 		return rc;
+	L->lp[p].vforked = parent != RP_VOID && ev->u.process_start.how == VMT_PROC_VFORK;
 	return 0;
 }
 
@@ -536,7 +554,10 @@ static int ev_exec(struct loader *L, const struct vmt_event *ev)
 	if (pl < 0)
 		return pl;
 	e.arg = (uint32_t)pl;
-	return append(L, tid, &e, ev->ts_ns, NULL, 0, 1);
+	if ((rc = append(L, tid, &e, ev->ts_ns, NULL, 0, 1)) < 0)
+		return rc;
+	vfork_release(L, tid);
+	return 0;
 }
 
 static int ev_maps(struct loader *L, const struct vmt_event *ev)

@@ -41,6 +41,9 @@ struct lthread {
 	uint32_t *known;
 	uint32_t nknown;
 	uint32_t last_dep_thread, last_dep_seq; /* strict order */
+	/* The exec (or end) of a vfork child this thread made: its next
+	 * element waits for it (vf_seq 0: none). */
+	uint32_t vf_thread, vf_seq;
 };
 
 struct lproc {
@@ -57,6 +60,8 @@ struct lproc {
 	uint32_t nthreads, tcap;
 	uint32_t live;		/* threads not ended */
 	uint32_t pending_fork;	/* 1: first thread not yet seen */
+	uint32_t vforked;	/* started by vfork */
+	uint32_t vfork_parent;	/* the suspended thread until exec or exit, RP_VOID */
 	uint32_t global_thread, global_seq; /* last global op (RP_VOID) */
 	uint32_t exited;
 	size_t max_segs;	/* peak of map.n, and where it happened */

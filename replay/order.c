@@ -8,7 +8,9 @@
  * waited for by all.  Waits already implied by earlier ones are dropped.
  * --order=strict waits for the previous element of the whole trace;
  * --order=free only orders ops that create or destroy mappings (see
- * structural()) against everything else in their process.
+ * structural()) against everything else in their process.  In both, the
+ * thread that made a vfork waits for the child's exec or exit, as it was
+ * suspended until then.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -135,7 +137,14 @@ int ld_order(struct loader *L, uint32_t tid, const struct rp_elem *e, uint32_t s
 	     const struct lrange *rng, int nrng, int global)
 {
 	struct lproc *P = &L->lp[L->t->threads[tid].proc];
+	struct lthread *lt = &L->lt[tid];
 	int rc = 0;
+	/* A vfork's parent was suspended until the child's exec or exit (in
+	 * strict order the previous element implies it). */
+	if (lt->vf_seq && L->t->opt.order != RP_ORDER_STRICT &&
+	    (rc = note_dep(L, tid, lt->vf_thread, lt->vf_seq)) < 0)
+		return rc;
+	lt->vf_seq = 0;
 	switch (L->t->opt.order) {
 	case RP_ORDER_RESOURCE:
 		if ((rc = resource_deps(L, tid, seq, rng, nrng, global)) < 0)

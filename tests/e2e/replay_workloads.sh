@@ -86,5 +86,15 @@ PY
 run forkexec no - "$WL/forkexec"
 if command -v python3 > /dev/null; then
 	run python3 no - python3 -c pass
+	# subprocess starts its child with vfork (CPython 3.10 and later):
+	# the replay makes the parent thread wait for the child's exec.
+	run python3-vfork no - python3 -c "import subprocess; subprocess.run(['true'])"
+	if [ -f "$tmp/python3-vfork.zst" ]; then
+		if "$B/vmtrace" dump "$tmp/python3-vfork.zst" | grep -q '+++ process_start .* vfork +++'; then
+			echo "ok python3-vfork-kind: the trace has a vfork"
+		else
+			echo "skip python3-vfork-kind: this python3 did not vfork"
+		fi
+	fi
 fi
 exit 0

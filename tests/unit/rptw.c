@@ -74,16 +74,23 @@ static void base(struct tw *t, struct vmt_event *ev, uint32_t kind, uint32_t pro
 	ev->ts_ns = t->ts += 1000;
 }
 
-void tw_proc(struct tw *t, uint32_t proc, uint32_t parent_proc, uint32_t thread,
-	     uint32_t parent_thread)
+void tw_proc_how(struct tw *t, uint32_t proc, uint32_t parent_proc, uint32_t thread,
+		 uint32_t parent_thread, uint32_t how)
 {
 	struct vmt_event ev;
 	base(t, &ev, VMT_EV_PROCESS_START, proc, thread);
 	ev.u.process_start.parent_proc = parent_proc;
 	ev.u.process_start.os_pid = 1000 + (int32_t)proc;
-	ev.u.process_start.how = parent_proc == VMT_NONE ? VMT_PROC_ROOT : VMT_PROC_FORK;
+	ev.u.process_start.how = how;
 	tw_event(t, &ev);
 	tw_thread(t, proc, thread, parent_thread);
+}
+
+void tw_proc(struct tw *t, uint32_t proc, uint32_t parent_proc, uint32_t thread,
+	     uint32_t parent_thread)
+{
+	tw_proc_how(t, proc, parent_proc, thread, parent_thread,
+		    parent_proc == VMT_NONE ? VMT_PROC_ROOT : VMT_PROC_FORK);
 }
 
 void tw_thread(struct tw *t, uint32_t proc, uint32_t thread, uint32_t parent_thread)

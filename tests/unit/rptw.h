@@ -27,6 +27,9 @@ void tw_remove(struct tw *t);
  * (created by parent_thread, VMT_NONE for a root). */
 void tw_proc(struct tw *t, uint32_t proc, uint32_t parent_proc, uint32_t thread,
 	     uint32_t parent_thread);
+/* The same, started as `how` (VMT_PROC_*). */
+void tw_proc_how(struct tw *t, uint32_t proc, uint32_t parent_proc, uint32_t thread,
+		 uint32_t parent_thread, uint32_t how);
 void tw_thread(struct tw *t, uint32_t proc, uint32_t thread, uint32_t parent_thread);
 void tw_thread_exit(struct tw *t, uint32_t proc, uint32_t thread);
 void tw_proc_exit(struct tw *t, uint32_t proc, uint32_t thread);

@@ -863,6 +863,88 @@ static void test_killed_ends_run(void **state)
 
 /* A forked child with its own thread and an exec; both processes use the
  * inherited mapping. */
+/* A vfork's parent thread is suspended until the child's exec (or exit):
+ * its next element waits for the child's RK_EXEC (or RK_END); a fork's
+ * parent does not wait. */
+static void vfork_trace(struct tw *t, uint32_t how, int exec)
+{
+	static const struct tw_map after_exec[] = {
+		{0x561100000000ull, 0x561100003000ull, VMT_PROT_R | VMT_PROT_X, "/usr/bin/other"},
+		{0x7ffe00000000ull, 0x7ffe00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
+	};
+	begin(t);
+	SC(t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
+	tw_proc_how(t, 1, 0, 1, 0, how);
+	for (int i = 0; i < 300; i++) { /* the child's own work first */
+		tw_touch(t, 1, 1, A, 4, VMT_PAGE_WRITTEN);
+		tw_sc(t, 1, 1, VMT_OP_MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
+	}
+	if (exec) {
+		tw_exec(t, 1, 1, "/usr/bin/other");
+		tw_maps(t, 1, 1, after_exec, 2);
+	}
+	tw_proc_exit(t, 1, 1);
+	SC(t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
+	tw_proc_exit(t, 0, 0);
+	tw_close(t);
+}
+
+static void test_vfork_waits(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+
+	for (int exec = 1; exec >= 0; exec--) {
+		vfork_trace(&t, VMT_PROC_VFORK, exec);
+		opts(&o);
+		alarm(20);
+		rp_trace *tr = replay_clean(t.path, &o, &r);
+		alarm(0);
+		assert_int_equal(tr->nprocs, 2);
+		const struct rp_thread *parent = &tr->threads[tr->procs[0].first_thread];
+		uint32_t child = tr->procs[1].first_thread;
+		uint32_t waited = 0; /* the child element the munmap waits for */
+		for (uint32_t i = 0; i < parent->nelem; i++) {
+			const struct rp_elem *e = &parent->elem[i];
+			if (e->op != VMT_OP_MUNMAP || e->kind != RK_SYSCALL)
+				continue;
+			for (uint32_t d = 0; d < e->ndeps; d++)
+				if (tr->deps[e->dep0 + d].thread == child)
+					waited = tr->deps[e->dep0 + d].seq;
+		}
+		assert_true(waited > 0);
+		const struct rp_elem *x = &tr->threads[child].elem[waited - 1];
+		assert_int_equal(x->kind, exec ? RK_EXEC : RK_END);
+		assert_true(x->flags & RF_POST);
+		assert_int_equal(waited, 301); /* after its 300 madvises */
+		assert_int_equal(r.ops[VMT_OP_MADVISE].count, 300);
+		release(&r, tr);
+
+		/* free order keeps the wait; a fork's parent does not wait. */
+		o.order = RP_ORDER_FREE;
+		tr = replay_clean(t.path, &o, &r);
+		parent = &tr->threads[tr->procs[0].first_thread];
+		uint32_t on_child = 0;
+		for (uint32_t i = 0; i < parent->nelem; i++)
+			for (uint32_t d = 0; d < parent->elem[i].ndeps; d++)
+				on_child += tr->deps[parent->elem[i].dep0 + d].thread == child;
+		assert_int_equal(on_child, 1);
+		release(&r, tr);
+		tw_remove(&t);
+	}
+	vfork_trace(&t, VMT_PROC_FORK, 1);
+	opts(&o);
+	rp_trace *tr = replay_clean(t.path, &o, &r);
+	const struct rp_thread *parent = &tr->threads[tr->procs[0].first_thread];
+	for (uint32_t i = 0; i < parent->nelem; i++)
+		for (uint32_t d = 0; d < parent->elem[i].ndeps; d++)
+			assert_int_not_equal(tr->deps[parent->elem[i].dep0 + d].thread,
+					     tr->procs[1].first_thread);
+	release(&r, tr);
+	tw_remove(&t);
+}
+
 static void test_processes(void **state)
 {
 	struct tw t;
@@ -983,6 +1065,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_fatal_ends_run, cancel_alarm),
 		cmocka_unit_test_teardown(test_killed_ends_run, cancel_alarm),
 		cmocka_unit_test(test_processes),
+		cmocka_unit_test_teardown(test_vfork_waits, cancel_alarm),
 		cmocka_unit_test(test_divergences),
 		cmocka_unit_test(test_fault_touches),
 	};
