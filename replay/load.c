@@ -311,17 +311,15 @@ static int simple(struct loader *L, uint32_t tid, uint8_t kind, uint32_t arg, ui
 	return append(L, tid, &e, ts, NULL, 0, global);
 }
 
-/* A vfork child's exec or end, just appended to its thread tid: the
- * thread that made the vfork waits for it with its next element. */
-static void vfork_release(struct loader *L, uint32_t tid)
+/* The element just appended to thread tid (a vfork child's exec, or the
+ * end of its first thread) releases `parent`, the thread that made the
+ * vfork: its next element waits for it.  (When a thread other than the
+ * first execs, a recorder may report the first one's exit before the
+ * exec: that exit releases it.) */
+static void vfork_release(struct loader *L, uint32_t parent, uint32_t tid)
 {
-	uint32_t p = L->t->threads[tid].proc;
-	struct lproc *P = &L->lp[p];
-	if (P->vfork_parent == RP_VOID || L->t->procs[p].first_thread != tid)
-		return;
-	L->lt[P->vfork_parent].vf_thread = tid;
-	L->lt[P->vfork_parent].vf_seq = L->t->threads[tid].nelem;
-	P->vfork_parent = RP_VOID;
+	L->lt[parent].vf_thread = tid;
+	L->lt[parent].vf_seq = L->t->threads[tid].nelem;
 }
 
 static int end_thread(struct loader *L, uint32_t tid, uint64_t ts)
@@ -332,7 +330,11 @@ static int end_thread(struct loader *L, uint32_t tid, uint64_t ts)
 	int rc = simple(L, tid, RK_END, 0, 0, ts, 0);
 	if (rc < 0)
 		return rc;
-	vfork_release(L, tid);
+	struct lproc *P = &L->lp[th->proc];
+	if (P->vfork_parent != RP_VOID && L->t->procs[th->proc].first_thread == tid) {
+		vfork_release(L, P->vfork_parent, tid);
+		P->vfork_parent = RP_VOID;
+	}
 	th->ended = 1;
 	L->lp[th->proc].live--;
 	return 0;
@@ -541,6 +543,9 @@ static int ev_exec(struct loader *L, const struct vmt_event *ev)
 	if (L->t->threads[tid].nelem == 0 && P->plan == RP_VOID && P->map.n == 0 &&
 	    L->t->procs[p].parent == RP_VOID)
 		return 0;
+	/* An exec releases a vfork's parent, whichever thread makes it. */
+	uint32_t vparent = P->vfork_parent;
+	P->vfork_parent = RP_VOID;
 	/* exec ends every other thread of the process. */
 	for (uint32_t i = 0; i < P->nthreads; i++)
 		if (P->threads[i] != tid && (rc = end_thread(L, P->threads[i], ev->ts_ns)))
@@ -556,7 +561,8 @@ static int ev_exec(struct loader *L, const struct vmt_event *ev)
 	e.arg = (uint32_t)pl;
 	if ((rc = append(L, tid, &e, ev->ts_ns, NULL, 0, 1)) < 0)
 		return rc;
-	vfork_release(L, tid);
+	if (vparent != RP_VOID)
+		vfork_release(L, vparent, tid);
 	return 0;
 }
 

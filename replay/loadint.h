@@ -40,7 +40,7 @@ struct lthread {
 	 * already waited for (resource order; indexed by in_proc). */
 	uint32_t *known;
 	uint32_t nknown;
-	uint32_t last_dep_thread, last_dep_seq; /* strict order */
+	uint32_t last_dep_thread, last_dep_seq; /* other-process deps (strict order, vfork) */
 	/* The exec (or end) of a vfork child this thread made: its next
 	 * element waits for it (vf_seq 0: none). */
 	uint32_t vf_thread, vf_seq;

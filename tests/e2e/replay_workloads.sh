@@ -89,7 +89,7 @@ if command -v python3 > /dev/null; then
 	# subprocess starts its child with vfork (CPython 3.10 and later):
 	# the replay makes the parent thread wait for the child's exec.
 	run python3-vfork no - python3 -c "import subprocess; subprocess.run(['true'])"
-	if [ -f "$tmp/python3-vfork.zst" ]; then
+	if [ -f "$tmp/python3-vfork.zst" ] && [ -x "$B/vmtrace" ]; then
 		if "$B/vmtrace" dump "$tmp/python3-vfork.zst" | grep -q '+++ process_start .* vfork +++'; then
 			echo "ok python3-vfork-kind: the trace has a vfork"
 		else
