@@ -107,7 +107,9 @@ long rp_range_op(struct rp_wctx *w, const struct rp_elem *e);
 long rp_mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1);
 long rp_mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1);
 long rp_brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1);
-/* Forget the regions of e's pieces (a divergent munmap/mremap). */
+/* Unmap the mapped pieces of e. */
+void rp_unmap_pieces(struct rp_wctx *w, const struct rp_elem *e);
+/* Forget the regions of e's pieces (a divergent munmap/mremap, an exec). */
 void rp_poison(struct rp_wctx *w, const struct rp_elem *e);
 
 /* worker.c: the body of the run process; never returns. */

@@ -670,25 +670,27 @@ int ld_check_memory(struct loader *L)
 		       scale > 1 ? " (all copies)" : "", b);
 }
 
-/* Elements the replay loop runs on its short path (RF_FAST): the common
- * case, kept compact in code and data (worker.c), its piece and a single
- * touch copied into the element. */
-static void mark_fast(struct loader *L)
+/* What the replay loop needs of a one-piece range op, copied into the
+ * element (its piece, a single touch run), and the elements it runs on
+ * its short path (worker.c): after the load, when every wait, post and
+ * VMA sample is known. */
+static void mark_inline(struct loader *L)
 {
 	rp_trace *t = L->t;
 	for (uint32_t tid = 0; tid < t->nthreads; tid++)
 		for (uint32_t i = 0; i < t->threads[tid].nelem; i++) {
 			struct rp_elem *e = &t->threads[tid].elem[i];
 			if (!(e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1 &&
-			      e->op != VMT_OP_MINCORE && !e->ndeps &&
-			      !(e->flags & (RF_RAW_LEN | RF_SAMPLE_VMAS | RF_POST)) &&
+			      e->op != VMT_OP_MINCORE && !(e->flags & RF_RAW_LEN) &&
 			      t->pieces[e->piece0].region != RP_VOID))
 				continue;
 			const struct rp_piece *p = &t->pieces[e->piece0];
-			e->flags |= RF_FAST;
+			e->flags |= RF_PIECE1;
 			e->region = p->region;
 			e->off2 = p->off;
 			e->aux = p->len;
+			if (!e->ndeps && !(e->flags & (RF_SAMPLE_VMAS | RF_POST)))
+				e->flags |= RF_FAST;
 			if (e->ntouch != 1)
 				continue;
 			const struct rp_touch *tc = &t->touches[e->touch0];
@@ -718,7 +720,7 @@ static int finish(struct loader *L)
 	}
 	if ((rc = ld_check_memory(L)))
 		return rc;
-	mark_fast(L);
+	mark_inline(L);
 	for (uint32_t i = 0; i < t->nfiles; i++) {
 		struct rp_file *f = &t->files[i];
 		struct stat st;

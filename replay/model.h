@@ -49,11 +49,14 @@ enum rp_how {
 #define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
 #define RF_POST 0x200u	   /* another thread waits for this element: post it */
-#define RF_FAST 0x400u	   /* the loop's short path: a one-piece range op on a
-			      region (not mincore, not RF_RAW_LEN), without
-			      waits, post or sampling; its piece is inline
-			      (region, off2, aux).  Set last, by the loader. */
-#define RF_TOUCH1 0x800u   /* its one touch is inline (region2, tpage, arg) */
+/* Set last, by the loader (mark_inline): */
+#define RF_PIECE1 0x1000u  /* RX_RANGE on one piece of a region (not mincore,
+			      not RF_RAW_LEN): the piece is inline (region,
+			      off2, aux) */
+#define RF_TOUCH1 0x800u   /* RF_PIECE1 with one touch run, inline (region2,
+			      tpage, arg) */
+#define RF_FAST 0x400u	   /* the loop's short path: RF_PIECE1 without waits,
+			      post or sampling */
 
 /* One translated piece of a recorded range.  region RP_VOID: a recorded
  * range with no mapping; executed on the never-mapped void range at the
@@ -92,7 +95,7 @@ struct rp_elem {
 	/* By kind, how and flags (the short path reads the element alone,
 	 * no piece or touch array: each stream more per op was measurable). */
 	uint32_t region;  /* RF_NEWREG / RX_BRK: region; RK_FORK: child proc;
-			     RF_FAST: the piece's region */
+			     RF_PIECE1: the piece's region */
 	uint32_t region2; /* RF_FIXED_IN: region of the target;
 			     RF_TOUCH1: the touch's region */
 	uint32_t arg;	  /* RK_SPAWN/RK_FORK: thread; RF_FILE: file index;
@@ -100,8 +103,8 @@ struct rp_elem {
 			     RF_TOUCH1: the touch's pages | RP_TOUCH_WRITE */
 	uint32_t tpage;	  /* RF_TOUCH1: the touch's offset in region2, in pages */
 	uint64_t off2;	  /* RF_FIXED_IN: offset of the target in region2;
-			     RX_BRK: new break offset; RF_FAST: the piece's offset */
-	uint64_t aux;	  /* RX_BRK: old break offset; RF_FAST: the piece's length */
+			     RX_BRK: new break offset; RF_PIECE1: the piece's offset */
+	uint64_t aux;	  /* RX_BRK: old break offset; RF_PIECE1: the piece's length */
 	uint64_t args[VMT_MAX_ARGS];
 	int64_t result;	  /* recorded */
 	uint64_t ts;	  /* recorded entry time - trace start (ns) */

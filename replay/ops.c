@@ -87,8 +87,8 @@ long rp_range_op(struct rp_wctx *w, const struct rp_elem *e)
 	return r;
 }
 
-/* Unmap the mapped pieces of e (what a new region replaces). */
-static void unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
+/* Unmap the mapped pieces of e (what a new region or an exec replaces). */
+void rp_unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
 {
 	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
 	for (uint32_t i = 0; i < e->npieces; i++) {
@@ -134,7 +134,7 @@ long rp_mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64
 		const struct rp_region *rg = &rt->t->regions[e->region];
 		flags &= ~(uint64_t)(MAP_FIXED | MAP_FIXED_NOREPLACE);
 		*t0 = rp_ticks(w->rt->tsc);
-		unmap_pieces(w, e);
+		rp_unmap_pieces(w, e);
 		if (rt->opt.placement == RP_PLACE_EXACT) {
 			r = -EEXIST;
 			if (w->copy == 0 && rg->rec_start >= rt->void_len)

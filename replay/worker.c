@@ -16,7 +16,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -32,12 +31,11 @@
  * hottest user code on the loads of w->rt and rt->tsc between the syscall
  * and the second clock read (that wait was also counted as the op's
  * latency).  So per element the loop reads its stack (this struct), the
- * element (on the short path alone: its piece and a single touch are
- * inline, RF_FAST), the region bases and the op's histogram; the clock
+ * element (a one-piece range op alone: its piece and a single touch run
+ * are inline, RF_PIECE1), the region bases and the op's histogram; the clock
  * kind is a constant of the loop (run_guarded), and the counters it bumps
  * are written back at the end of the stream. */
 struct rp_hot {
-	const struct rp_piece *pieces;	/* (off the short path) */
 	const struct rp_touch *touches; /* (several touch runs) */
 	const uint64_t *base; /* w->base */
 	struct rp_hist *hist; /* w->hist */
@@ -275,19 +273,6 @@ static inline __attribute__((always_inline)) void call_at(struct rp_wctx *w, str
 	after_call(w, h, e, r, t0, t1);
 }
 
-/* A range op of one piece on a mapped region; 0 when the piece's region
- * is not mapped (rp_range_op's case). */
-static inline __attribute__((always_inline)) int range1_call(struct rp_wctx *w, struct rp_hot *h,
-							     const struct rp_elem *e, const int tsc)
-{
-	const struct rp_piece *p = &h->pieces[e->piece0];
-	uint64_t b = p->region != RP_VOID ? h->base[p->region] : 0;
-	if (!b)
-		return 0;
-	call_at(w, h, e, b + p->off, p->len, tsc);
-	return 1;
-}
-
 /* A range op rp_range_op executes: several pieces, a raw length, mincore,
  * a piece on no mapping or on a region that is gone. */
 static __attribute__((noinline)) void range_call(struct rp_wctx *w, struct rp_hot *h,
@@ -300,6 +285,17 @@ static __attribute__((noinline)) void range_call(struct rp_wctx *w, struct rp_ho
 	after_call(w, h, e, r, t0, t1);
 }
 
+/* An RF_PIECE1 range op: its one piece inline in the element. */
+static inline __attribute__((always_inline)) void piece1_call(struct rp_wctx *w, struct rp_hot *h,
+							      const struct rp_elem *e, const int tsc)
+{
+	uint64_t b = h->base[e->region];
+	if (__builtin_expect(b != 0, 1))
+		call_at(w, h, e, b + e->off2, e->aux, tsc);
+	else
+		range_call(w, h, e); /* its region is gone */
+}
+
 /* Any replayed call. */
 static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, struct rp_hot *h,
 							    const struct rp_elem *e, const int tsc)
@@ -309,8 +305,9 @@ static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, 
 
 	switch (e->how) {
 	case RX_RANGE:
-		if (!(e->npieces == 1 && !(e->flags & RF_RAW_LEN) && e->op != VMT_OP_MINCORE &&
-		      range1_call(w, h, e, tsc)))
+		if (e->flags & RF_PIECE1)
+			piece1_call(w, h, e, tsc);
+		else
 			range_call(w, h, e);
 		return;
 	case RX_MMAP:
@@ -368,14 +365,8 @@ static void fork_process(struct rp_wctx *w, const struct rp_elem *e)
 static void exec_space(struct rp_wctx *w, const struct rp_elem *e)
 {
 	struct rp_rt *rt = w->rt;
-	const struct rp_piece *pc = &rt->t->pieces[e->piece0];
-	for (uint32_t i = 0; i < e->npieces; i++) {
-		uint64_t b = w->base[pc[i].region];
-		if (b)
-			munmap((void *)(b + pc[i].off), pc[i].len);
-	}
-	for (uint32_t i = 0; i < e->npieces; i++)
-		w->base[pc[i].region] = 0;
+	rp_unmap_pieces(w, e);
+	rp_poison(w, e);
 	int rc = rt_setup_plan(rt, w->copy, e->arg);
 	if (rc < 0)
 		rt_fatal(rt, rc, "cannot set up the address space after exec: %s", strerror(-rc));
@@ -465,11 +456,7 @@ static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, s
 		}
 		if (__builtin_expect(e->ntouch != 0, 1)) /* (code layout) */
 			do_touches(h, e, i);
-		uint64_t b = h->base[e->region]; /* the piece, inline */
-		if (__builtin_expect(b != 0, 1))
-			call_at(w, h, e, b + e->off2, e->aux, tsc);
-		else
-			range_call(w, h, e); /* its region is gone */
+		piece1_call(w, h, e, tsc);
 	}
 }
 
@@ -496,7 +483,6 @@ static void run_stream(struct rp_wctx *w)
 {
 	struct rp_rt *rt = w->rt;
 	struct rp_hot h = {
-		.pieces = rt->t->pieces,
 		.touches = rt->t->touches,
 		.base = w->base,
 		.hist = w->hist,

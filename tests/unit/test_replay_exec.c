@@ -247,6 +247,22 @@ static void test_remap_and_fixed(void **state)
 	tw_remove(&t);
 }
 
+/* A temporary file of len bytes 'x' (path: a mkstemp template, filled
+ * in); its descriptor, and its stat in *st. */
+static int x_file(char *path, size_t len, struct stat *st)
+{
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	char buf[4096];
+	memset(buf, 'x', sizeof(buf));
+	for (size_t n = 0; n < len; n += sizeof(buf)) {
+		size_t k = len - n < sizeof(buf) ? len - n : sizeof(buf);
+		assert_int_equal(write(fd, buf, k), (ssize_t)k);
+	}
+	assert_int_equal(fstat(fd, st), 0);
+	return fd;
+}
+
 /* A recorded touch the replay's mapping does not allow traps (a trace is
  * untrusted: here pages of a --files=original mapping beyond the end of
  * its 1-page file, SIGBUS); the replayer counts it, skips the rest of that
@@ -257,12 +273,8 @@ static void test_touch_traps(void **state)
 	struct rp_options o;
 	struct rp_run_result r;
 	char path[] = "/tmp/rptw-small.XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, P), 0);
 	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
-	close(fd);
+	close(x_file(path, P, &st));
 
 	begin(&t);
 	tw_file(&t, 0, 0, path, (uint64_t)st.st_ino, P, O_RDWR);
@@ -285,26 +297,22 @@ static void test_touch_traps(void **state)
 
 	opts(&o);
 	o.files = RP_FILES_ORIGINAL;
-	rp_trace *tr = replay_clean(t.path, &o, &r);
-	uint32_t small = 0;
-	for (uint32_t i = 0; i < tr->nfiles; i++)
-		small += !strcmp(tr->files[i].path, path) && tr->files[i].original;
-	assert_int_equal(small, 1);
-	assert_int_equal(r.touch_faults, 4);
-	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 7);
-	assert_int_equal(r.ops[VMT_OP_MUNMAP].count, 2);
-	assert_int_equal(r.touched_pages, 2 + 3 * (1 + 4));
-	release(&r, tr);
-
-	/* The same off the short path (any pacing takes every element
+	rp_trace *tr;
+	/* On the short path, then off it (any pacing takes every element
 	 * there; a speed this high adds no waiting). */
-	o.speed = 1e6;
-	tr = replay_clean(t.path, &o, &r);
-	assert_int_equal(r.touch_faults, 4);
-	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 7);
-	assert_int_equal(r.ops[VMT_OP_MUNMAP].count, 2);
-	assert_int_equal(r.touched_pages, 2 + 3 * (1 + 4));
-	release(&r, tr);
+	for (int slow = 0; slow < 2; slow++) {
+		o.speed = slow ? 1e6 : 0;
+		tr = replay_clean(t.path, &o, &r);
+		uint32_t small = 0;
+		for (uint32_t i = 0; i < tr->nfiles; i++)
+			small += !strcmp(tr->files[i].path, path) && tr->files[i].original;
+		assert_int_equal(small, 1);
+		assert_int_equal(r.touch_faults, 4);
+		assert_int_equal(r.ops[VMT_OP_MADVISE].count, 7);
+		assert_int_equal(r.ops[VMT_OP_MUNMAP].count, 2);
+		assert_int_equal(r.touched_pages, 2 + 3 * (1 + 4));
+		release(&r, tr);
+	}
 	tw_remove(&t);
 
 	/* A trap in an element another thread waits for: it still posts
@@ -420,13 +428,10 @@ static void test_files(void **state)
 	struct rp_options o;
 	struct rp_run_result r;
 	char path[] = "/tmp/rptw-file.XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
 	char buf[3 * 4096];
 	memset(buf, 'x', sizeof(buf));
-	assert_int_equal(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
 	struct stat st0;
-	fstat(fd, &st0);
+	int fd = x_file(path, sizeof(buf), &st0);
 
 	begin(&t);
 	tw_file(&t, 0, 0, path, (uint64_t)st0.st_ino, sizeof(buf), O_RDWR);
@@ -887,6 +892,23 @@ static void vfork_trace(struct tw *t, uint32_t how, int exec)
 	tw_close(t);
 }
 
+/* How many waits the elements of thread th have on thread u; *seq: the
+ * element of u the last of them waits for (0: none). */
+static uint32_t waits_on(const rp_trace *tr, uint32_t th, uint32_t u, uint32_t *seq)
+{
+	uint32_t n = 0;
+	*seq = 0;
+	for (uint32_t i = 0; i < tr->threads[th].nelem; i++) {
+		const struct rp_elem *e = &tr->threads[th].elem[i];
+		for (uint32_t d = 0; d < e->ndeps; d++)
+			if (tr->deps[e->dep0 + d].thread == u) {
+				n++;
+				*seq = tr->deps[e->dep0 + d].seq;
+			}
+	}
+	return n;
+}
+
 static void test_vfork_waits(void **state)
 {
 	struct tw t;
@@ -899,17 +921,9 @@ static void test_vfork_waits(void **state)
 		opts(&o);
 		rp_trace *tr = replay_clean(t.path, &o, &r);
 		assert_int_equal(tr->nprocs, 2);
-		const struct rp_thread *parent = &tr->threads[tr->procs[0].first_thread];
-		uint32_t child = tr->procs[1].first_thread;
-		uint32_t waited = 0; /* the child element the munmap waits for */
-		for (uint32_t i = 0; i < parent->nelem; i++) {
-			const struct rp_elem *e = &parent->elem[i];
-			if (e->op != VMT_OP_MUNMAP || e->kind != RK_SYSCALL)
-				continue;
-			for (uint32_t d = 0; d < e->ndeps; d++)
-				if (tr->deps[e->dep0 + d].thread == child)
-					waited = tr->deps[e->dep0 + d].seq;
-		}
+		uint32_t parent = tr->procs[0].first_thread, child = tr->procs[1].first_thread;
+		uint32_t waited; /* the child element the munmap waits for */
+		waits_on(tr, parent, child, &waited);
 		assert_true(waited > 0);
 		const struct rp_elem *x = &tr->threads[child].elem[waited - 1];
 		assert_int_equal(x->kind, exec ? RK_EXEC : RK_END);
@@ -921,12 +935,7 @@ static void test_vfork_waits(void **state)
 		/* free order keeps the wait; a fork's parent does not wait. */
 		o.order = RP_ORDER_FREE;
 		tr = replay_clean(t.path, &o, &r);
-		parent = &tr->threads[tr->procs[0].first_thread];
-		uint32_t on_child = 0;
-		for (uint32_t i = 0; i < parent->nelem; i++)
-			for (uint32_t d = 0; d < parent->elem[i].ndeps; d++)
-				on_child += tr->deps[parent->elem[i].dep0 + d].thread == child;
-		assert_int_equal(on_child, 1);
+		assert_int_equal(waits_on(tr, parent, child, &waited), 1);
 		release(&r, tr);
 		tw_remove(&t);
 	}
@@ -947,12 +956,8 @@ static void test_vfork_waits(void **state)
 	tw_close(&t);
 	opts(&o);
 	rp_trace *tr = replay_clean(t.path, &o, &r);
-	uint32_t execer = tr->procs[1].first_thread + 1, waited = 0;
-	const struct rp_thread *par = &tr->threads[tr->procs[0].first_thread];
-	for (uint32_t i = 0; i < par->nelem; i++)
-		for (uint32_t d = 0; d < par->elem[i].ndeps; d++)
-			if (tr->deps[par->elem[i].dep0 + d].thread == execer)
-				waited = tr->deps[par->elem[i].dep0 + d].seq;
+	uint32_t execer = tr->procs[1].first_thread + 1, waited;
+	waits_on(tr, tr->procs[0].first_thread, execer, &waited);
 	assert_true(waited > 0);
 	assert_int_equal(tr->threads[execer].elem[waited - 1].kind, RK_EXEC);
 	release(&r, tr);
@@ -961,11 +966,8 @@ static void test_vfork_waits(void **state)
 	vfork_trace(&t, VMT_PROC_FORK, 1);
 	opts(&o);
 	tr = replay_clean(t.path, &o, &r);
-	const struct rp_thread *parent = &tr->threads[tr->procs[0].first_thread];
-	for (uint32_t i = 0; i < parent->nelem; i++)
-		for (uint32_t d = 0; d < parent->elem[i].ndeps; d++)
-			assert_int_not_equal(tr->deps[parent->elem[i].dep0 + d].thread,
-					     tr->procs[1].first_thread);
+	assert_int_equal(waits_on(tr, tr->procs[0].first_thread, tr->procs[1].first_thread, &waited),
+			 0);
 	release(&r, tr);
 	tw_remove(&t);
 	alarm(0);
