@@ -1,7 +1,8 @@
 /*
- * loadint.h - state shared by the trace loader (load.c: event stream,
- * threads, processes, ordering) and the address-space simulation (sim.c:
- * translating each recorded op into replay pieces).  Internal.
+ * loadint.h - state shared by the trace loader (trace.c: the whole load;
+ * load.c: event stream, threads, processes; order.c: ordering) and the
+ * address-space simulation (sim.c: translating each recorded op into
+ * replay pieces).  Internal.
  */
 #ifndef VMREPLAY_LOADINT_H
 #define VMREPLAY_LOADINT_H
@@ -110,8 +111,8 @@ int ld_order(struct loader *L, uint32_t tid, const struct rp_elem *e, uint32_t s
 #define LD_MAX_RANGES 4
 int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 		struct rp_elem *e, struct lrange *rng, int *nrng, int *global);
-/* sim.c: a TOUCH or FAULT event of thread tid: append touch actions to the
- * thread's pending list. */
+/* simtouch.c: a TOUCH or FAULT event of thread tid: append touch actions
+ * to the thread's pending list. */
 int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev);
 /* sim.c: a MAPS snapshot starting process p's epoch: stand-in regions
  * into the map, a plan. */
@@ -123,9 +124,17 @@ int sim_plan(struct loader *L, uint32_t p);
 int sim_clear(struct loader *L, uint32_t p, uint32_t *piece0, uint32_t *npieces);
 /* sim.c: forget p's accounting (process exit). */
 void sim_proc_exit(struct loader *L, uint32_t p);
-/* load.c: fail if the peaks (times --scale) exceed --max-memory. */
+/* load.c: one event of the trace into the loader. */
+int ld_event(struct loader *L, const struct vmt_event *ev);
+/* load.c: thread tid ends (its RK_END element); ts 0: with the recording. */
+int ld_end_thread(struct loader *L, uint32_t tid, uint64_t ts);
+/* trace.c: fail if the peaks (times --scale) exceed --max-memory. */
 int ld_check_memory(struct loader *L);
 /* sim.c: memory accounting check after a change. */
 int sim_check_memory(struct loader *L);
+/* sim.c: pages [a, b) of P are present (counted toward the touched peak). */
+int sim_touched_add(struct loader *L, struct lproc *P, uint64_t a, uint64_t b);
+/* sim.c: some element uses region (a stand-in region gets its mapping). */
+void sim_need(struct loader *L, uint32_t region);
 
 #endif

@@ -2,7 +2,7 @@
  * model.h - the loaded trace, as the executor wants it (internal to
  * libvmreplay).
  *
- * Loading (load.c, sim.c) turns the event stream into one array of
+ * Loading (trace.c, load.c, sim.c) turns the event stream into one array of
  * "elements" per recorded thread, with everything decided up front: which
  * replay region and offset each recorded address range maps to, which
  * pages to touch before each op and how, which ops of other threads each
@@ -49,7 +49,7 @@ enum rp_how {
 #define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
 #define RF_POST 0x200u	   /* another thread waits for this element: post it */
-/* Set last, by the loader (mark_inline): */
+/* Set last, by the loader (mark_inline, trace.c): */
 #define RF_PIECE1 0x1000u  /* RX_RANGE on one piece of a region (not mincore,
 			      not RF_RAW_LEN): the piece is inline (region,
 			      off2, aux) */

@@ -138,7 +138,7 @@ static void warm_cache(struct rp_rt *rt)
  * read-only and read-write, then unlinked at once with their directory, so
  * nothing is left behind whatever happens to the run.  --files=original
  * opens the recorded file read-only (only for files no mapping could
- * write: see finish() in load.c).  A SysV shared memory segment gets a
+ * write: see finish() in trace.c).  A SysV shared memory segment gets a
  * memfd of its size instead, opened read-write and (through /proc)
  * read-only.
  */

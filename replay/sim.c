@@ -103,7 +103,7 @@ static int touched_remove(struct loader *L, struct lproc *P, uint64_t a, uint64_
 	return 0;
 }
 
-static int touched_add(struct loader *L, struct lproc *P, uint64_t a, uint64_t b)
+int sim_touched_add(struct loader *L, struct lproc *P, uint64_t a, uint64_t b)
 {
 	uint64_t n = covered(&P->touched, a, b);
 	struct rpam_val v = {0, 0, 0};
@@ -136,7 +136,7 @@ static int map_protect(struct loader *L, struct lproc *P, uint64_t a, uint64_t b
 	return sim_check_memory(L);
 }
 
-static void need(struct loader *L, uint32_t region)
+void sim_need(struct loader *L, uint32_t region)
 {
 	if (region != RP_VOID && region != RPAM_GAP)
 		L->t->regions[region].needed = 1;
@@ -162,7 +162,7 @@ static int add_piece_cb(void *ctx, const struct rpam_piece *p)
 		c->err = ld_add_piece(c->L, 0, p->len, RP_VOID);
 	} else {
 		if (c->mark)
-			need(c->L, p->region);
+			sim_need(c->L, p->region);
 		c->err = ld_add_piece(c->L, p->off, p->len, p->region);
 	}
 	if (c->err < 0)
@@ -216,7 +216,7 @@ static int point_piece(struct loader *L, struct lproc *P, uint64_t addr, uint64_
 {
 	const struct rpam_seg *s = rpam_lookup(&P->map, addr);
 	if (s) {
-		need(L, s->v.region);
+		sim_need(L, s->v.region);
 		return ld_add_piece(L, s->v.off + (addr - s->start), len, s->v.region);
 	}
 	return ld_add_piece(L, addr & (L->page - 1), len, RP_VOID);
@@ -385,7 +385,7 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 			e->flags |= RF_FIXED_IN;
 			e->region2 = region;
 			e->off2 = roff;
-			need(L, region);
+			sim_need(L, region);
 			if ((rc = touched_remove(L, P, R, R + plen)))
 				return rc;
 			struct rpam_val v = {region, attr, roff};
@@ -418,7 +418,7 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 		e->flags |= RF_FIXED_IN;
 		e->region2 = region;
 		e->off2 = roff;
-		need(L, region);
+		sim_need(L, region);
 	}
 	if (fixed && valid_len && addr < RP_ADDR_LIMIT)
 		rng[(*nrng)++] = (struct lrange){addr, addr + plen < RP_ADDR_LIMIT ? addr + plen : RP_ADDR_LIMIT};
@@ -446,7 +446,7 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 		if ((rc = point_piece(L, P, old, 0)) < 0)
 			return rc;
 	} else if (old_valid && in_one_region(P, old, old + polen, &region, &roff)) {
-		need(L, region);
+		sim_need(L, region);
 		if ((rc = ld_add_piece(L, roff, olen, region)) < 0)
 			return rc;
 	} else {
@@ -463,7 +463,7 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 			e->flags |= RF_FIXED_IN;
 			e->region2 = region;
 			e->off2 = roff;
-			need(L, region);
+			sim_need(L, region);
 		}
 		if (new_valid)
 			rng[(*nrng)++] = (struct lrange){naddr, naddr + pnlen};
@@ -693,132 +693,4 @@ int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 		e->kind = RK_SKIP;
 		return 0;
 	}
-}
-
-/* ---- touches ----------------------------------------------------------- */
-
-struct tctx {
-	struct loader *L;
-	uint32_t tid;
-	struct lproc *P;
-	int write; /* recorded as written (or unknown) */
-	int err;
-};
-
-static int push_touch(struct loader *L, struct lthread *lt, uint32_t region, uint64_t off,
-		      uint64_t npages, int write)
-{
-	while (npages) {
-		uint32_t n = npages > 0x40000000u ? 0x40000000u : (uint32_t)npages;
-		if (lt->npt) {
-			struct rp_touch *l = &lt->pt[lt->npt - 1];
-			uint32_t ln = l->npages & ~RP_TOUCH_WRITE;
-			int lw = (l->npages & RP_TOUCH_WRITE) != 0;
-			if (l->region == region && lw == write && l->off + (uint64_t)ln * L->page == off &&
-			    (uint64_t)ln + n < 0x40000000u) {
-				l->npages += n;
-				off += (uint64_t)n * L->page;
-				npages -= n;
-				continue;
-			}
-		}
-		if (lt->npt == lt->ptcap) {
-			uint32_t cap = lt->ptcap ? lt->ptcap * 2 : 8;
-			if (cap > (1u << 28))
-				return ld_fail(L, VMT_E_LIMIT, "too many touches before one op");
-			void *nw = realloc(lt->pt, cap * sizeof(*lt->pt));
-			if (!nw)
-				return ld_fail(L, -ENOMEM, "out of memory");
-			lt->pt = nw;
-			lt->ptcap = cap;
-		}
-		struct rp_touch *tt = &lt->pt[lt->npt++];
-		tt->off = off;
-		tt->region = region;
-		tt->npages = n | (write ? RP_TOUCH_WRITE : 0);
-		off += (uint64_t)n * L->page;
-		npages -= n;
-	}
-	return 0;
-}
-
-static int touch_cb(void *ctx, const struct rpam_piece *p)
-{
-	struct tctx *c = ctx;
-	struct loader *L = c->L;
-	uint64_t np = p->len / L->page;
-	if (p->region == RPAM_GAP) {
-		L->t->touch_unmapped_pages += np;
-		return 0;
-	}
-	uint32_t prot = p->attr & AT_PROT;
-	int write = c->write && (prot & PROT_WRITE);
-	if (!write && !(prot & PROT_READ)) {
-		L->t->touch_unmapped_pages += np;
-		return 0;
-	}
-	need(L, p->region);
-	if ((c->err = push_touch(L, &L->lt[c->tid], p->region, p->off, np, write)) < 0)
-		return 1;
-	if ((c->err = touched_add(L, c->P, p->start, p->start + p->len)) < 0)
-		return 1;
-	return 0;
-}
-
-static int add_tr(struct loader *L, struct lthread *lt, uint64_t a, uint64_t b)
-{
-	if (lt->ntr && lt->tr[lt->ntr - 1].b == a) {
-		lt->tr[lt->ntr - 1].b = b;
-		return 0;
-	}
-	if (lt->ntr == lt->trcap) {
-		uint32_t cap = lt->trcap ? lt->trcap * 2 : 8;
-		void *n = realloc(lt->tr, cap * sizeof(*lt->tr));
-		if (!n)
-			return ld_fail(L, -ENOMEM, "out of memory");
-		lt->tr = n;
-		lt->trcap = cap;
-	}
-	lt->tr[lt->ntr++] = (struct lrange){a, b};
-	return 0;
-}
-
-/* Present pages [a, b) of state `state`. */
-static int touch_range(struct loader *L, uint32_t tid, uint64_t a, uint64_t b, uint32_t state)
-{
-	struct lproc *P = &L->lp[L->t->threads[tid].proc];
-	struct tctx c = {L, tid, P, state != VMT_PAGE_READ, 0};
-	if (a >= RP_ADDR_LIMIT)
-		return 0;
-	if (b > RP_ADDR_LIMIT || b < a)
-		b = RP_ADDR_LIMIT;
-	rpam_pieces(&P->map, a, b, 0, touch_cb, &c);
-	if (c.err < 0)
-		return c.err;
-	return add_tr(L, &L->lt[tid], a, b);
-}
-
-int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev)
-{
-	uint64_t mask = L->page - 1;
-	if (ev->kind == VMT_EV_FAULT) {
-		uint64_t a = ev->u.fault.addr & ~mask;
-		uint32_t st = (ev->u.fault.access & VMT_FAULT_WRITE) ? VMT_PAGE_WRITTEN : VMT_PAGE_READ;
-		return touch_range(L, tid, a, a + L->page, st);
-	}
-	const struct vmt_touch *t = &ev->u.touch;
-	uint64_t at = t->start;
-	for (uint32_t i = 0; i < t->nruns; i++) {
-		uint64_t n = t->runs[i].pages;
-		if (at >= RP_ADDR_LIMIT || n > (RP_ADDR_LIMIT - at) / L->page)
-			break;
-		uint64_t end = at + n * L->page;
-		if (t->runs[i].state != VMT_PAGE_ABSENT) {
-			int rc = touch_range(L, tid, at, end, t->runs[i].state);
-			if (rc < 0)
-				return rc;
-		}
-		at = end;
-	}
-	return 0;
 }
