@@ -1,0 +1,86 @@
+/*
+ * rprun.c - see rprun.h.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "rprun.h"
+
+int rr_expect_divergences;
+
+static void show(const struct rp_run_result *r)
+{
+	if (rr_expect_divergences)
+		return;
+	for (uint32_t i = 0; i < r->ndiv_shown; i++)
+		fprintf(stderr, "divergence: event %llu: %s; replayed %lld\n",
+			(unsigned long long)r->div[i].event, r->div[i].text,
+			(long long)r->div[i].replayed);
+}
+
+rp_trace *rr_replay(const char *path, const struct rp_options *o, struct rp_run_result *r)
+{
+	char msg[512];
+	rp_trace *t;
+	int rc = rp_trace_load(path, o, &t, msg, sizeof(msg));
+	if (rc)
+		fprintf(stderr, "load: %s\n", msg);
+	assert_int_equal(rc, 0);
+	rc = rp_run(t, o, r, msg, sizeof(msg));
+	if (rc)
+		fprintf(stderr, "run: %s\n", msg);
+	assert_int_equal(rc, 0);
+	show(r);
+	return t;
+}
+
+void rr_opts(struct rp_options *o)
+{
+	rp_options_default(o);
+	o->max_memory = 1ull << 30;
+}
+
+rp_trace *rr_replay_clean(const char *path, const struct rp_options *o, struct rp_run_result *r)
+{
+	rp_trace *t = rr_replay(path, o, r);
+	assert_int_equal(r->divergences, 0);
+	return t;
+}
+
+void rr_release(struct rp_run_result *r, rp_trace *tr)
+{
+	rp_run_result_free(r);
+	rp_trace_free(tr);
+}
+
+void rr_begin(struct tw *t)
+{
+	static const struct tw_map m[] = {
+		{0x555400000000ull, 0x555400002000ull, VMT_PROT_R, "/usr/bin/app"},
+		{0x555400002000ull, 0x555400004000ull, VMT_PROT_R | VMT_PROT_X, "/usr/bin/app"},
+		{0x555400004000ull, 0x555400005000ull, VMT_PROT_R | VMT_PROT_W, "/usr/bin/app"},
+		{HEAP, HEAP + 4 * P, VMT_PROT_R | VMT_PROT_W, "[heap]"},
+		{0x7ffd00000000ull, 0x7ffd00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
+		{0x7ffd00030000ull, 0x7ffd00032000ull, VMT_PROT_R | VMT_PROT_X, "[vdso]"},
+	};
+	tw_open(t);
+	tw_proc(t, 0, N, 0, N);
+	tw_maps(t, 0, 0, m, sizeof(m) / sizeof(m[0]));
+}
+
+void rr_finish(struct tw *t)
+{
+	tw_thread_exit(t, 0, 0);
+	tw_close(t);
+}
+
+int rr_cancel_alarm(void **state)
+{
+	(void)state;
+	alarm(0);
+	return 0;
+}
