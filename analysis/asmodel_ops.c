@@ -625,6 +625,42 @@ static void do_remap_file_pages(struct vmt_asmodel *m, struct space *sp,
 }
 
 
+/* Past the largest user address space (5-level page tables). */
+#define AM_ADDR_LIMIT (1ull << 57)
+
+/* [a, a + len) rounded to pages lies inside the user address space. */
+static int range_ok(const struct vmt_asmodel *m, uint64_t a, uint64_t len)
+{
+	return a < AM_ADDR_LIMIT && len < AM_ADDR_LIMIT && a + pg_up(m, len) <= AM_ADDR_LIMIT;
+}
+
+/* The ranges sc names (and, for a success, the ones it created) are
+ * ranges a call can act on.  The kernel refuses the others before looking
+ * at any mapping (EINVAL, ENOMEM), so a trace that says otherwise is
+ * wrong, and the model must not build VMAs that wrap around or overlap. */
+static int ranges_ok(const struct vmt_asmodel *m, const struct vmt_syscall *sc,
+		     const struct pending_file *pf)
+{
+	int ok = !vmt_is_errno(sc->result);
+	uint64_t r = (uint64_t)sc->result;
+	switch (sc->op) {
+	case VMT_OP_MMAP:
+		return !ok || range_ok(m, r, sc->args[1]);
+	case VMT_OP_MREMAP:
+		return !ok || (range_ok(m, sc->args[0], sc->args[1]) && range_ok(m, r, sc->args[2]));
+	case VMT_OP_BRK:
+		return r < AM_ADDR_LIMIT;
+	case VMT_OP_SHMAT:
+		return !ok || range_ok(m, r, pf ? pf->size : 0);
+	case VMT_OP_MUNMAP: case VMT_OP_MPROTECT: case VMT_OP_PKEY_MPROTECT: case VMT_OP_MADVISE:
+	case VMT_OP_MLOCK: case VMT_OP_MLOCK2: case VMT_OP_MUNLOCK: case VMT_OP_MSEAL:
+	case VMT_OP_REMAP_FILE_PAGES:
+		return range_ok(m, sc->args[0], sc->args[1]);
+	default:
+		return 1;
+	}
+}
+
 void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
@@ -644,6 +680,11 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 	const struct pending_file *pf = NULL;
 	if (ev->thread < m->cap_pend && m->pend[ev->thread].valid)
 		pf = &m->pend[ev->thread];
+	if (!ranges_ok(m, sc, pf)) {
+		if (!vmt_is_errno(sc->result))
+			inexact(m);
+		return;
+	}
 	switch (sc->op) {
 	case VMT_OP_MMAP:
 		if (!vmt_is_errno(sc->result))

@@ -722,6 +722,47 @@ static void test_synthetic(void **state)
 	vmt_asmodel_free(m);
 }
 
+/* Successes the kernel could not have returned: ranges that wrap around
+ * or leave the user address space.  The model skips them (marked
+ * inexact) instead of building a VMA that wraps, which broke its tree
+ * (a later mlockall walked off it; found by fuzz_replay). */
+static void test_impossible_ranges(void **state)
+{
+	vmt_asmodel *m = vmt_asmodel_new(4096);
+	const uint64_t S = 0x7f1000000000ull;
+	struct vmt_map_entry e[] = {
+		{ S, S + 0x4000, 0, 0, 0, VMT_PROT_R | VMT_PROT_W, "" },
+	};
+	struct vmt_event ev = { .kind = VMT_EV_MAPS };
+	ev.u.maps.count = 1;
+	ev.u.maps.entries = e;
+	apply(m, &ev);
+	count_is(m, 0, 1, 4);
+	const uint64_t huge = 0xffffff2600000001ull, A = S + 0x100000;
+	struct vmt_event bad[] = {
+		sc_event(VMT_OP_MMAP, (int64_t)A, 6, A, huge, (uint64_t)1, (uint64_t)0x32,
+			 (uint64_t)-1, (uint64_t)0),
+		sc_event(VMT_OP_MMAP, (int64_t)(1ull << 62), 6, (uint64_t)0, (uint64_t)4096,
+			 (uint64_t)3, (uint64_t)0x22, (uint64_t)-1, (uint64_t)0),
+		sc_event(VMT_OP_MREMAP, (int64_t)A, 5, S, (uint64_t)0x4000, huge, (uint64_t)1,
+			 (uint64_t)0),
+		sc_event(VMT_OP_MPROTECT, 0, 3, S, huge, (uint64_t)1),
+		sc_event(VMT_OP_MLOCK, 0, 2, S + 1, ~0ull),
+		sc_event(VMT_OP_MUNMAP, 0, 2, S, huge),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		apply(m, &bad[i]);
+		assert_true(vmt_asmodel_last(m)->inexact);
+		count_is(m, 0, 1, 4);
+	}
+	ev = sc_event(VMT_OP_MLOCKALL, 0, 1, (uint64_t)1);
+	apply(m, &ev);
+	struct vmt_as_counts c;
+	vmt_asmodel_counts(m, 0, &c);
+	assert_int_equal(c.locked_bytes, 4 * 4096);
+	vmt_asmodel_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -729,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_fork_copy),
 		cmocka_unit_test(test_mlockall),
 		cmocka_unit_test(test_synthetic),
+		cmocka_unit_test(test_impossible_ranges),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
