@@ -186,6 +186,13 @@ static inline long sc6(long nr, uint64_t a, uint64_t b, uint64_t c, uint64_t d, 
 #endif
 }
 
+/* The pieces of e: NULL when it has none (a trace without any piece has
+ * no array to point into). */
+static inline const struct rp_piece *rp_elem_pieces(const rp_trace *t, const struct rp_elem *e)
+{
+	return e->npieces ? t->pieces + e->piece0 : NULL;
+}
+
 static inline int failed(long r)
 {
 	return vmt_is_errno(r);

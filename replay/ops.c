@@ -66,7 +66,7 @@ static inline uint64_t piece_addr(const struct rp_wctx *w, const struct rp_piece
 
 long rp_range_op(struct rp_wctx *w, const struct rp_elem *e)
 {
-	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
+	const struct rp_piece *pc = rp_elem_pieces(w->rt->t, e);
 	long nr = rp_sysnr[e->op], r = 0;
 	uint64_t a2 = e->op == VMT_OP_MINCORE ? (uint64_t)w->mincore : e->args[2];
 	for (uint32_t i = 0; i < e->npieces; i++) {
@@ -90,7 +90,7 @@ long rp_range_op(struct rp_wctx *w, const struct rp_elem *e)
 /* Unmap the mapped pieces of e (what a new region or an exec replaces). */
 void rp_unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
 {
-	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
+	const struct rp_piece *pc = rp_elem_pieces(w->rt->t, e);
 	for (uint32_t i = 0; i < e->npieces; i++) {
 		uint64_t b = pc[i].region != RP_VOID ? w->base[pc[i].region] : 0;
 		if (b)
@@ -102,7 +102,7 @@ void rp_unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
  * in an unknown state: later ops on them go to the void). */
 void rp_poison(struct rp_wctx *w, const struct rp_elem *e)
 {
-	const struct rp_piece *pc = &w->rt->t->pieces[e->piece0];
+	const struct rp_piece *pc = rp_elem_pieces(w->rt->t, e);
 	for (uint32_t i = 0; i < e->npieces; i++)
 		if (pc[i].region != RP_VOID)
 			w->base[pc[i].region] = 0;
@@ -175,7 +175,7 @@ long rp_mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64
 long rp_mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
 {
 	const struct rp_rt *rt = w->rt;
-	const struct rp_piece *pc = &rt->t->pieces[e->piece0];
+	const struct rp_piece *pc = rp_elem_pieces(rt->t, e);
 	uint64_t olen = e->args[1], nlen = e->args[2], flags = e->args[3], naddr = 0;
 	uint64_t l0 = olen, reserved = 0;
 	int is_void;

@@ -115,7 +115,9 @@ static int finish(struct loader *L)
 			return rc;
 	for (uint32_t p = 0; p < t->nprocs; p++) {
 		struct lproc *P = &L->lp[p];
-		if (P->pending_fork)
+		/* Every process runs as its first thread: one without any
+		 * (a root too) has no place in the run. */
+		if (P->pending_fork || t->procs[p].first_thread == RP_VOID)
 			return ld_fail(L, VMT_E_CORRUPT, "process %u never had a thread", t->procs[p].rec);
 		if (P->max_segs)
 			t->threads[P->max_thread].elem[P->max_elem].flags |= RF_SAMPLE_VMAS;

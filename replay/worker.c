@@ -113,9 +113,10 @@ static inline __attribute__((always_inline)) void do_touches(struct rp_hot *h,
 	if (__builtin_expect((e->flags & RF_TOUCH1) != 0, 1)) {
 		touch_pages(h, e->region2, (uint64_t)e->tpage * h->page, e->arg);
 	} else {
-		const struct rp_touch *tc = &h->touches[e->touch0];
-		for (uint32_t k = 0; k < e->ntouch; k++)
-			touch_pages(h, tc[k].region, tc[k].off, tc[k].npages);
+		for (uint32_t k = 0; k < e->ntouch; k++) {
+			const struct rp_touch *tc = &h->touches[e->touch0 + k];
+			touch_pages(h, tc->region, tc->off, tc->npages);
+		}
 	}
 	tls_touching = 0;
 }

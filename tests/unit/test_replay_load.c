@@ -212,6 +212,26 @@ static void test_bad_structure(void **state)
 	tw_close(&t);
 	load_fails(t.path, &o, "no threads");
 	tw_remove(&t);
+
+	/* A second root process whose thread never starts: it has no place
+	 * in the run (the run used to start it as thread "none" and crash;
+	 * found by fuzz_replay). */
+	tw_open(&t);
+	tw_proc(&t, 0, N, 0, N);
+	struct vmt_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = VMT_EV_PROCESS_START;
+	ev.proc = 1;
+	ev.thread = 1;
+	ev.ts_ns = t.ts += 1000;
+	ev.u.process_start.parent_proc = N;
+	ev.u.process_start.os_pid = 1001;
+	tw_event(&t, &ev);
+	tw_sc(&t, 0, 0, VMT_OP_MUNMAP, 0, A, P, 0, 0, 0, 0);
+	tw_thread_exit(&t, 0, 0);
+	tw_close(&t);
+	load_fails(t.path, &o, "process 1 never had a thread");
+	tw_remove(&t);
 }
 
 /* Ops and touches on addresses the trace never mapped replay on nothing
