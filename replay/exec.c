@@ -8,6 +8,7 @@
  * --compare can alternate between two traces.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,22 +226,41 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	rt.slot = (struct rp_slot *)((char *)rt.area + off_slot);
 	rt.hist = (struct rp_hist *)((char *)rt.area + off_hist);
 
+	/* The run's lifeline: this process holds the only write end, so
+	 * when it ends, however it ends, the run's whole process group is
+	 * killed (rp_child_main), not only the run process (whose parent
+	 * death signal ends it alone): replay processes it forked would
+	 * otherwise wait forever for threads that are gone. */
+	int life[2];
+	if (pipe2(life, O_CLOEXEC) < 0) {
+		rc = -errno;
+		snprintf(msg, msglen, "cannot create a pipe: %s", strerror(errno));
+		munmap(rt.area, rt.area_len);
+		return rc;
+	}
+	rt.life_fd = life[0];
 	fflush(NULL); /* nothing buffered gets written twice */
 	pid_t pid = fork();
 	if (pid < 0) {
 		rc = -errno;
 		snprintf(msg, msglen, "cannot fork the replay: %s", strerror(errno));
+		close(life[0]);
+		close(life[1]);
 		munmap(rt.area, rt.area_len);
 		return rc;
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		close(life[1]);
 		rp_child_main(&rt);
+	}
+	close(life[0]);
 	setpgid(pid, pid);
 	current_run = pid;
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	kill(-pid, SIGKILL); /* anything left of the run */
+	close(life[1]);
 	current_run = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (rt.sh->msg[0])

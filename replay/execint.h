@@ -98,6 +98,7 @@ struct rp_rt {
 	struct rp_wctx *w; /* per slot */
 	pthread_attr_t attr;
 	pid_t run_pgid;	   /* the run's process group (0: none of its own) */
+	int life_fd;	   /* read end of a pipe only rp_run's process writes */
 };
 
 /* ops.c: system call numbers by op (shmdt: munmap of its stand-in), and

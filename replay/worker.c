@@ -10,8 +10,10 @@
  * counter only after the elements some other thread waits for (RF_POST).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -570,6 +572,22 @@ static void prefault(void *p, size_t len, size_t ps)
 	}
 }
 
+/* When rp_run's process ends, the last writer of the lifeline is gone
+ * and the kernel signals its readers' owner: SIGKILL to the run's process
+ * group, replay processes forked later included.  (Already gone: the
+ * run ends here.) */
+static void watch_lifeline(struct rp_rt *rt)
+{
+	int fd = rt->life_fd;
+	struct pollfd p = {fd, POLLIN, 0};
+	if (fcntl(fd, F_SETOWN, rt->run_pgid ? -rt->run_pgid : getpid()) < 0 ||
+	    fcntl(fd, F_SETSIG, SIGKILL) < 0 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) < 0)
+		rt_fatal(rt, -errno, "cannot watch the replay's parent: %s", strerror(errno));
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLIN)))
+		_exit(1);
+}
+
 void rp_child_main(struct rp_rt *rt)
 {
 	const rp_trace *t = rt->t;
@@ -578,6 +596,7 @@ void rp_child_main(struct rp_rt *rt)
 
 	rt->run_pgid = setpgid(0, 0) == 0 ? getpid() : 0;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	watch_lifeline(rt);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	install_guard();
 	rt_watch_children(rt);
