@@ -71,9 +71,11 @@ endif
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 WORKLOADS := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WORKLOAD_SRC))
 FUZZ_BIN := $(B)/fuzz/fuzz_reader
+FUZZ_REPLAY_BIN := $(B)/fuzz/fuzz_replay
+FUZZ_PLAIN := $(B)/fuzz/vmreplay-plain
 MANPAGES := $(wildcard man/*.1 man/*.5)
 
-.PHONY: all check unit e2e fuzz demo install uninstall clean deps bench golden
+.PHONY: all check unit e2e fuzz fuzz-replay demo install uninstall clean deps bench golden
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -132,6 +134,26 @@ $(FUZZ_BIN): tests/fuzz/fuzz_reader.c $(FORMAT_SRC) format/vmtrace.h | $(B)/.dep
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/fuzz_reader.c $(FORMAT_SRC) $(ZSTD_LIBS) -lm
 
+# The replayer's fuzz target: generated traces loaded in the target, and
+# replayed by a vmreplay built without sanitizers (FUZZ_PLAIN): replay
+# processes fork from replay threads, and a sanitized process that forks
+# while another thread holds its allocator's lock deadlocks in the child.
+$(FUZZ_REPLAY_BIN): tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) \
+		format/vmtrace.h $(wildcard replay/*.h analysis/*.h) $(FUZZ_PLAIN) | $(B)/.deps
+	$(say) CLANG $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -std=gnu11 -D_GNU_SOURCE $(INCLUDES) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread \
+		-DVMREPLAY_PLAIN='"$(abspath $(FUZZ_PLAIN))"' \
+		-o $@ tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) $(ZSTD_LIBS) -lm
+
+$(FUZZ_PLAIN): replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) format/vmtrace.h \
+		$(wildcard replay/*.h analysis/*.h) | $(B)/.deps
+	$(say) CC $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(INCLUDES) $(WARNINGS) -O2 -g -pthread \
+		-o $@ replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) $(LDLIBS_ALL)
+
 $(B)/bench/fmtbench: bench/fmtbench.c $(LIBVMTRACE)
 	$(say) CC $@
 	$(Q)mkdir -p $(@D)
@@ -155,12 +177,17 @@ golden: $(B)/mkgolden $(B)/vmtrace
 	$(Q)$(B)/vmtrace dump --stacks tests/data/every-kind.zst > tests/data/every-kind.stacks.dump
 	$(Q)$(B)/vmtrace dump tests/data/truncated.zst > tests/data/truncated.dump 2>&1; test $$? = 2
 
-check: all $(UNIT_BINS) $(FUZZ_BIN) $(B)/mkrandom
+check: all $(UNIT_BINS) $(FUZZ_BIN) $(FUZZ_REPLAY_BIN) $(B)/mkrandom
 	$(Q)B=$(B) SAN=$(SAN) sh mk/check.sh $(UNIT_BINS)
 
 fuzz: $(FUZZ_BIN)
-	$(Q)mkdir -p $(B)/fuzz/corpus
-	$(FUZZ_BIN) -max_total_time=$${FUZZ_SECONDS:-60} $(B)/fuzz/corpus tests/data
+	$(Q)mkdir -p $(B)/fuzz/corpus-fuzz_reader
+	$(FUZZ_BIN) -max_total_time=$${FUZZ_SECONDS:-60} $(B)/fuzz/corpus-fuzz_reader tests/data
+
+fuzz-replay: $(FUZZ_REPLAY_BIN)
+	$(Q)mkdir -p $(B)/fuzz/corpus-fuzz_replay
+	$(FUZZ_REPLAY_BIN) -max_total_time=$${FUZZ_SECONDS:-60} -timeout=30 -rss_limit_mb=2048 -max_len=2048 -len_control=10 \
+		$(B)/fuzz/corpus-fuzz_replay
 
 demo: all
 	$(Q)B=$(B) sh mk/demo.sh

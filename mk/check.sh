@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs the test suite: the cmocka unit test programs given as arguments,
-# every tests/e2e/*.sh script, and a short fuzz run of the trace reader.
+# every tests/e2e/*.sh script, and short fuzz runs of the trace reader and
+# the replayer.
 # Counts individual tests and ends with one "check: N passed, N failed" line.
 # Environment: B (build dir), SAN (1 for sanitizer build), FUZZ_SECONDS.
 set -u
@@ -54,20 +55,28 @@ for t in tests/e2e/*.sh; do
 	echo "   $p passed, $f failed, $s skipped"
 done
 
-# A short libFuzzer run of the reader, seeded with the golden traces.
-fz=$B/fuzz/fuzz_reader
-if [ -x "$fz" ]; then
-	echo "== fuzz_reader (${FUZZ_SECONDS:-20} s)"
-	mkdir -p "$B/fuzz/corpus"
-	if "$fz" -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=1024 -print_final_stats=1 \
-		"$B/fuzz/corpus" tests/data > "$B/check-fuzz.out" 2>&1; then
+# Short libFuzzer runs: the reader (seeded with the golden traces), and
+# the replayer on generated traces (loaded and replayed).
+fuzz_run() { # NAME SECONDS [SEED-DIR] [OPTION...]
+	name=$1 secs=$2; shift 2
+	seeds=
+	case "${1:-}" in -*|'') ;; *) seeds=$1; shift ;; esac
+	fz=$B/fuzz/$name
+	[ -x "$fz" ] || return 0
+	echo "== $name ($secs s)"
+	mkdir -p "$B/fuzz/corpus-$name"
+	# The first directory is the corpus libFuzzer adds to; seeds only read.
+	if "$fz" -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 "$@" \
+		"$B/fuzz/corpus-$name" $seeds > "$B/check-$name.out" 2>&1; then
 		passed=$((passed + 1))
-		grep -E '^(stat::number_of_executed_units|Done)' "$B/check-fuzz.out" | head -2
+		grep -E '^(stat::number_of_executed_units|Done)' "$B/check-$name.out" | head -2
 	else
-		failed=$((failed + 1)); failures="$failures fuzz_reader"
-		tail -40 "$B/check-fuzz.out"
+		failed=$((failed + 1)); failures="$failures $name"
+		tail -40 "$B/check-$name.out"
 	fi
-fi
+}
+fuzz_run fuzz_reader "${FUZZ_SECONDS:-20}" tests/data
+fuzz_run fuzz_replay "${FUZZ_SECONDS:-20}" -timeout=30 -max_len=2048 -len_control=10
 
 echo
 [ -n "$failures" ] && echo "failed:$failures"

@@ -4,7 +4,7 @@
  * allocation.  Events that come out are rendered and fed to a symbol table
  * too, so those consumers of untrusted events are fuzzed as well.
  *
- *   make fuzz FUZZ_SECONDS=600      (corpus in build/fuzz/corpus)
+ *   make fuzz FUZZ_SECONDS=600      (corpus in build/fuzz/corpus-fuzz_reader)
  */
 #include <stdint.h>
 #include <stdlib.h>
