@@ -9,11 +9,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "execint.h"
@@ -173,6 +175,24 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 	return 0;
 }
 
+/* Until the run process ends (a pidfd becomes readable), report progress
+ * every quarter of a second.  Without pidfds (before Linux 5.3), none. */
+static void wait_showing_progress(pid_t pid, const rp_trace *t, const struct rp_options *o)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return;
+	uint64_t start = rp_now(), rec = t->last_ts - t->first_ts;
+	struct pollfd p = {fd, POLLIN, 0};
+	for (;;) {
+		int n = poll(&p, 1, 250);
+		if (n > 0 || (n < 0 && errno != EINTR))
+			break;
+		o->progress(o->progress_arg, RP_PROGRESS_RUN, rp_now() - start, rec);
+	}
+	close(fd);
+}
+
 int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *res, char *msg,
 	   size_t msglen)
 {
@@ -257,6 +277,8 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	setpgid(pid, pid);
 	current_run = pid;
 	int st;
+	if (o->progress)
+		wait_showing_progress(pid, t, o);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	kill(-pid, SIGKILL); /* anything left of the run */

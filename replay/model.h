@@ -186,7 +186,7 @@ struct rp_trace {
 	char *path;
 	uint32_t page_size;    /* recorded */
 	uint64_t void_len;     /* never-mapped bytes at address 0 (this machine) */
-	uint64_t first_ts;
+	uint64_t first_ts, last_ts; /* of the trace's events */
 	uint64_t events;       /* events in the trace */
 	uint64_t nops;	       /* syscall elements */
 

@@ -35,6 +35,18 @@ enum rp_files {
 	RP_FILES_ORIGINAL,    /* the recorded path, read-only, if same size */
 };
 
+/* Progress of long work, for a display: RP_PROGRESS_LOAD (done and total:
+ * bytes of the trace read so far and its size, 0 when unknown), called
+ * every few thousand events of a load; RP_PROGRESS_RUN (done: ns since
+ * the run started; total: the trace's recorded duration in ns), called
+ * about 4 times a second while a run goes on.  From the calling thread;
+ * the function decides what to show and when. */
+enum rp_progress_what {
+	RP_PROGRESS_LOAD = 1,
+	RP_PROGRESS_RUN,
+};
+typedef void (*rp_progress_fn)(void *arg, int what, uint64_t done, uint64_t total);
+
 struct rp_options {
 	int order;	     /* enum rp_order */
 	int placement;	     /* enum rp_placement */
@@ -42,6 +54,8 @@ struct rp_options {
 	double speed;	     /* 0: as fast as possible; else recorded gaps / speed */
 	uint32_t scale;	     /* copies of the trace run at once (>= 1) */
 	uint64_t max_memory; /* refuse traces needing more (bytes; 0: half of RAM) */
+	rp_progress_fn progress; /* NULL: none */
+	void *progress_arg;
 };
 
 void rp_options_default(struct rp_options *o);

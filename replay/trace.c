@@ -224,6 +224,8 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 	t->page_size = h->page_size;
 	t->void_len = void_length(L.page);
 	t->path = strdup(name ? name : "");
+	struct stat st;
+	uint64_t fsize = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
 	int first = 1;
 	while ((rc = vmt_reader_next(r, &ev)) == 1) {
 		L.event = vmt_reader_event_index(r) - 1;
@@ -231,6 +233,10 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 			t->first_ts = ev.ts_ns;
 			first = 0;
 		}
+		if (ev.ts_ns > t->last_ts)
+			t->last_ts = ev.ts_ns;
+		if (o->progress && !(L.event & 8191))
+			o->progress(o->progress_arg, RP_PROGRESS_LOAD, vmt_reader_offset(r), fsize);
 		if ((rc = ld_event(&L, &ev)) < 0)
 			goto out;
 	}

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "compare.h"
 #include "replay.h"
@@ -50,6 +51,10 @@ static const char usage_text[] =
 "                      read-only, when it exists with the recorded size\n"
 "  --max-memory=SIZE   refuse traces needing more (bytes; suffixes K M G T;\n"
 "                      default: half of physical memory)\n"
+"  --progress          show progress on standard error (loading, then each run),\n"
+"                      also when it is not a terminal\n"
+"  --no-progress       never show progress (default: shown on a terminal,\n"
+"                      unless -q)\n"
 "  -q, --quiet         print only the totals line\n"
 "  -h, --help          this text\n"
 "      --version       print the version\n"
@@ -116,6 +121,60 @@ static int parse_u64(const char *s, uint64_t *out, int sizes)
 	return 0;
 }
 
+/* ---- progress (standard error, one line rewritten in place) ---------- */
+
+static struct {
+	const char *name; /* the trace */
+	char run[32];	  /* " 2 of 5", or "" */
+	uint64_t phase_start, last;
+	int shown;
+} prog_state;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A new phase (a load, a run): shown only once it has lasted half a
+ * second, then updated at most 4 times a second. */
+static void progress_phase(void)
+{
+	prog_state.phase_start = now_ns();
+	prog_state.last = 0;
+}
+
+static void show_progress(void *arg, int what, uint64_t done, uint64_t total)
+{
+	(void)arg;
+	uint64_t now = now_ns();
+	if (now - prog_state.phase_start < 500000000u || now - prog_state.last < 250000000u)
+		return;
+	prog_state.last = now;
+	if (what == RP_PROGRESS_LOAD && total)
+		fprintf(stderr, "\r%s: loading '%s': %u%%\033[K", prog, prog_state.name,
+			(unsigned)(done < total ? done * 100 / total : 100));
+	else if (what == RP_PROGRESS_LOAD)
+		fprintf(stderr, "\r%s: loading '%s': %.1f MiB\033[K", prog, prog_state.name,
+			(double)done / (1 << 20));
+	else
+		fprintf(stderr, "\r%s: replaying%s: %.1f s (recorded: %.1f s)\033[K", prog,
+			prog_state.run, (double)done / 1e9, (double)total / 1e9);
+	fflush(stderr);
+	prog_state.shown = 1;
+}
+
+/* Erase the progress line before anything else is printed. */
+static void progress_clear(void)
+{
+	if (prog_state.shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		prog_state.shown = 0;
+	}
+}
+
 static void on_signal(int sig)
 {
 	rp_abort_current();
@@ -171,7 +230,12 @@ static int replay(const char *path, rp_trace *t, const struct rp_options *o,
 		return 1;
 	}
 	for (unsigned i = 0; i < repeat; i++) {
-		if (rp_run(t, o, &runs[i], msg, sizeof(msg)) < 0) {
+		if (repeat > 1)
+			snprintf(prog_state.run, sizeof(prog_state.run), " %u of %u", i + 1, repeat);
+		progress_phase();
+		int r = rp_run(t, o, &runs[i], msg, sizeof(msg));
+		progress_clear();
+		if (r < 0) {
 			fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
 			drop_json(jf, json);
 			return 1;
@@ -207,7 +271,10 @@ static int compare(const char *path, rp_trace *base, rp_trace *rew, const struct
 {
 	char msg[512];
 	struct rp_compare c;
-	if (rp_compare_run(base, rew, o, repeat, &c, msg, sizeof(msg)) < 0) {
+	progress_phase();
+	int r = rp_compare_run(base, rew, o, repeat, &c, msg, sizeof(msg));
+	progress_clear();
+	if (r < 0) {
 		fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
 		drop_json(jf, json);
 		return 1;
@@ -226,7 +293,7 @@ static int compare(const char *path, rp_trace *base, rp_trace *rew, const struct
 
 int main(int argc, char **argv)
 {
-	enum { OPT_REWRITE = 256, OPT_COMPARE };
+	enum { OPT_REWRITE = 256, OPT_COMPARE, OPT_PROGRESS, OPT_NO_PROGRESS };
 	static const struct option longopts[] = {
 		{"order", required_argument, NULL, 'o'},
 		{"placement", required_argument, NULL, 'p'},
@@ -238,6 +305,8 @@ int main(int argc, char **argv)
 		{"max-memory", required_argument, NULL, 'm'},
 		{"rewrite", optional_argument, NULL, OPT_REWRITE},
 		{"compare", optional_argument, NULL, OPT_COMPARE},
+		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -247,6 +316,7 @@ int main(int argc, char **argv)
 	const char *json = NULL, *rules = NULL;
 	uint64_t repeat = 0, v;
 	int quiet = 0, c, mode = 0; /* 0, OPT_REWRITE or OPT_COMPARE */
+	int progress = -1;	    /* -1: on a terminal, unless -q */
 	char msg[512];
 
 	rp_options_default(&o);
@@ -322,6 +392,10 @@ int main(int argc, char **argv)
 			if (vmt_rewrite_check(rules, msg, sizeof(msg)) < 0)
 				usage_error("--%s: %s", c == OPT_REWRITE ? "rewrite" : "compare", msg);
 			break;
+		case OPT_PROGRESS:
+		case OPT_NO_PROGRESS:
+			progress = c == OPT_PROGRESS;
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -346,20 +420,33 @@ int main(int argc, char **argv)
 	if (!repeat)
 		repeat = mode == OPT_COMPARE ? 5 : 1;
 
+	if (progress < 0)
+		progress = !quiet && isatty(2);
+	if (progress) {
+		o.progress = show_progress;
+		prog_state.name = path;
+	}
+
 	rp_trace *t = NULL, *rew = NULL;
 	struct rp_rewrite_info info;
+	progress_phase();
 	if (mode != OPT_REWRITE && rp_trace_load(path, &o, &t, msg, sizeof(msg)) < 0) {
+		progress_clear();
 		fprintf(stderr, "%s: '%s': %s\n", prog, path, msg);
 		return 2;
 	}
 	if (mode) {
 		int input = 1;
-		if (rp_load_rewritten(path, rules, &o, &rew, &info, &input, msg, sizeof(msg)) < 0) {
+		progress_phase();
+		int r = rp_load_rewritten(path, rules, &o, &rew, &info, &input, msg, sizeof(msg));
+		progress_clear();
+		if (r < 0) {
 			fprintf(stderr, "%s: '%s': %s\n", prog, path, msg);
 			rp_trace_free(t);
 			return input ? 2 : 1;
 		}
 	}
+	progress_clear();
 	FILE *jf = json ? open_json(json) : NULL;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

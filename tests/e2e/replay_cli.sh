@@ -32,7 +32,7 @@ usage_line() { # NAME PATTERN: a matching line, then the --help hint
 status help 0 "$RP" --help
 missing=
 for opt in --order= --placement= --speed= --scale= --repeat= --json= --files= --max-memory= \
-	   --quiet --help --version; do
+	   --progress --no-progress --quiet --help --version; do
 	grep -q -- "$opt" "$tmp/out" || missing="$missing help:$opt"
 	# roff writes "--x" as "\-\-x"
 	grep -q -- "$(echo "$opt" | sed 's/-/\\\\-/g')" man/vmreplay.1 2>/dev/null ||
@@ -90,4 +90,21 @@ for o in --order=strict --order=free --placement=exact --scale=3 --speed=1000 --
 	status "option$o" 0 "$RP" -q "$o" $D/seed000-old.zst
 	t "option$o-no-divergence" grep -q 'divergences 0$' "$tmp/out"
 done
+
+# Progress: a line on standard error rewritten in place and erased before
+# the results; shown on a terminal, or anywhere with --progress.  The
+# golden trace's 54 us, kept at --speed=0.00004, last 1.35 s.
+status progress 0 "$RP" --progress --speed=0.00004 $D/seed000-old.zst
+t progress-line python3 -c "
+import sys
+err = open('$tmp/err', 'rb').read()
+out = open('$tmp/out').read()
+assert b'\rvmreplay: replaying: ' in err and b'(recorded: 0.0 s)' in err, err
+assert err.endswith(b'\r\x1b[K'), 'the line is erased at the end'
+assert out.startswith('replayed ') and 'divergences 0' in out, out
+"
+status progress-not-a-terminal 0 "$RP" --speed=0.00004 $D/seed000-old.zst
+t progress-not-a-terminal-silent test ! -s "$tmp/err"
+status no-progress 0 "$RP" --progress --no-progress --speed=0.00004 $D/seed000-old.zst
+t no-progress-silent test ! -s "$tmp/err"
 exit 0

@@ -294,6 +294,64 @@ static void test_speed(void **state)
 	tw_remove(&t);
 }
 
+/* What a display of progress is told: the load's bytes read out of the
+ * file's size, every few thousand events; a run's time so far against the
+ * recorded duration, about 4 times a second. */
+struct progress_seen {
+	unsigned loads, runs;
+	uint64_t load_done, load_total, run_done, run_total;
+	int backwards;
+};
+
+static void note_progress(void *arg, int what, uint64_t done, uint64_t total)
+{
+	struct progress_seen *p = arg;
+	if (what == RP_PROGRESS_LOAD) {
+		p->backwards |= done < p->load_done;
+		p->loads++, p->load_done = done, p->load_total = total;
+	} else {
+		assert_int_equal(what, RP_PROGRESS_RUN);
+		p->backwards |= done < p->run_done;
+		p->runs++, p->run_done = done, p->run_total = total;
+	}
+}
+
+static void test_progress(void **state)
+{
+	struct tw t;
+	struct rp_options o;
+	struct rp_run_result r;
+	struct progress_seen seen = {0};
+
+	rr_begin(&t);
+	SC(&t, 0, MMAP, A, 0, P, RW, ANON, (uint64_t)-1, 0);
+	for (int i = 0; i < 40000; i++)
+		SC(&t, 0, MADVISE, 0, A, P, MADV_DONTNEED, 0, 0, 0);
+	t.ts += 600000000; /* 0.6 s before the last call */
+	SC(&t, 0, MUNMAP, 0, A, P, 0, 0, 0, 0);
+	rr_finish(&t);
+	struct stat st;
+	assert_int_equal(stat(t.path, &st), 0);
+
+	rr_opts(&o);
+	o.progress = note_progress;
+	o.progress_arg = &seen;
+	o.speed = 1;
+	rp_trace *tr = rr_replay_clean(t.path, &o, &r);
+	fprintf(stderr, "load: %u reports, last %" PRIu64 " of %" PRIu64 " bytes; run: %u reports,"
+		" last %" PRIu64 " of %" PRIu64 " ns\n", seen.loads, seen.load_done, seen.load_total,
+		seen.runs, seen.run_done, seen.run_total);
+	assert_true(seen.loads >= 4); /* 40000 events, one report per 8192 */
+	assert_int_equal(seen.load_total, st.st_size);
+	assert_true(seen.load_done > 0 && seen.load_done <= seen.load_total);
+	assert_true(seen.runs >= 1);
+	assert_true(seen.run_total >= 600000000 && seen.run_total < 700000000);
+	assert_true(seen.run_done >= 250000000);
+	assert_false(seen.backwards);
+	rr_release(&r, tr);
+	tw_remove(&t);
+}
+
 /* brk on the emulated heap; stand-ins for snapshot mappings ops use. */
 static void test_brk_and_standins(void **state)
 {
@@ -554,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_remap_and_fixed),
 		cmocka_unit_test_teardown(test_touch_traps, rr_cancel_alarm),
 		cmocka_unit_test(test_speed),
+		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_brk_and_standins),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_shm),
