@@ -139,7 +139,7 @@ $(FUZZ_BIN): tests/fuzz/fuzz_reader.c $(FORMAT_SRC) format/vmtrace.h | $(B)/.dep
 # processes fork from replay threads, and a sanitized process that forks
 # while another thread holds its allocator's lock deadlocks in the child.
 $(FUZZ_REPLAY_BIN): tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) \
-		format/vmtrace.h $(wildcard replay/*.h analysis/*.h) $(FUZZ_PLAIN) | $(B)/.deps
+		$(wildcard format/*.h replay/*.h analysis/*.h) $(FUZZ_PLAIN) | $(B)/.deps
 	$(say) CLANG $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -std=gnu11 -D_GNU_SOURCE $(INCLUDES) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
@@ -147,8 +147,8 @@ $(FUZZ_REPLAY_BIN): tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALY
 		-DVMREPLAY_PLAIN='"$(abspath $(FUZZ_PLAIN))"' \
 		-o $@ tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) $(ZSTD_LIBS) -lm
 
-$(FUZZ_PLAIN): replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) format/vmtrace.h \
-		$(wildcard replay/*.h analysis/*.h) | $(B)/.deps
+$(FUZZ_PLAIN): replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) \
+		$(wildcard format/*.h replay/*.h analysis/*.h) | $(B)/.deps
 	$(say) CC $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(INCLUDES) $(WARNINGS) -O2 -g -pthread \

@@ -625,37 +625,50 @@ static void do_remap_file_pages(struct vmt_asmodel *m, struct space *sp,
 }
 
 
-/* Past the largest user address space (5-level page tables). */
-#define AM_ADDR_LIMIT (1ull << 57)
-
 /* [a, a + len) rounded to pages lies inside the user address space. */
 static int range_ok(const struct vmt_asmodel *m, uint64_t a, uint64_t len)
 {
-	return a < AM_ADDR_LIMIT && len < AM_ADDR_LIMIT && a + pg_up(m, len) <= AM_ADDR_LIMIT;
+	return a < VMT_ADDR_LIMIT && len < VMT_ADDR_LIMIT && a + pg_up(m, len) <= VMT_ADDR_LIMIT;
 }
 
-/* The ranges sc names (and, for a success, the ones it created) are
- * ranges a call can act on.  The kernel refuses the others before looking
- * at any mapping (EINVAL, ENOMEM), so a trace that says otherwise is
- * wrong, and the model must not build VMAs that wrap around or overlap. */
+/* [a, a + len), or its end rounded up to a page, wraps around. */
+static int range_wraps(const struct vmt_asmodel *m, uint64_t a, uint64_t len)
+{
+	return a + len < a || pg_up(m, a + len) < a + len;
+}
+
+/* Whether the model may apply sc.  The kernel refuses a range that wraps
+ * around before looking at any mapping (ENOMEM, EINVAL), so such a call
+ * did nothing, whatever the trace says.  A range that reaches past the
+ * user address space without wrapping is walked, though: mprotect,
+ * madvise and mlock change its mapped part and then fail at the first
+ * hole (the model does the same), but cannot succeed.  A success the
+ * kernel could not have returned is not applied: it would make VMAs that
+ * wrap or overlap. */
 static int ranges_ok(const struct vmt_asmodel *m, const struct vmt_syscall *sc,
 		     const struct pending_file *pf)
 {
 	int ok = !vmt_is_errno(sc->result);
-	uint64_t r = (uint64_t)sc->result;
+	uint64_t r = (uint64_t)sc->result, a = sc->args[0], len = sc->args[1];
 	switch (sc->op) {
 	case VMT_OP_MMAP:
-		return !ok || range_ok(m, r, sc->args[1]);
+		return !ok || range_ok(m, r, len);
 	case VMT_OP_MREMAP:
-		return !ok || (range_ok(m, sc->args[0], sc->args[1]) && range_ok(m, r, sc->args[2]));
+		return !ok || (range_ok(m, a, len) && range_ok(m, r, sc->args[2]));
 	case VMT_OP_BRK:
-		return r < AM_ADDR_LIMIT;
+		return r < VMT_ADDR_LIMIT;
 	case VMT_OP_SHMAT:
 		return !ok || range_ok(m, r, pf ? pf->size : 0);
+	case VMT_OP_MLOCK: case VMT_OP_MLOCK2: case VMT_OP_MUNLOCK:
+		/* (These round the start down and the end up.) */
+		if (range_wraps(m, a, len))
+			return 0;
+		return !ok || range_ok(m, pg_down(m, a), len + (a - pg_down(m, a)));
 	case VMT_OP_MUNMAP: case VMT_OP_MPROTECT: case VMT_OP_PKEY_MPROTECT: case VMT_OP_MADVISE:
-	case VMT_OP_MLOCK: case VMT_OP_MLOCK2: case VMT_OP_MUNLOCK: case VMT_OP_MSEAL:
-	case VMT_OP_REMAP_FILE_PAGES:
-		return range_ok(m, sc->args[0], sc->args[1]);
+	case VMT_OP_MSEAL: case VMT_OP_REMAP_FILE_PAGES:
+		if (range_wraps(m, a, len))
+			return 0;
+		return !ok || range_ok(m, a, len);
 	default:
 		return 1;
 	}

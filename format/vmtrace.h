@@ -87,6 +87,12 @@ enum vmt_op {
 #define VMT_MAX_TOUCH_RUNS (1u << 20)	/* runs of one TOUCH event: a writer
 					   splits larger bitmaps */
 
+/* Addresses at and above this are outside any user address space (the
+ * largest, with 5-level page tables, is 2^56 bytes): a consumer of traces
+ * may take a call that succeeded on a range reaching past it as one no
+ * kernel could have made. */
+#define VMT_ADDR_LIMIT (1ull << 57)
+
 /* ---- Event payloads ----------------------------------------------------- */
 
 /* Flags of a SYSCALL event. */

@@ -176,14 +176,20 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 }
 
 /* Until the run process ends (a pidfd becomes readable), report progress
- * every quarter of a second.  Without pidfds (before Linux 5.3), none. */
+ * every quarter of a second, starting with 0: a new run.  Without pidfds
+ * (before Linux 5.3), only that first report. */
 static void wait_showing_progress(pid_t pid, const rp_trace *t, const struct rp_options *o)
 {
+	uint64_t start = rp_now(), rec = t->last_ts - t->first_ts;
+	o->progress(o->progress_arg, RP_PROGRESS_RUN, 0, rec);
+#ifdef SYS_pidfd_open
 	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	int fd = -1;
+#endif
 	if (fd < 0)
 		return;
-	uint64_t start = rp_now(), rec = t->last_ts - t->first_ts;
-	struct pollfd p = {fd, POLLIN, 0};
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	for (;;) {
 		int n = poll(&p, 1, 250);
 		if (n > 0 || (n < 0 && errno != EINTR))
@@ -279,9 +285,14 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	int st;
 	if (o->progress)
 		wait_showing_progress(pid, t, o);
+	/* Kill anything left of the run while its leader, a zombie not yet
+	 * reaped, still holds the group's id (no other group can get it). */
+	siginfo_t si;
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	kill(-pid, SIGKILL);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	kill(-pid, SIGKILL); /* anything left of the run */
 	close(life[1]);
 	current_run = 0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {

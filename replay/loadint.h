@@ -17,7 +17,7 @@
 
 /* Addresses at or above this are outside any address space: clamps
  * ranges, and gives each process a private "brk resource" for ordering. */
-#define RP_ADDR_LIMIT (1ull << 57)
+#define RP_ADDR_LIMIT VMT_ADDR_LIMIT
 #define RP_BRK_RESOURCE (1ull << 62)
 
 struct lrange {

@@ -38,9 +38,10 @@ enum rp_files {
 /* Progress of long work, for a display: RP_PROGRESS_LOAD (done and total:
  * bytes of the trace read so far and its size, 0 when unknown), called
  * every few thousand events of a load; RP_PROGRESS_RUN (done: ns since
- * the run started; total: the trace's recorded duration in ns), called
- * about 4 times a second while a run goes on.  From the calling thread;
- * the function decides what to show and when. */
+ * the run started, 0 in the first report of each run; total: the trace's
+ * recorded duration in ns), called as a run starts and then about 4 times
+ * a second while it goes on (Linux 5.3 and later: pidfds).  From the
+ * calling thread; the function decides what to show and when. */
 enum rp_progress_what {
 	RP_PROGRESS_LOAD = 1,
 	RP_PROGRESS_RUN,
@@ -172,8 +173,9 @@ struct rp_run_result {
 	X(fallbacks) X(skipped)
 
 /* Replay t once with options o (order and max_memory are taken from the
- * load; placement, files, speed and scale from o).  The replay runs in a
- * child process tree; this function waits for it.  Returns 0 and fills
+ * load; placement, files, speed, scale and progress from o).  The replay
+ * runs in a child process tree, which ends with this process if it dies;
+ * this function waits for it.  Returns 0 and fills
  * *res (free with rp_run_result_free), or <0 with msg. */
 int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *res,
 	   char *msg, size_t msglen);

@@ -124,11 +124,13 @@ static int parse_u64(const char *s, uint64_t *out, int sizes)
 /* ---- progress (standard error, one line rewritten in place) ---------- */
 
 static struct {
-	const char *name; /* the trace */
-	char run[32];	  /* " 2 of 5", or "" */
+	const char *name;   /* the trace */
+	unsigned runs;	    /* runs to come (--repeat; with --compare, of both sides) */
+	int compare;	    /* runs alternate baseline, rewritten */
+	unsigned run;	    /* runs started so far */
 	uint64_t phase_start, last;
-	int shown;
 } prog_state;
+static volatile sig_atomic_t progress_shown; /* read by on_signal */
 
 static uint64_t now_ns(void)
 {
@@ -147,7 +149,17 @@ static void progress_phase(void)
 
 static void show_progress(void *arg, int what, uint64_t done, uint64_t total)
 {
-	(void)arg;
+	char label[64] = "";
+	if (what == RP_PROGRESS_RUN && done == 0) { /* a new run */
+		prog_state.run++;
+		progress_phase();
+	}
+	if (what == RP_PROGRESS_RUN && prog_state.compare)
+		snprintf(label, sizeof(label), " %s %u of %u",
+			 prog_state.run % 2 ? "baseline" : "rewritten", (prog_state.run + 1) / 2,
+			 prog_state.runs / 2);
+	else if (what == RP_PROGRESS_RUN && prog_state.runs > 1)
+		snprintf(label, sizeof(label), " %u of %u", prog_state.run, prog_state.runs);
 	uint64_t now = now_ns();
 	if (now - prog_state.phase_start < 500000000u || now - prog_state.last < 250000000u)
 		return;
@@ -159,24 +171,28 @@ static void show_progress(void *arg, int what, uint64_t done, uint64_t total)
 		fprintf(stderr, "\r%s: loading '%s': %.1f MiB\033[K", prog, prog_state.name,
 			(double)done / (1 << 20));
 	else
-		fprintf(stderr, "\r%s: replaying%s: %.1f s (recorded: %.1f s)\033[K", prog,
-			prog_state.run, (double)done / 1e9, (double)total / 1e9);
+		fprintf(stderr, "\r%s: replaying%s: %.1f s (recorded: %.1f s)\033[K", prog, label,
+			(double)done / 1e9, (double)total / 1e9);
 	fflush(stderr);
-	prog_state.shown = 1;
+	progress_shown = 1;
 }
 
 /* Erase the progress line before anything else is printed. */
 static void progress_clear(void)
 {
-	if (prog_state.shown) {
+	if (progress_shown) {
 		fputs("\r\033[K", stderr);
 		fflush(stderr);
-		prog_state.shown = 0;
+		progress_shown = 0;
 	}
 }
 
 static void on_signal(int sig)
 {
+	if (progress_shown) {
+		ssize_t w = write(2, "\r\033[K", 4);
+		(void)w; /* nothing to do about a failure here */
+	}
 	rp_abort_current();
 	signal(sig, SIG_DFL);
 	raise(sig);
@@ -229,10 +245,8 @@ static int replay(const char *path, rp_trace *t, const struct rp_options *o,
 		drop_json(jf, json);
 		return 1;
 	}
+	prog_state.runs = repeat;
 	for (unsigned i = 0; i < repeat; i++) {
-		if (repeat > 1)
-			snprintf(prog_state.run, sizeof(prog_state.run), " %u of %u", i + 1, repeat);
-		progress_phase();
 		int r = rp_run(t, o, &runs[i], msg, sizeof(msg));
 		progress_clear();
 		if (r < 0) {
@@ -271,7 +285,8 @@ static int compare(const char *path, rp_trace *base, rp_trace *rew, const struct
 {
 	char msg[512];
 	struct rp_compare c;
-	progress_phase();
+	prog_state.runs = 2 * repeat;
+	prog_state.compare = 1;
 	int r = rp_compare_run(base, rew, o, repeat, &c, msg, sizeof(msg));
 	progress_clear();
 	if (r < 0) {
@@ -427,6 +442,11 @@ int main(int argc, char **argv)
 		prog_state.name = path;
 	}
 
+	/* (From here, on a signal: erase the progress line, end the run.) */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+
 	rp_trace *t = NULL, *rew = NULL;
 	struct rp_rewrite_info info;
 	progress_phase();
@@ -448,9 +468,6 @@ int main(int argc, char **argv)
 	}
 	progress_clear();
 	FILE *jf = json ? open_json(json) : NULL;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
 
 	int rc;
 	if (mode == OPT_COMPARE)

@@ -22,7 +22,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include <cmocka.h>
 #include "execint.h"
 #include "rprun.h"
 
