@@ -72,7 +72,13 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 WORKLOADS := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WORKLOAD_SRC))
 FUZZ_BIN := $(B)/fuzz/fuzz_reader
 FUZZ_REPLAY_BIN := $(B)/fuzz/fuzz_replay
+# fuzz_replay's replayer: this build's own vmreplay, unless that one is
+# sanitized (see the fuzz_replay rule).
+ifeq ($(SAN),1)
 FUZZ_PLAIN := $(B)/fuzz/vmreplay-plain
+else
+FUZZ_PLAIN := $(B)/vmreplay
+endif
 MANPAGES := $(wildcard man/*.1 man/*.5)
 
 .PHONY: all check unit e2e fuzz fuzz-replay demo install uninstall clean deps bench golden
@@ -147,7 +153,7 @@ $(FUZZ_REPLAY_BIN): tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALY
 		-DVMREPLAY_PLAIN='"$(abspath $(FUZZ_PLAIN))"' \
 		-o $@ tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) $(ZSTD_LIBS) -lm
 
-$(FUZZ_PLAIN): replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) \
+$(B)/fuzz/vmreplay-plain: replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) \
 		$(wildcard format/*.h replay/*.h analysis/*.h) | $(B)/.deps
 	$(say) CC $@
 	$(Q)mkdir -p $(@D)

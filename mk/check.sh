@@ -57,10 +57,8 @@ done
 
 # Short libFuzzer runs: the reader (seeded with the golden traces), and
 # the replayer on generated traces (loaded and replayed).
-fuzz_run() { # NAME SECONDS [SEED-DIR] [OPTION...]
-	name=$1 secs=$2; shift 2
-	seeds=
-	case "${1:-}" in -*|'') ;; *) seeds=$1; shift ;; esac
+fuzz_run() { # NAME SECONDS SEED-DIR|"" [OPTION...]
+	name=$1 secs=$2 seeds=$3; shift 3
 	fz=$B/fuzz/$name
 	[ -x "$fz" ] || return 0
 	echo "== $name ($secs s)"
@@ -76,7 +74,7 @@ fuzz_run() { # NAME SECONDS [SEED-DIR] [OPTION...]
 	fi
 }
 fuzz_run fuzz_reader "${FUZZ_SECONDS:-20}" tests/data
-fuzz_run fuzz_replay "${FUZZ_SECONDS:-20}" -timeout=30 -max_len=2048 -len_control=10
+fuzz_run fuzz_replay "${FUZZ_SECONDS:-20}" "" -timeout=30 -max_len=2048 -len_control=10
 
 echo
 [ -n "$failures" ] && echo "failed:$failures"

@@ -63,8 +63,6 @@ static __thread volatile sig_atomic_t tls_touching;
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-	(void)si;
-	(void)uc;
 	if (tls_touching && tls_jb) {
 		tls_touching = 0;
 		siglongjmp(*tls_jb, 1);

@@ -194,6 +194,16 @@ static void sc_args(struct in *in, struct vmt_syscall *s)
 		s->flags = VMT_SC_NO_RESULT;
 }
 
+/* A SYSCALL of op, its arguments and result from the input. */
+static void sc_event(struct in *in, struct vmt_event *ev, uint32_t op)
+{
+	ev->kind = VMT_EV_SYSCALL;
+	ev->u.sc.op = op;
+	sc_args(in, &ev->u.sc);
+	ev->u.sc.exit_ns = ev->ts_ns + 1000;
+	ev->u.sc.stack_id = VMT_NONE;
+}
+
 static const struct vmt_map_entry snap[] = {
 	{0x555400000000ull, 0x555400002000ull, 0, 0, 0, VMT_PROT_R, "/usr/bin/app"},
 	{0x555400002000ull, 0x555400004000ull, 0x2000, 0, 0, VMT_PROT_R | VMT_PROT_X, "/usr/bin/app"},
@@ -218,11 +228,7 @@ static void event(struct in *in, struct vmt_event *ev, struct vmt_touch_run *run
 	ev->thread = take(in) % 6;
 	ev->proc = (take(in) & 15) ? ev->thread / 2 : take(in) % 3;
 	if (k < 0x90) {
-		ev->kind = VMT_EV_SYSCALL;
-		ev->u.sc.op = k % 20 ? k % 20 : VMT_OP_MADVISE;
-		sc_args(in, &ev->u.sc);
-		ev->u.sc.exit_ns = ev->ts_ns + 1000;
-		ev->u.sc.stack_id = VMT_NONE;
+		sc_event(in, ev, k % 20 ? k % 20 : VMT_OP_MADVISE);
 		return;
 	}
 	switch (k & 15) {
@@ -298,13 +304,9 @@ static void event(struct in *in, struct vmt_event *ev, struct vmt_touch_run *run
 		ev->u.lost.what = take(in) % 2 + 1;
 		return;
 	default: /* more syscalls on a thread of the first process */
-		ev->kind = VMT_EV_SYSCALL;
 		ev->proc = 0;
 		ev->thread = 0;
-		ev->u.sc.op = take(in) % 2 ? VMT_OP_MADVISE : VMT_OP_MUNMAP;
-		sc_args(in, &ev->u.sc);
-		ev->u.sc.exit_ns = ev->ts_ns + 1000;
-		ev->u.sc.stack_id = VMT_NONE;
+		sc_event(in, ev, take(in) % 2 ? VMT_OP_MADVISE : VMT_OP_MUNMAP);
 		return;
 	}
 }

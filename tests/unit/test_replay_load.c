@@ -18,14 +18,8 @@
 #include <cmocka.h>
 #include "model.h"
 #include "replay.h"
-#include "rptw.h"
+#include "rprun.h"
 #include "tgen.h"
-
-#define P TW_P
-#define N VMT_NONE
-#define A 0x7f1000000000ull
-#define ANON (MAP_PRIVATE | MAP_ANONYMOUS)
-#define RW (PROT_READ | PROT_WRITE)
 
 static void opts(struct rp_options *o)
 {
