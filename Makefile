@@ -127,10 +127,10 @@ $(B)/tests/%: tests/unit/%.c $(call obj,$(UNIT_HELPERS)) $(LIBS) | $(B)/.deps
 		$(CMOCKA_LIBS) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(LDLIBS_ALL)
 
 # Workloads are the programs under test: built plainly, never sanitized.
-$(B)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(B)/.deps
+$(B)/workloads/%: tests/workloads/%.c tests/workloads/workload.h format/linux_abi.h | $(B)/.deps
 	$(say) CC $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -O2 -g -pthread -o $@ $< -lm
+	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE -Iformat $(WARNINGS) -O2 -g -pthread -o $@ $< -lm
 
 # The reader fuzz target (libFuzzer).  Built with clang, from the sources.
 $(FUZZ_BIN): tests/fuzz/fuzz_reader.c $(FORMAT_SRC) format/vmtrace.h | $(B)/.deps

@@ -2,10 +2,8 @@
  * asmodel_ops.c - what each memory-management syscall and each MAPS
  * snapshot does to the VMAs of the model (see asmodel.c for merging).
  *
- * Flag values are the generic Linux ABI ones (asm-generic/mman-common.h),
- * shared by x86-64 and arm64, the architectures vmrec records; they are
- * spelled here rather than taken from <sys/mman.h> so the model reads
- * traces the same on every build machine.
+ * Flag values are the recording ABI's (linux_abi.h), not the build
+ * machine's, so the model reads a trace the same on every machine.
  *
  * A syscall that failed changes nothing, with the kernel's own exceptions:
  * madvise, mprotect and mlock return ENOMEM for a range with holes after
@@ -14,37 +12,9 @@
  */
 #include <string.h>
 #include "asmodel_int.h"
-
-#define P_RWX 0x7u
-#define P_GROWSDOWN 0x01000000u
-
-#define M_TYPE 0x0fu
-#define M_SHARED 0x01u
-#define M_SHARED_VALIDATE 0x03u
-#define M_ANONYMOUS 0x20u
-#define M_GROWSDOWN 0x0100u
-#define M_LOCKED 0x2000u
-#define M_NORESERVE 0x4000u
-#define M_POPULATE 0x8000u
-#define M_STACK 0x20000u
-#define M_HUGETLB 0x40000u
-
-#define MR_DONTUNMAP 4u
-#define MLOCK_ONFAULT_ 1u
-#define MCL_CURRENT_ 1u
-#define MCL_FUTURE_ 2u
-#define MCL_ONFAULT_ 4u
-#define SHM_RDONLY_ 010000u
-#define SHM_EXEC_ 0100000u
+#include "linux_abi.h"
 
 #define LOCK_MASK (VMT_VMA_LOCKED | VMT_VMA_LOCKONFAULT)
-
-enum {
-	ADV_NORMAL = 0, ADV_RANDOM = 1, ADV_SEQUENTIAL = 2,
-	ADV_DONTFORK = 10, ADV_DOFORK = 11, ADV_MERGEABLE = 12, ADV_UNMERGEABLE = 13,
-	ADV_HUGEPAGE = 14, ADV_NOHUGEPAGE = 15, ADV_DONTDUMP = 16, ADV_DODUMP = 17,
-	ADV_WIPEONFORK = 18, ADV_KEEPONFORK = 19, ADV_POPULATE_WRITE = 23,
-};
 
 static void inexact(struct vmt_asmodel *m)
 {
@@ -73,7 +43,7 @@ static void populate_locked_how(struct vmt_asmodel *m, struct space *sp, uint64_
 	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
 		if ((n->v.flags & LOCK_MASK) != VMT_VMA_LOCKED)
 			continue;
-		if (!(n->v.prot & P_RWX)) {
+		if (!(n->v.prot & LX_PROT_RWX)) {
 			if (stop_at_none)
 				return;
 			continue;
@@ -104,23 +74,23 @@ static void do_mmap(struct vmt_asmodel *m, struct space *sp, const struct vmt_ev
 	uint64_t a = (uint64_t)sc->result;
 	if (!len)
 		return;
-	struct vmt_vma v = { .start = a, .end = a + len, .prot = (uint32_t)sc->args[2] & P_RWX };
-	uint32_t type = mf & M_TYPE;
-	if (type == M_SHARED || type == M_SHARED_VALIDATE)
+	struct vmt_vma v = { .start = a, .end = a + len, .prot = (uint32_t)sc->args[2] & LX_PROT_RWX };
+	uint32_t type = mf & LX_MAP_TYPE;
+	if (type == LX_MAP_SHARED || type == LX_MAP_SHARED_VALIDATE)
 		v.flags |= VMT_VMA_SHARED;
-	if (mf & M_GROWSDOWN)
+	if (mf & LX_MAP_GROWSDOWN)
 		v.flags |= VMT_VMA_GROWSDOWN;
-	if (mf & M_LOCKED)
+	if (mf & LX_MAP_LOCKED)
 		v.flags |= VMT_VMA_LOCKED;
-	if (mf & M_NORESERVE)
+	if (mf & LX_MAP_NORESERVE)
 		v.flags |= VMT_VMA_NORESERVE;
-	if (mf & M_HUGETLB)
+	if (mf & LX_MAP_HUGETLB)
 		v.flags |= VMT_VMA_HUGETLB;
-	if (mf & M_STACK)
+	if (mf & LX_MAP_STACK)
 		v.flags |= VMT_VMA_NOHUGEPAGE; /* since Linux 6.7 */
 	v.flags |= sp->def_lock;
 	v.path = "";
-	if (!(mf & M_ANONYMOUS)) {
+	if (!(mf & LX_MAP_ANONYMOUS)) {
 		v.flags |= VMT_VMA_FILE;
 		v.offset = sc->args[5];
 		if (pf) {
@@ -142,12 +112,12 @@ static void do_mmap(struct vmt_asmodel *m, struct space *sp, const struct vmt_ev
 	}
 	if (accountable(v.prot, v.flags))
 		v.flags |= VMT_VMA_ACCOUNT;
-	if (vmt_am_unmap(m, sp, v.start, v.end) && (!(mf & 0x10u) && !(mf & 0x100000u)))
+	if (vmt_am_unmap(m, sp, v.start, v.end) && (!(mf & LX_MAP_FIXED) && !(mf & LX_MAP_FIXED_NOREPLACE)))
 		inexact(m); /* not MAP_FIXED(_NOREPLACE), yet something was there */
 	if (!vmt_am_insert(m, sp, &v))
 		return;
 	vmt_am_merge_window(m, sp, v.start, v.end);
-	if (mf & M_POPULATE)
+	if (mf & LX_MAP_POPULATE)
 		populate(m, sp, v.start, v.end);
 	populate_locked(m, sp, v.start, v.end);
 }
@@ -213,7 +183,7 @@ static uint64_t change_range(struct vmt_asmodel *m, struct space *sp, uint64_t a
 #define PROT_KEEP_PKEY 0xffffffffu
 static int ch_prot(struct vmt_vma *v, uint64_t arg)
 {
-	uint32_t prot = (uint32_t)arg & P_RWX;
+	uint32_t prot = (uint32_t)arg & LX_PROT_RWX;
 	int32_t pkey = (int32_t)(arg >> 32);
 	uint32_t fl = v->flags;
 	if (pkey == -1)
@@ -279,13 +249,13 @@ static void do_mprotect(struct vmt_asmodel *m, struct space *sp, const struct vm
 	} else if (!fully_mapped(sp, a, b)) {
 		inexact(m);
 	}
-	if (prot & P_GROWSDOWN) {
+	if (prot & LX_PROT_GROWSDOWN) {
 		struct node *n = vmt_am_first(sp, a);
 		if (n && n->v.start <= a && (n->v.flags & VMT_VMA_GROWSDOWN))
 			a = n->v.start;
 	}
 	change_range_post(m, sp, a, b, ch_prot,
-			  (uint64_t)(prot & P_RWX) | ((uint64_t)(uint32_t)pkey << 32), prefix,
+			  (uint64_t)(prot & LX_PROT_RWX) | ((uint64_t)(uint32_t)pkey << 32), prefix,
 			  post_mprotect);
 }
 
@@ -294,7 +264,7 @@ static void do_mlock(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 	uint64_t a = pg_down(m, sc->args[0]);
 	uint64_t b = pg_up(m, sc->args[0] + sc->args[1]);
 	int prefix = 0;
-	int onfault = sc->op == VMT_OP_MLOCK2 && (sc->args[2] & MLOCK_ONFAULT_);
+	int onfault = sc->op == VMT_OP_MLOCK2 && (sc->args[2] & LX_MLOCK_ONFAULT);
 	if (sc->result == -12) {
 		/* ENOMEM: a hole (the mapped prefix was changed), or a
 		 * populate that failed after the change (mlock of PROT_NONE
@@ -304,7 +274,7 @@ static void do_mlock(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 		if (fully_mapped(sp, a, b)) {
 			int none = 0;
 			for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n))
-				none |= !(n->v.prot & P_RWX) || (n->v.flags & VMT_VMA_FILE);
+				none |= !(n->v.prot & LX_PROT_RWX) || (n->v.flags & VMT_VMA_FILE);
 			if (sc->op == VMT_OP_MUNLOCK || onfault || !none)
 				return;
 		} else {
@@ -331,12 +301,12 @@ static void do_mlockall(struct vmt_asmodel *m, struct space *sp, const struct vm
 	uint32_t add = 0;
 	uint64_t how = sc->op == VMT_OP_MLOCKALL ? sc->args[0] : 0;
 	sp->def_lock = 0;
-	if (how & MCL_FUTURE_)
-		sp->def_lock = VMT_VMA_LOCKED | ((how & MCL_ONFAULT_) ? VMT_VMA_LOCKONFAULT : 0);
-	if (sc->op == VMT_OP_MLOCKALL && !(how & MCL_CURRENT_))
+	if (how & LX_MCL_FUTURE)
+		sp->def_lock = VMT_VMA_LOCKED | ((how & LX_MCL_ONFAULT) ? VMT_VMA_LOCKONFAULT : 0);
+	if (sc->op == VMT_OP_MLOCKALL && !(how & LX_MCL_CURRENT))
 		return;
-	if (how & MCL_CURRENT_)
-		add = VMT_VMA_LOCKED | ((how & MCL_ONFAULT_) ? VMT_VMA_LOCKONFAULT : 0);
+	if (how & LX_MCL_CURRENT)
+		add = VMT_VMA_LOCKED | ((how & LX_MCL_ONFAULT) ? VMT_VMA_LOCKONFAULT : 0);
 	struct flagchg f = { add, LOCK_MASK, VMT_VMA_SPECIAL | VMT_VMA_HUGETLB, 0 };
 	change_range(m, sp, 0, UINT64_MAX, ch_flags, (uint64_t)(uintptr_t)&f, 0);
 	if (add == VMT_VMA_LOCKED)
@@ -348,23 +318,23 @@ static void do_madvise(struct vmt_asmodel *m, struct space *sp, const struct vmt
 	uint64_t a = sc->args[0], b = a + pg_up(m, sc->args[1]);
 	struct flagchg f = { 0, 0, 0, 0 };
 	switch (sc->args[2]) {
-	case ADV_NORMAL: f.clear = VMT_VMA_SEQ_READ | VMT_VMA_RAND_READ; break;
-	case ADV_RANDOM: f.clear = VMT_VMA_SEQ_READ; f.set = VMT_VMA_RAND_READ; break;
-	case ADV_SEQUENTIAL: f.clear = VMT_VMA_RAND_READ; f.set = VMT_VMA_SEQ_READ; break;
-	case ADV_DONTFORK: f.set = VMT_VMA_DONTFORK; break;
-	case ADV_DOFORK: f.clear = VMT_VMA_DONTFORK; break;
-	case ADV_WIPEONFORK: f.set = VMT_VMA_WIPEONFORK; f.stop = VMT_VMA_FILE | VMT_VMA_SHARED; break;
-	case ADV_KEEPONFORK: f.clear = VMT_VMA_WIPEONFORK; break;
-	case ADV_DONTDUMP: f.set = VMT_VMA_DONTDUMP; break;
-	case ADV_DODUMP: f.clear = VMT_VMA_DONTDUMP; f.stop = VMT_VMA_SPECIAL; break;
-	case ADV_HUGEPAGE: f.set = VMT_VMA_HUGEPAGE; f.clear = VMT_VMA_NOHUGEPAGE; break;
-	case ADV_NOHUGEPAGE: f.set = VMT_VMA_NOHUGEPAGE; f.clear = VMT_VMA_HUGEPAGE; break;
-	case ADV_MERGEABLE:
+	case LX_MADV_NORMAL: f.clear = VMT_VMA_SEQ_READ | VMT_VMA_RAND_READ; break;
+	case LX_MADV_RANDOM: f.clear = VMT_VMA_SEQ_READ; f.set = VMT_VMA_RAND_READ; break;
+	case LX_MADV_SEQUENTIAL: f.clear = VMT_VMA_RAND_READ; f.set = VMT_VMA_SEQ_READ; break;
+	case LX_MADV_DONTFORK: f.set = VMT_VMA_DONTFORK; break;
+	case LX_MADV_DOFORK: f.clear = VMT_VMA_DONTFORK; break;
+	case LX_MADV_WIPEONFORK: f.set = VMT_VMA_WIPEONFORK; f.stop = VMT_VMA_FILE | VMT_VMA_SHARED; break;
+	case LX_MADV_KEEPONFORK: f.clear = VMT_VMA_WIPEONFORK; break;
+	case LX_MADV_DONTDUMP: f.set = VMT_VMA_DONTDUMP; break;
+	case LX_MADV_DODUMP: f.clear = VMT_VMA_DONTDUMP; f.stop = VMT_VMA_SPECIAL; break;
+	case LX_MADV_HUGEPAGE: f.set = VMT_VMA_HUGEPAGE; f.clear = VMT_VMA_NOHUGEPAGE; break;
+	case LX_MADV_NOHUGEPAGE: f.set = VMT_VMA_NOHUGEPAGE; f.clear = VMT_VMA_HUGEPAGE; break;
+	case LX_MADV_MERGEABLE:
 		f.set = VMT_VMA_MERGEABLE;
 		f.skip = VMT_VMA_SHARED | VMT_VMA_SPECIAL | VMT_VMA_HUGETLB;
 		break;
-	case ADV_UNMERGEABLE: f.clear = VMT_VMA_MERGEABLE; break;
-	case ADV_POPULATE_WRITE: {
+	case LX_MADV_UNMERGEABLE: f.clear = VMT_VMA_MERGEABLE; break;
+	case LX_MADV_POPULATE_WRITE: {
 		/* Write faults VMA after VMA until one is not writable or a
 		 * hole: even a failed call populated what came before. */
 		uint64_t e = a;
@@ -468,7 +438,7 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 	/* With MREMAP_DONTUNMAP the source is not unmapped, so not split
 	 * either: its VMAs lose their lock (all of them, also beyond the
 	 * range) and, when moved whole, their anon_vma. */
-	int keep = (flags & MR_DONTUNMAP) != 0;
+	int keep = (flags & LX_MREMAP_DONTUNMAP) != 0;
 	if (!keep) {
 		vmt_am_split(m, sp, old);
 		vmt_am_split(m, sp, old + mlen);
@@ -565,9 +535,9 @@ static void do_shmat(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 		return;
 	struct vmt_vma v = { .start = a, .prot = VMT_PROT_R,
 			     .flags = VMT_VMA_SHARED | VMT_VMA_FILE | VMT_VMA_SYSV };
-	if (!(shmflg & SHM_RDONLY_))
+	if (!(shmflg & LX_SHM_RDONLY))
 		v.prot |= VMT_PROT_W;
-	if (shmflg & SHM_EXEC_)
+	if (shmflg & LX_SHM_EXEC)
 		v.prot |= VMT_PROT_X;
 	if (pf && pf->size) {
 		v.end = a + pg_up(m, pf->size);
@@ -766,7 +736,7 @@ void vmt_am_maps(struct vmt_asmodel *m, const struct vmt_event *ev)
 	sp->known = 1;
 	for (uint32_t i = 0; i < ev->u.maps.count; i++) {
 		const struct vmt_map_entry *e = &ev->u.maps.entries[i];
-		struct vmt_vma v = { .start = e->start, .end = e->end, .prot = e->perms & P_RWX,
+		struct vmt_vma v = { .start = e->start, .end = e->end, .prot = e->perms & LX_PROT_RWX,
 				     .flags = VMT_VMA_SNAPSHOT, .dev = e->dev, .ino = e->ino };
 		v.path = vmt_am_intern(m, e->path);
 		if (e->perms & VMT_MAPS_SHARED)

@@ -7,22 +7,10 @@
 
 #include <stdint.h>
 #include "asmodel.h"
+#include "linux_abi.h"
 #include "lint.h"
 #include "u64tab.h"
 
-#define LX_PROT_WRITE 0x2u
-#define LX_MAP_SHARED 0x01u
-#define LX_MAP_PRIVATE 0x02u
-#define LX_MAP_TYPE 0x0fu
-#define LX_MAP_FIXED 0x10u
-#define LX_MAP_ANONYMOUS 0x20u
-#define LX_MAP_LOCKED 0x2000u
-#define LX_MADV_DONTNEED 4
-#define LX_MADV_FREE 8
-#define LX_MADV_REMOVE 9
-#define LX_MADV_DONTNEED_LOCKED 24
-#define LX_MLOCK_ONFAULT 0x1u
-#define LX_MCL_ONFAULT 0x4u
 
 /* ---- Thresholds --------------------------------------------------------
  * A finding must point at a pattern that costs something measurable, not at

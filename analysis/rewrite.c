@@ -469,7 +469,7 @@ int rw_sc_ranges(const struct rw_stage *s, const struct vmt_syscall *sc, uint64_
 	uint64_t res = (uint64_t)sc->result;
 	switch (sc->op) {
 	case VMT_OP_MMAP:
-		if (a[3] & (RW_MAP_FIXED | RW_MAP_FIXED_NOREPLACE)) {
+		if (a[3] & (LX_MAP_FIXED | LX_MAP_FIXED_NOREPLACE)) {
 			r[0][0] = a[0];
 			r[0][1] = rw_end(s, a[0], a[1]);
 			return 1;
@@ -500,7 +500,7 @@ int rw_sc_ranges(const struct rw_stage *s, const struct vmt_syscall *sc, uint64_
 			r[1][1] = rw_end(s, res, a[2]);
 			return 2;
 		}
-		if (a[3] & RW_MREMAP_FIXED) {
+		if (a[3] & LX_MREMAP_FIXED) {
 			r[1][0] = a[4];
 			r[1][1] = rw_end(s, a[4], a[2]);
 			return 2;
@@ -510,7 +510,7 @@ int rw_sc_ranges(const struct rw_stage *s, const struct vmt_syscall *sc, uint64_
 	case VMT_OP_MUNLOCKALL:
 		return -1;
 	case VMT_OP_SHMAT:
-		if (a[2] & RW_SHM_REMAP)
+		if (a[2] & LX_SHM_REMAP)
 			return -1;
 		if (!ok)
 			return 0;

@@ -18,30 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "asmodel.h"
+#include "linux_abi.h"
 #include "rewrite.h"
 
-/* Generic Linux ABI values (the trace format's name tables use the same). */
-#define RW_PROT_READ 0x1u
-#define RW_PROT_WRITE 0x2u
-#define RW_MAP_SHARED 0x01u
-#define RW_MAP_PRIVATE 0x02u
-#define RW_MAP_TYPE 0x0fu
-#define RW_MAP_FIXED 0x10u
-#define RW_MAP_ANONYMOUS 0x20u
-#define RW_MAP_GROWSDOWN 0x100u
-#define RW_MAP_LOCKED 0x2000u
-#define RW_MAP_NORESERVE 0x4000u
-#define RW_MAP_POPULATE 0x8000u
-#define RW_MAP_HUGETLB 0x40000u
-#define RW_MAP_FIXED_NOREPLACE 0x100000u
-#define RW_MADV_DONTNEED 4u
-#define RW_MADV_FREE 8u
-#define RW_MLOCK_ONFAULT 0x1u
-#define RW_MCL_CURRENT 0x1u
-#define RW_MCL_FUTURE 0x2u
-#define RW_MCL_ONFAULT 0x4u
-#define RW_MREMAP_FIXED 0x2u
-#define RW_SHM_REMAP 0x4000u
 
 struct rw_stage;
 

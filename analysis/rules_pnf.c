@@ -109,7 +109,7 @@ static int convert_free(struct rw_stage *s, uint64_t seq)
 	struct vmt_event *h = rw_held(s, seq), m;
 	if (!h)
 		return VMT_E_STATE;
-	uint64_t args[3] = { h->u.sc.args[0], h->u.sc.args[1], RW_MADV_DONTNEED };
+	uint64_t args[3] = { h->u.sc.args[0], h->u.sc.args[1], LX_MADV_DONTNEED };
 	rw_make_sc(&m, h, VMT_OP_MADVISE, args, 0);
 	*h = m; /* a syscall event owns no pointers */
 	(*s->applied)++;
@@ -177,7 +177,7 @@ static int ok_result(const struct vmt_syscall *sc)
 static int is_enable(const struct rw_stage *s, const struct vmt_syscall *sc)
 {
 	return sc->op == VMT_OP_MPROTECT && ok_result(sc) &&
-	       sc->args[2] == (RW_PROT_READ | RW_PROT_WRITE) && !(sc->args[0] & s->page_mask) &&
+	       sc->args[2] == (LX_PROT_READ | LX_PROT_WRITE) && !(sc->args[0] & s->page_mask) &&
 	       sc->args[1] != 0;
 }
 
@@ -188,9 +188,9 @@ static int is_free(const struct rw_stage *s, const struct vmt_syscall *sc)
 	uint64_t fl = sc->args[3];
 	return sc->op == VMT_OP_MMAP && !(sc->flags & VMT_SC_NO_RESULT) &&
 	       (uint64_t)sc->result == sc->args[0] && sc->args[2] == 0 &&
-	       (fl & RW_MAP_TYPE) == RW_MAP_PRIVATE && (fl & RW_MAP_FIXED) &&
-	       (fl & RW_MAP_ANONYMOUS) &&
-	       !(fl & ~(uint64_t)(RW_MAP_TYPE | RW_MAP_FIXED | RW_MAP_ANONYMOUS | RW_MAP_NORESERVE)) &&
+	       (fl & LX_MAP_TYPE) == LX_MAP_PRIVATE && (fl & LX_MAP_FIXED) &&
+	       (fl & LX_MAP_ANONYMOUS) &&
+	       !(fl & ~(uint64_t)(LX_MAP_TYPE | LX_MAP_FIXED | LX_MAP_ANONYMOUS | LX_MAP_NORESERVE)) &&
 	       (int32_t)(uint32_t)sc->args[4] == -1 && sc->args[5] == 0 &&
 	       !(sc->args[0] & s->page_mask) && sc->args[1] != 0;
 }

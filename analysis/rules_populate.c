@@ -55,11 +55,11 @@ static void pop_destroy(void *st)
 static int candidate(const struct rw_stage *s, const struct vmt_syscall *sc)
 {
 	uint64_t fl = sc->args[3];
-	uint64_t no = RW_MAP_POPULATE | RW_MAP_LOCKED | RW_MAP_GROWSDOWN | RW_MAP_HUGETLB |
-		      RW_MAP_NORESERVE;
+	uint64_t no = LX_MAP_POPULATE | LX_MAP_LOCKED | LX_MAP_GROWSDOWN | LX_MAP_HUGETLB |
+		      LX_MAP_NORESERVE;
 	return sc->op == VMT_OP_MMAP && rw_sc_ok(sc) &&
-	       (fl & RW_MAP_TYPE) == RW_MAP_PRIVATE && (fl & RW_MAP_ANONYMOUS) && !(fl & no) &&
-	       (sc->args[2] & (RW_PROT_READ | RW_PROT_WRITE)) && sc->args[1] &&
+	       (fl & LX_MAP_TYPE) == LX_MAP_PRIVATE && (fl & LX_MAP_ANONYMOUS) && !(fl & no) &&
+	       (sc->args[2] & (LX_PROT_READ | LX_PROT_WRITE)) && sc->args[1] &&
 	       !((uint64_t)sc->result & s->page_mask);
 }
 
@@ -74,7 +74,7 @@ static int decide(struct rw_stage *s, struct pop *x, uint32_t i)
 		struct vmt_event *h = rw_held(s, c.seq);
 		if (!h)
 			return VMT_E_STATE;
-		h->u.sc.args[3] |= RW_MAP_POPULATE;
+		h->u.sc.args[3] |= LX_MAP_POPULATE;
 		h->u.sc.flags |= VMT_SC_REWRITTEN;
 		(*s->applied)++;
 	}

@@ -44,12 +44,12 @@ static int madv_swap(struct rw_stage *s, const struct vmt_event *ev, uint64_t fr
 
 static int d2f_event(struct rw_stage *s, const struct vmt_event *ev)
 {
-	return madv_swap(s, ev, RW_MADV_DONTNEED, RW_MADV_FREE);
+	return madv_swap(s, ev, LX_MADV_DONTNEED, LX_MADV_FREE);
 }
 
 static int f2d_event(struct rw_stage *s, const struct vmt_event *ev)
 {
-	return madv_swap(s, ev, RW_MADV_FREE, RW_MADV_DONTNEED);
+	return madv_swap(s, ev, LX_MADV_FREE, LX_MADV_DONTNEED);
 }
 
 const struct rw_rule rw_rule_dontneed_to_free = {
@@ -92,35 +92,35 @@ static int onfault_event(struct rw_stage *s, const struct vmt_event *ev)
 	case VMT_OP_MLOCK:
 		args[0] = sc->args[0];
 		args[1] = sc->args[1];
-		args[2] = RW_MLOCK_ONFAULT;
+		args[2] = LX_MLOCK_ONFAULT;
 		rw_make_sc(&m, ev, VMT_OP_MLOCK2, args, sc->result);
 		break;
 	case VMT_OP_MLOCK2:
-		if (sc->args[2] & RW_MLOCK_ONFAULT)
+		if (sc->args[2] & LX_MLOCK_ONFAULT)
 			return rw_emit(s, ev);
 		m = *ev;
-		m.u.sc.args[2] |= RW_MLOCK_ONFAULT;
+		m.u.sc.args[2] |= LX_MLOCK_ONFAULT;
 		m.u.sc.flags |= VMT_SC_REWRITTEN;
 		break;
 	case VMT_OP_MLOCKALL:
-		if (!(sc->args[0] & (RW_MCL_CURRENT | RW_MCL_FUTURE)) || (sc->args[0] & RW_MCL_ONFAULT))
+		if (!(sc->args[0] & (LX_MCL_CURRENT | LX_MCL_FUTURE)) || (sc->args[0] & LX_MCL_ONFAULT))
 			return rw_emit(s, ev);
 		m = *ev;
-		m.u.sc.args[0] |= RW_MCL_ONFAULT;
+		m.u.sc.args[0] |= LX_MCL_ONFAULT;
 		m.u.sc.flags |= VMT_SC_REWRITTEN;
 		break;
 	case VMT_OP_MMAP: {
-		if (!(sc->args[3] & RW_MAP_LOCKED))
+		if (!(sc->args[3] & LX_MAP_LOCKED))
 			return rw_emit(s, ev);
 		m = *ev;
-		m.u.sc.args[3] &= ~(uint64_t)RW_MAP_LOCKED;
+		m.u.sc.args[3] &= ~(uint64_t)LX_MAP_LOCKED;
 		m.u.sc.flags |= VMT_SC_REWRITTEN;
 		int rc = rw_emit(s, &m);
 		if (rc)
 			return rc;
 		args[0] = (uint64_t)sc->result;
 		args[1] = sc->args[1];
-		args[2] = RW_MLOCK_ONFAULT;
+		args[2] = LX_MLOCK_ONFAULT;
 		rw_make_sc(&m, ev, VMT_OP_MLOCK2, args, 0);
 		m.ts_ns = sc->exit_ns;
 		break;

@@ -2,16 +2,14 @@
  * names.c - the op table and the name tables of libvmtrace: op and kind
  * names, flag names (PROT_*, MAP_*, MADV_*, ...) and errno names.
  *
- * Every numeric value here is written as a literal rather than taken from
- * the build machine's headers, for two reasons: a trace is rendered on a
- * machine other than the one that recorded it (so the values must be the
- * recording ABI's, which for the architectures we support, x86_64 and
- * aarch64, are the asm-generic ones), and older libc headers lack recent
- * macros (MADV_GUARD_INSTALL, MAP_DROPPABLE, ...).
+ * Flag values are the recording ABI's (linux_abi.h), not the build
+ * machine's: a trace is rendered on machines other than the one that
+ * recorded it.  errno numbers are written here for the same reason.
  */
 #include <limits.h>
 #include <string.h>
 
+#include "linux_abi.h"
 #include "vmtrace.h"
 
 /* ---- Ops ---------------------------------------------------------------- */
@@ -157,21 +155,21 @@ uint32_t vmt_kind_from_name(const char *name)
  * which is harmless because tables end at the NULL name, not the 0 value.
  */
 const struct vmt_flag_name vmt_prot_names[] = {
-	{0x1, "PROT_READ"},
-	{0x2, "PROT_WRITE"},
-	{0x4, "PROT_EXEC"},
-	{0x8, "PROT_SEM"},
-	{0x01000000, "PROT_GROWSDOWN"},
-	{0x02000000, "PROT_GROWSUP"},
+	{LX_PROT_READ, "PROT_READ"},
+	{LX_PROT_WRITE, "PROT_WRITE"},
+	{LX_PROT_EXEC, "PROT_EXEC"},
+	{LX_PROT_SEM, "PROT_SEM"},
+	{LX_PROT_GROWSDOWN, "PROT_GROWSDOWN"},
+	{LX_PROT_GROWSUP, "PROT_GROWSUP"},
 	{0, NULL},
 };
 
 /* The MAP_TYPE field (mask 0x0f) holds a value, not bits. */
 const struct vmt_flag_name vmt_map_type_names[] = {
-	{0x01, "MAP_SHARED"},
-	{0x02, "MAP_PRIVATE"},
-	{0x03, "MAP_SHARED_VALIDATE"},
-	{0x08, "MAP_DROPPABLE"}, /* Linux 6.11 */
+	{LX_MAP_SHARED, "MAP_SHARED"},
+	{LX_MAP_PRIVATE, "MAP_PRIVATE"},
+	{LX_MAP_SHARED_VALIDATE, "MAP_SHARED_VALIDATE"},
+	{LX_MAP_DROPPABLE, "MAP_DROPPABLE"}, /* Linux 6.11 */
 	{0, NULL},
 };
 
@@ -182,86 +180,86 @@ const struct vmt_flag_name vmt_map_type_names[] = {
  * them.  MAP_32BIT is x86-only; on aarch64 bit 0x40 is unused.
  */
 const struct vmt_flag_name vmt_map_flag_names[] = {
-	{0x10, "MAP_FIXED"},
-	{0x20, "MAP_ANONYMOUS"},
-	{0x40, "MAP_32BIT"},
-	{0x100, "MAP_GROWSDOWN"},
-	{0x800, "MAP_DENYWRITE"},
-	{0x1000, "MAP_EXECUTABLE"},
-	{0x2000, "MAP_LOCKED"},
-	{0x4000, "MAP_NORESERVE"},
-	{0x8000, "MAP_POPULATE"},
-	{0x10000, "MAP_NONBLOCK"},
-	{0x20000, "MAP_STACK"},
-	{0x40000, "MAP_HUGETLB"},
-	{0x80000, "MAP_SYNC"},
-	{0x100000, "MAP_FIXED_NOREPLACE"},
-	{0x4000000, "MAP_UNINITIALIZED"},
+	{LX_MAP_FIXED, "MAP_FIXED"},
+	{LX_MAP_ANONYMOUS, "MAP_ANONYMOUS"},
+	{LX_MAP_32BIT, "MAP_32BIT"},
+	{LX_MAP_GROWSDOWN, "MAP_GROWSDOWN"},
+	{LX_MAP_DENYWRITE, "MAP_DENYWRITE"},
+	{LX_MAP_EXECUTABLE, "MAP_EXECUTABLE"},
+	{LX_MAP_LOCKED, "MAP_LOCKED"},
+	{LX_MAP_NORESERVE, "MAP_NORESERVE"},
+	{LX_MAP_POPULATE, "MAP_POPULATE"},
+	{LX_MAP_NONBLOCK, "MAP_NONBLOCK"},
+	{LX_MAP_STACK, "MAP_STACK"},
+	{LX_MAP_HUGETLB, "MAP_HUGETLB"},
+	{LX_MAP_SYNC, "MAP_SYNC"},
+	{LX_MAP_FIXED_NOREPLACE, "MAP_FIXED_NOREPLACE"},
+	{LX_MAP_UNINITIALIZED, "MAP_UNINITIALIZED"},
 	{0, NULL},
 };
 
 const struct vmt_flag_name vmt_madv_names[] = {
-	{0, "MADV_NORMAL"},
-	{1, "MADV_RANDOM"},
-	{2, "MADV_SEQUENTIAL"},
-	{3, "MADV_WILLNEED"},
-	{4, "MADV_DONTNEED"},
-	{8, "MADV_FREE"},
-	{9, "MADV_REMOVE"},
-	{10, "MADV_DONTFORK"},
-	{11, "MADV_DOFORK"},
-	{12, "MADV_MERGEABLE"},
-	{13, "MADV_UNMERGEABLE"},
-	{14, "MADV_HUGEPAGE"},
-	{15, "MADV_NOHUGEPAGE"},
-	{16, "MADV_DONTDUMP"},
-	{17, "MADV_DODUMP"},
-	{18, "MADV_WIPEONFORK"},
-	{19, "MADV_KEEPONFORK"},
-	{20, "MADV_COLD"},
-	{21, "MADV_PAGEOUT"},
-	{22, "MADV_POPULATE_READ"},
-	{23, "MADV_POPULATE_WRITE"},
-	{24, "MADV_DONTNEED_LOCKED"},
-	{25, "MADV_COLLAPSE"},
-	{100, "MADV_HWPOISON"},
-	{101, "MADV_SOFT_OFFLINE"},
-	{102, "MADV_GUARD_INSTALL"},
-	{103, "MADV_GUARD_REMOVE"},
+	{LX_MADV_NORMAL, "MADV_NORMAL"},
+	{LX_MADV_RANDOM, "MADV_RANDOM"},
+	{LX_MADV_SEQUENTIAL, "MADV_SEQUENTIAL"},
+	{LX_MADV_WILLNEED, "MADV_WILLNEED"},
+	{LX_MADV_DONTNEED, "MADV_DONTNEED"},
+	{LX_MADV_FREE, "MADV_FREE"},
+	{LX_MADV_REMOVE, "MADV_REMOVE"},
+	{LX_MADV_DONTFORK, "MADV_DONTFORK"},
+	{LX_MADV_DOFORK, "MADV_DOFORK"},
+	{LX_MADV_MERGEABLE, "MADV_MERGEABLE"},
+	{LX_MADV_UNMERGEABLE, "MADV_UNMERGEABLE"},
+	{LX_MADV_HUGEPAGE, "MADV_HUGEPAGE"},
+	{LX_MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE"},
+	{LX_MADV_DONTDUMP, "MADV_DONTDUMP"},
+	{LX_MADV_DODUMP, "MADV_DODUMP"},
+	{LX_MADV_WIPEONFORK, "MADV_WIPEONFORK"},
+	{LX_MADV_KEEPONFORK, "MADV_KEEPONFORK"},
+	{LX_MADV_COLD, "MADV_COLD"},
+	{LX_MADV_PAGEOUT, "MADV_PAGEOUT"},
+	{LX_MADV_POPULATE_READ, "MADV_POPULATE_READ"},
+	{LX_MADV_POPULATE_WRITE, "MADV_POPULATE_WRITE"},
+	{LX_MADV_DONTNEED_LOCKED, "MADV_DONTNEED_LOCKED"},
+	{LX_MADV_COLLAPSE, "MADV_COLLAPSE"},
+	{LX_MADV_HWPOISON, "MADV_HWPOISON"},
+	{LX_MADV_SOFT_OFFLINE, "MADV_SOFT_OFFLINE"},
+	{LX_MADV_GUARD_INSTALL, "MADV_GUARD_INSTALL"},
+	{LX_MADV_GUARD_REMOVE, "MADV_GUARD_REMOVE"},
 	{0, NULL},
 };
 
 const struct vmt_flag_name vmt_mlock2_names[] = {
-	{0x1, "MLOCK_ONFAULT"},
+	{LX_MLOCK_ONFAULT, "MLOCK_ONFAULT"},
 	{0, NULL},
 };
 
 const struct vmt_flag_name vmt_mcl_names[] = {
-	{0x1, "MCL_CURRENT"},
-	{0x2, "MCL_FUTURE"},
-	{0x4, "MCL_ONFAULT"},
+	{LX_MCL_CURRENT, "MCL_CURRENT"},
+	{LX_MCL_FUTURE, "MCL_FUTURE"},
+	{LX_MCL_ONFAULT, "MCL_ONFAULT"},
 	{0, NULL},
 };
 
 const struct vmt_flag_name vmt_mremap_names[] = {
-	{0x1, "MREMAP_MAYMOVE"},
-	{0x2, "MREMAP_FIXED"},
-	{0x4, "MREMAP_DONTUNMAP"},
+	{LX_MREMAP_MAYMOVE, "MREMAP_MAYMOVE"},
+	{LX_MREMAP_FIXED, "MREMAP_FIXED"},
+	{LX_MREMAP_DONTUNMAP, "MREMAP_DONTUNMAP"},
 	{0, NULL},
 };
 
 const struct vmt_flag_name vmt_ms_names[] = {
-	{0x1, "MS_ASYNC"},
-	{0x2, "MS_INVALIDATE"},
-	{0x4, "MS_SYNC"},
+	{LX_MS_ASYNC, "MS_ASYNC"},
+	{LX_MS_INVALIDATE, "MS_INVALIDATE"},
+	{LX_MS_SYNC, "MS_SYNC"},
 	{0, NULL},
 };
 
 const struct vmt_flag_name vmt_shm_names[] = {
-	{010000, "SHM_RDONLY"},
-	{020000, "SHM_RND"},
-	{040000, "SHM_REMAP"},
-	{0100000, "SHM_EXEC"},
+	{LX_SHM_RDONLY, "SHM_RDONLY"},
+	{LX_SHM_RND, "SHM_RND"},
+	{LX_SHM_REMAP, "SHM_REMAP"},
+	{LX_SHM_EXEC, "SHM_EXEC"},
 	{0, NULL},
 };
 

@@ -13,15 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "linux_abi.h"
 #include "vmtrace.h"
-
-
-/* MAP_* fields that are values rather than bits. */
-#define MAP_TYPE_MASK 0x0fu
-#define MAP_HUGETLB_BIT 0x40000u
-#define MAP_UNINITIALIZED_BIT 0x4000000u
-#define MAP_HUGE_SHIFT 26
-#define MAP_HUGE_MASK 0x3fu
 
 /* ---- Small pieces ------------------------------------------------------- */
 
@@ -90,7 +83,7 @@ static void render_map_flags(struct vmt_buf *b, uint64_t flags,
 			     const char *zero)
 {
 	const char *type = table_lookup(vmt_map_type_names,
-					flags & MAP_TYPE_MASK);
+					flags & LX_MAP_TYPE);
 	uint64_t rem = flags;
 	int first = 1;
 
@@ -100,14 +93,14 @@ static void render_map_flags(struct vmt_buf *b, uint64_t flags,
 	}
 	if (type) {
 		emit(b, &first, type);
-		rem &= ~(uint64_t)MAP_TYPE_MASK;
+		rem &= ~(uint64_t)LX_MAP_TYPE;
 	}
-	if (flags & MAP_HUGETLB_BIT) {
+	if (flags & LX_MAP_HUGETLB) {
 		unsigned shift =
-			(unsigned)(rem >> MAP_HUGE_SHIFT) & MAP_HUGE_MASK;
+			(unsigned)(rem >> LX_MAP_HUGE_SHIFT) & LX_MAP_HUGE_MASK;
 
 		rem = emit_bits(b, &first, vmt_map_flag_names, rem,
-				MAP_UNINITIALIZED_BIT);
+				LX_MAP_UNINITIALIZED);
 		if (shift) {
 			unsigned unit = shift >= 30 ? 30 :
 					shift >= 20 ? 20 : 10;
@@ -123,7 +116,7 @@ static void render_map_flags(struct vmt_buf *b, uint64_t flags,
 					       unit == 20 ? "MB" : "KB");
 			else
 				vmt_buf_printf(b, "%u<<MAP_HUGE_SHIFT", shift);
-			rem &= ~((uint64_t)MAP_HUGE_MASK << MAP_HUGE_SHIFT);
+			rem &= ~((uint64_t)LX_MAP_HUGE_MASK << LX_MAP_HUGE_SHIFT);
 		}
 	} else {
 		rem = emit_bits(b, &first, vmt_map_flag_names, rem, 0);

@@ -20,23 +20,18 @@
 #include <fcntl.h>
 #include "tracer.h"
 
-/* Values from the kernel uapi (some are newer than libc headers). */
-#define VMR_MAP_FIXED 0x10
-#define VMR_MAP_ANONYMOUS 0x20
-#define VMR_MAP_FIXED_NOREPLACE 0x100000
-#define VMR_MREMAP_MAYMOVE 1
-#define VMR_MREMAP_FIXED 2
+#include "linux_abi.h"
 
 /* madvise advice values that drop page contents or residency. */
 static int discarding_advice(uint64_t adv)
 {
 	switch (adv) {
-	case 4:	 /* MADV_DONTNEED */
-	case 8:	 /* MADV_FREE */
-	case 9:	 /* MADV_REMOVE */
-	case 20: /* MADV_COLD */
-	case 21: /* MADV_PAGEOUT */
-	case 24: /* MADV_DONTNEED_LOCKED */
+	case LX_MADV_DONTNEED:
+	case LX_MADV_FREE:
+	case LX_MADV_REMOVE:
+	case LX_MADV_COLD:
+	case LX_MADV_PAGEOUT:
+	case LX_MADV_DONTNEED_LOCKED:
 		return 1;
 	}
 	return 0;
@@ -115,7 +110,7 @@ static void touch_before(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 	case VMT_OP_MUNMAP:
 		break;
 	case VMT_OP_MMAP:
-		if (!(a[3] & VMR_MAP_FIXED) || (a[3] & VMR_MAP_FIXED_NOREPLACE))
+		if (!(a[3] & LX_MAP_FIXED) || (a[3] & LX_MAP_FIXED_NOREPLACE))
 			return;
 		break;
 	case VMT_OP_MADVISE:
@@ -125,7 +120,7 @@ static void touch_before(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 	case VMT_OP_MREMAP:
 		/* A move may happen: the whole old range; else a shrink
 		 * drops the tail. */
-		if (!(a[3] & (VMR_MREMAP_MAYMOVE | VMR_MREMAP_FIXED))) {
+		if (!(a[3] & (LX_MREMAP_MAYMOVE | LX_MREMAP_FIXED))) {
 			if (a[2] >= a[1])
 				return;
 			s = a[0] + ((a[2] + pm) & ~pm);
@@ -180,7 +175,7 @@ static void shm_identity(struct vmr_task *t, int shmid, uint64_t shmflg)
 	snprintf(t->path, PATH_MAX, "shm:%d", shmid);
 	t->file.path = t->path;
 	t->file.ino = (uint64_t)(uint32_t)shmid;
-	t->file.open_flags = (shmflg & SHM_RDONLY) ? O_RDONLY : O_RDWR;
+	t->file.open_flags = (shmflg & LX_SHM_RDONLY) ? O_RDONLY : O_RDWR;
 	if (same_ipc_ns(t->tid) && shmctl(shmid, IPC_STAT, &ds) == 0) {
 		t->file.size = ds.shm_segsz;
 		t->file.mode = ds.shm_perm.mode & 0777;
@@ -210,7 +205,7 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 
 	if (r->faults)
 		vmr_drain_faults(r, ts);
-	if (op == VMT_OP_MMAP && !(args[3] & VMR_MAP_ANONYMOUS) &&
+	if (op == VMT_OP_MMAP && !(args[3] & LX_MAP_ANONYMOUS) &&
 	    (int)args[4] >= 0) {
 		if (task_path(t)) {
 			/* An fd that does not exist makes mmap fail with EBADF;
@@ -355,13 +350,13 @@ static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 	case VMT_OP_MMAP:
 		if (range_of((uint64_t)rv, a[1], &e)) {
 			code_remove(r, p, (uint64_t)rv, e);
-			if (a[2] & PROT_EXEC)
+			if (a[2] & LX_PROT_EXEC)
 				vmr_code_add(p, (uint64_t)rv, e);
 		}
 		break;
 	case VMT_OP_MPROTECT:
 	case VMT_OP_PKEY_MPROTECT:
-		if ((a[2] & PROT_EXEC) && range_of(a[0], a[1], &e))
+		if ((a[2] & LX_PROT_EXEC) && range_of(a[0], a[1], &e))
 			vmr_code_add(p, a[0], e);
 		break;
 	case VMT_OP_MUNMAP:

@@ -182,11 +182,7 @@ static void wait_showing_progress(pid_t pid, const rp_trace *t, const struct rp_
 {
 	uint64_t start = rp_now(), rec = t->last_ts - t->first_ts;
 	o->progress(o->progress_arg, RP_PROGRESS_RUN, 0, rec);
-#ifdef SYS_pidfd_open
 	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	int fd = -1;
-#endif
 	if (fd < 0)
 		return;
 	struct pollfd p = {.fd = fd, .events = POLLIN};

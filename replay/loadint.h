@@ -11,7 +11,7 @@
 #include "model.h"
 
 /* Attributes kept per recorded mapping in the simulated map (rpam_val.attr). */
-#define AT_PROT 0x7u	   /* PROT_READ | PROT_WRITE | PROT_EXEC */
+#define AT_PROT LX_PROT_RWX /* the recorded prot bits */
 #define AT_SHARED 0x8u
 #define AT_NORESERVE 0x10u
 

@@ -16,6 +16,7 @@
 #define VMREPLAY_MODEL_H
 
 #include <stdint.h>
+#include "linux_abi.h"
 #include "replay.h"
 #include "vmtrace.h"
 

@@ -12,12 +12,6 @@
 #include <unistd.h>
 #include "execint.h"
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
-#ifndef SYS_mseal
-#define SYS_mseal 462
-#endif
 
 const long rp_sysnr[VMT_OP__COUNT] = {
 	[VMT_OP_MMAP] = SYS_mmap,

@@ -19,9 +19,6 @@
 #define MFD_NOEXEC_SEAL 0x0008u
 #endif
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
 
 /* The run's error slot: the first error wins (true: write its message);
  * the others die quietly. */

@@ -22,12 +22,6 @@
 #include <sys/stat.h>
 #include "loadint.h"
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
-#ifndef MREMAP_DONTUNMAP
-#define MREMAP_DONTUNMAP 4
-#endif
 
 
 /* Bytes of [a, b) that count toward memory use: accessible mappings that
@@ -236,8 +230,8 @@ static uint64_t page_up(struct loader *L, uint64_t len, int *ovf)
 
 static int madv_discards(uint64_t advice)
 {
-	return advice == MADV_DONTNEED || advice == 8 /* FREE */ ||
-	       advice == 9 /* REMOVE */ || advice == 24 /* DONTNEED_LOCKED */;
+	return advice == LX_MADV_DONTNEED || advice == LX_MADV_FREE ||
+	       advice == LX_MADV_REMOVE || advice == LX_MADV_DONTNEED_LOCKED;
 }
 
 static int sim_range(struct loader *L, struct lproc *P, struct rp_thread *th, const struct vmt_syscall *sc,
@@ -347,11 +341,11 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 	int ovf = 0, rc;
 	uint64_t plen = page_up(L, len, &ovf);
 	int valid_len = len && !ovf && plen <= RP_ADDR_LIMIT;
-	uint32_t type = (uint32_t)flags & MAP_TYPE;
-	int shared = type == MAP_SHARED || type == MAP_SHARED_VALIDATE;
+	uint32_t type = (uint32_t)flags & LX_MAP_TYPE;
+	int shared = type == LX_MAP_SHARED || type == LX_MAP_SHARED_VALIDATE;
 
 	e->how = RX_MMAP;
-	if (!(flags & MAP_ANONYMOUS) && lt->have_file) {
+	if (!(flags & LX_MAP_ANONYMOUS) && lt->have_file) {
 		struct rp_file *f = &lt->file;
 		int writable = (lt->open_flags & O_ACCMODE) != O_RDONLY;
 		if (!f->zero) {
@@ -370,15 +364,15 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 	lt->have_file = 0;
 
 	uint32_t attr = ((uint32_t)prot & AT_PROT) | (shared ? AT_SHARED : 0) |
-			((flags & MAP_NORESERVE) ? AT_NORESERVE : 0);
-	int fixed = (flags & MAP_FIXED) != 0;
+			((flags & LX_MAP_NORESERVE) ? AT_NORESERVE : 0);
+	int fixed = (flags & LX_MAP_FIXED) != 0;
 	uint64_t R = (uint64_t)sc->result;
 	uint32_t region;
 	uint64_t roff;
 
 	if (ok) {
 		if (!valid_len || (R & mask) || R >= RP_ADDR_LIMIT || R + plen > RP_ADDR_LIMIT ||
-		    ((fixed || (flags & MAP_FIXED_NOREPLACE)) && R != addr))
+		    ((fixed || (flags & LX_MAP_FIXED_NOREPLACE)) && R != addr))
 			return ld_fail(L, VMT_E_CORRUPT, "mmap result %#llx is not a possible mapping",
 				       (unsigned long long)R);
 		if (fixed && in_one_region(P, R, R + plen, &region, &roff)) {
@@ -456,7 +450,7 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 	if (old_valid && polen)
 		rng[(*nrng)++] = (struct lrange){old, old + polen};
 
-	int fixed = (flags & MREMAP_FIXED) != 0;
+	int fixed = (flags & LX_MREMAP_FIXED) != 0;
 	int new_valid = !(naddr & mask) && !o2 && naddr < RP_ADDR_LIMIT && pnlen && pnlen <= RP_ADDR_LIMIT - naddr;
 	if (fixed) {
 		if (new_valid && in_one_region(P, naddr, naddr + pnlen, &region, &roff)) {
@@ -477,8 +471,8 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 		return ld_fail(L, VMT_E_CORRUPT, "mremap result %#llx is not a possible mapping",
 			       (unsigned long long)R);
 	const struct rpam_seg *s = rpam_lookup(&P->map, old);
-	uint32_t attr = s ? s->v.attr : (PROT_READ | PROT_WRITE);
-	if (olen && !(flags & MREMAP_DONTUNMAP)) {
+	uint32_t attr = s ? s->v.attr : (LX_PROT_READ | LX_PROT_WRITE);
+	if (olen && !(flags & LX_MREMAP_DONTUNMAP)) {
 		if ((rc = touched_remove(L, P, old, old + polen)) || (rc = map_remove(L, P, old, old + polen)))
 			return rc;
 	} else if (olen) {
@@ -538,7 +532,7 @@ static int sim_brk(struct loader *L, struct lproc *P, const struct vmt_syscall *
 	e->off2 = res - rs;
 	uint64_t pold = (old + mask) & ~mask, pnew = (res + mask) & ~mask;
 	if (pnew > pold) {
-		struct rpam_val v = {P->brk_region, PROT_READ | PROT_WRITE, pold - rs};
+		struct rpam_val v = {P->brk_region, LX_PROT_READ | LX_PROT_WRITE, pold - rs};
 		if ((rc = map_set(L, P, pold, pnew, v)))
 			return rc;
 		rng[(*nrng)++] = (struct lrange){pold, pnew};
@@ -585,23 +579,23 @@ static int sim_shmat(struct loader *L, uint32_t tid, struct lproc *P, const stru
 		return 0;
 	struct lthread *lt = &L->lt[tid];
 	uint64_t addr = sc->args[1], flg = sc->args[2];
-	if (flg & SHM_RND)
+	if (flg & LX_SHM_RND)
 		addr &= ~(uint64_t)(L->page - 1);
 	struct vmt_syscall m = *sc;
 	m.op = VMT_OP_MMAP;
 	m.nargs = 6;
 	m.args[0] = addr;
 	m.args[1] = lt->file.rec_size;
-	m.args[2] = PROT_READ | ((flg & SHM_RDONLY) ? 0 : PROT_WRITE) | ((flg & SHM_EXEC) ? PROT_EXEC : 0);
+	m.args[2] = LX_PROT_READ | ((flg & LX_SHM_RDONLY) ? 0 : LX_PROT_WRITE) | ((flg & LX_SHM_EXEC) ? LX_PROT_EXEC : 0);
 	/* An address without SHM_REMAP may not replace a mapping. */
-	m.args[3] = MAP_SHARED | (addr ? ((flg & SHM_REMAP) ? MAP_FIXED : MAP_FIXED_NOREPLACE) : 0);
+	m.args[3] = LX_MAP_SHARED | (addr ? ((flg & LX_SHM_REMAP) ? LX_MAP_FIXED : LX_MAP_FIXED_NOREPLACE) : 0);
 	m.args[4] = (uint64_t)-1;
 	m.args[5] = 0;
 	lt->file.shm = 1;
-	lt->open_flags = (flg & SHM_RDONLY) ? O_RDONLY : O_RDWR;
+	lt->open_flags = (flg & LX_SHM_RDONLY) ? O_RDONLY : O_RDWR;
 	memcpy(e->args, m.args, sizeof(e->args));
 	int rc = sim_mmap(L, tid, P, &m, e, rng, nrng);
-	if (rc == 0 && (e->flags & RF_FILE) && (flg & SHM_RDONLY))
+	if (rc == 0 && (e->flags & RF_FILE) && (flg & LX_SHM_RDONLY))
 		L->t->files[e->arg].shm_ro = 1;
 	return rc;
 }

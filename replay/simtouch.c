@@ -65,8 +65,8 @@ static int touch_cb(void *ctx, const struct rpam_piece *p)
 		return 0;
 	}
 	uint32_t prot = p->attr & AT_PROT;
-	int write = c->write && (prot & PROT_WRITE);
-	if (!write && !(prot & PROT_READ)) {
+	int write = c->write && (prot & LX_PROT_WRITE);
+	if (!write && !(prot & LX_PROT_READ)) {
 		L->t->touch_unmapped_pages += np;
 		return 0;
 	}

@@ -8,16 +8,11 @@
 #define VMT_RPRUN_H
 
 #include <sys/mman.h>
+#include "linux_abi.h"
 #include "model.h"
 #include "replay.h"
 #include "rptw.h"
 
-#ifndef MREMAP_DONTUNMAP
-#define MREMAP_DONTUNMAP 4
-#endif
-#ifndef MLOCK_ONFAULT
-#define MLOCK_ONFAULT 1
-#endif
 
 #define P TW_P
 #define N VMT_NONE

@@ -26,24 +26,6 @@
 
 /* Numbers the build host's headers may predate (the same on every arch
  * that uses the unified syscall table: x86-64, arm64, ...). */
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_process_madvise
-#define SYS_process_madvise 440
-#endif
-#ifndef SYS_mseal
-#define SYS_mseal 462
-#endif
-#ifndef MADV_COLD
-#define MADV_COLD 20
-#endif
-#ifndef MLOCK_ONFAULT
-#define MLOCK_ONFAULT 0x01
-#endif
-#ifndef MCL_ONFAULT
-#define MCL_ONFAULT 4
-#endif
 
 static const char usage_text[] =
 "Usage: everyop [--log]\n"

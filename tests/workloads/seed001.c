@@ -21,9 +21,6 @@
 
 #include "workload.h" /* logging, summary line, option helpers */
 
-#ifndef MADV_FREE
-#define MADV_FREE 8
-#endif
 #define MAX_PROCS 256
 
 static const char usage_text[] =

@@ -23,12 +23,6 @@
 
 #include "workload.h" /* logging, summary line, option helpers */
 
-#ifndef MLOCK_ONFAULT
-#define MLOCK_ONFAULT 0x01
-#endif
-#ifndef MAP_LOCKED
-#define MAP_LOCKED 0x2000
-#endif
 #define CAP_IPC_LOCK_BIT 14
 
 static const char usage_text[] =

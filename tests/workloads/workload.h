@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <sys/stat.h>
+#include "linux_abi.h" /* names older libc headers lack */
 
 #if !defined(__LP64__)
 #error "the workloads log raw 64-bit syscall arguments: build them for a 64-bit target"
