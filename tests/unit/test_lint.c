@@ -16,16 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "linux_abi.h"
 #include "lint.h"
 #include "tgen.h"
 #include "vmtrace.h"
 
 #define PAGE 4096ull
 #define MiB (1ull << 20)
-#define PROT_RW 3
-#define MAP_PRIV_ANON 0x22
-#define MAP_PRIV_ANON_FIXED 0x32
-#define MAP_LOCKED_FLAG 0x2000
 
 /* ---- trace builder ------------------------------------------------------ */
 
@@ -208,16 +205,16 @@ static uint64_t pnf_trace(struct tb *b, int nthreads, int cycles, enum pnf_varia
 	uint64_t first = 0;
 	for (int t = 1; t <= nthreads; t++) {
 		thread_start(b, (uint32_t)t, 0);
-		MMAP(b, (uint32_t)t, 0, R + (uint64_t)t * 0x10000, 0, PAGE, 0, MAP_PRIV_ANON, -1, 0);
+		MMAP(b, (uint32_t)t, 0, R + (uint64_t)t * 0x10000, 0, PAGE, 0, (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	}
 	for (int i = 0; i < cycles; i++)
 		for (int t = 1; t <= nthreads; t++) {
 			uint64_t a = R + (uint64_t)t * 0x10000;
 			if (v != PNF_NO_MPROTECT)
-				CALL(b, (uint32_t)t, 0, VMT_OP_MPROTECT, 0, 3, a, PAGE, PROT_RW, 0, 0, 0);
+				CALL(b, (uint32_t)t, 0, VMT_OP_MPROTECT, 0, 3, a, PAGE, (LX_PROT_READ | LX_PROT_WRITE), 0, 0, 0);
 			uint64_t k = sc(b, (uint32_t)t, 0, VMT_OP_MMAP, v == PNF_FAILED ? -12 : (int64_t)a,
-					stack, 6, a, PAGE, v == PNF_REMAP_RW ? PROT_RW : 0,
-					MAP_PRIV_ANON_FIXED, (uint64_t)-1, 0);
+					stack, 6, a, PAGE, v == PNF_REMAP_RW ? (LX_PROT_READ | LX_PROT_WRITE) : 0,
+					(LX_MAP_PRIVATE | LX_MAP_ANONYMOUS | LX_MAP_FIXED), (uint64_t)-1, 0);
 			if (!first)
 				first = k;
 		}
@@ -292,7 +289,7 @@ static void test_pnf_near_misses(void **state)
 	expect_none(&b);
 	/* the new way (seed000 --mode new): touch + madvise(DONTNEED) */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, 0x7f0000100000ull, 0, PAGE, PROT_RW, MAP_PRIV_ANON, -1, 0);
+	MMAP(&b, 0, 0, 0x7f0000100000ull, 0, PAGE, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	for (int i = 0; i < 2000; i++)
 		CALL(&b, 0, 0, VMT_OP_MADVISE, 0, 3, 0x7f0000100000ull, PAGE, 4, 0, 0, 0);
 	expect_none(&b);
@@ -339,7 +336,7 @@ static void free_trace(struct tb *b, int procs, int loops, uint64_t size, int ad
 		uint32_t t = (uint32_t)p;
 		uint64_t a = 0x7f1000000000ull + (uint64_t)p * (1ull << 32);
 		fork_child(b, t, (uint32_t)p);
-		MMAP(b, t, (uint32_t)p, a, 0, size, PROT_RW, MAP_PRIV_ANON, -1, 0);
+		MMAP(b, t, (uint32_t)p, a, 0, size, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 		for (int i = 0; i < loops; i++)
 			CALL(b, t, (uint32_t)p, VMT_OP_MADVISE, 0, 3, a, size, (uint64_t)advice, 0, 0, 0);
 		CALL(b, t, (uint32_t)p, VMT_OP_MUNMAP, 0, 2, a, size, 0, 0, 0, 0);
@@ -401,10 +398,10 @@ static void frag_trace(struct tb *b, int count, enum frag_kind k)
 		uint64_t a = top - (uint64_t)(i + 1) * step;
 		if (k == FRAG_FILE || k == FRAG_FILE_GAPS) {
 			map_file(b, 0, 0, 4711);
-			MMAP(b, 0, 0, a, 0, PAGE, PROT_RW, 0x2, 3, 0);
+			MMAP(b, 0, 0, a, 0, PAGE, (LX_PROT_READ | LX_PROT_WRITE), 0x2, 3, 0);
 		} else {
-			int prot = k == FRAG_ANON_ALT && (i & 1) ? 1 : PROT_RW;
-			MMAP(b, 0, 0, a, 0, PAGE, (uint64_t)prot, MAP_PRIV_ANON, -1, 0);
+			int prot = k == FRAG_ANON_ALT && (i & 1) ? 1 : (LX_PROT_READ | LX_PROT_WRITE);
+			MMAP(b, 0, 0, a, 0, PAGE, (uint64_t)prot, (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 		}
 	}
 	for (int i = 0; i < count; i++)
@@ -467,7 +464,7 @@ static void test_locked_found(void **state)
 	/* seed003 --mode locked: MAP_LOCKED file mapping, 2000 reads */
 	tb_open(&b, NULL);
 	map_file(&b, 0, 0, 99);
-	uint64_t k = MMAP(&b, 0, 0, L, 0, 64 * MiB, 1, 0x2 | MAP_LOCKED_FLAG, 3, 0);
+	uint64_t k = MMAP(&b, 0, 0, L, 0, 64 * MiB, 1, 0x2 | LX_MAP_LOCKED, 3, 0);
 	CALL(&b, 0, 0, VMT_OP_MUNMAP, 0, 2, L, 64 * MiB, 0, 0, 0, 0);
 	vmt_lint *l = tb_lint(&b, &n);
 	const struct vmt_lint_finding *f = only(l, n, VMT_LINT_LOCKED_UNTOUCHED);
@@ -485,7 +482,7 @@ static void test_locked_found(void **state)
 
 	/* mlock after a quarter of the pages were faulted in */
 	tb_open(&b, "touch=faults");
-	MMAP(&b, 0, 0, L, 0, 32 * MiB, PROT_RW, MAP_PRIV_ANON, -1, 0);
+	MMAP(&b, 0, 0, L, 0, 32 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	for (uint64_t i = 0; i < 2048; i++)
 		fault(&b, 0, 0, L + i * PAGE + 8, VMT_FAULT_WRITE);
 	CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, L, 32 * MiB, 0, 0, 0, 0);
@@ -498,7 +495,7 @@ static void test_locked_found(void **state)
 
 	/* mlockall(MCL_CURRENT) over a large mapping */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, L, 0, 32 * MiB, PROT_RW, MAP_PRIV_ANON, -1, 0);
+	MMAP(&b, 0, 0, L, 0, 32 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	CALL(&b, 0, 0, VMT_OP_MLOCKALL, 0, 1, 1, 0, 0, 0, 0, 0);
 	l = tb_lint(&b, &n);
 	f = only(l, n, VMT_LINT_LOCKED_UNTOUCHED);
@@ -518,23 +515,23 @@ static void test_locked_near_misses(void **state)
 	expect_none(&b);
 	/* mlockall(MCL_CURRENT|MCL_ONFAULT) */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, L, 0, 64 * MiB, PROT_RW, MAP_PRIV_ANON, -1, 0);
+	MMAP(&b, 0, 0, L, 0, 64 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	CALL(&b, 0, 0, VMT_OP_MLOCKALL, 0, 1, 5, 0, 0, 0, 0, 0);
 	expect_none(&b);
 	/* a small MAP_LOCKED mapping: 4 MiB */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, L, 0, 4 * MiB, PROT_RW, MAP_PRIV_ANON | MAP_LOCKED_FLAG, -1, 0);
+	MMAP(&b, 0, 0, L, 0, 4 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS) | LX_MAP_LOCKED, -1, 0);
 	expect_none(&b);
 	/* locked after most pages were used: 3/4 faulted before mlock */
 	tb_open(&b, "touch=faults");
-	MMAP(&b, 0, 0, L, 0, 16 * MiB, PROT_RW, MAP_PRIV_ANON, -1, 0);
+	MMAP(&b, 0, 0, L, 0, 16 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	for (uint64_t i = 0; i < 3072; i++)
 		fault(&b, 0, 0, L + i * PAGE, VMT_FAULT_WRITE);
 	CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, L, 16 * MiB, 0, 0, 0, 0);
 	expect_none(&b);
 	/* a failed MAP_LOCKED mmap (RLIMIT_MEMLOCK) */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, -11, 0, 64 * MiB, PROT_RW, MAP_PRIV_ANON | MAP_LOCKED_FLAG, -1, 0);
+	MMAP(&b, 0, 0, -11, 0, 64 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS) | LX_MAP_LOCKED, -1, 0);
 	expect_none(&b);
 }
 
@@ -562,7 +559,7 @@ static void test_mlock_per_page(void **state)
 
 	/* 63 calls, or 100 calls of 8 pages each: no finding */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, L, 0, 64 * MiB, PROT_RW, MAP_PRIV_ANON, -1, 0);
+	MMAP(&b, 0, 0, L, 0, 64 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	for (uint64_t i = 0; i < 63; i++)
 		CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, L + i * 2 * PAGE, PAGE, 0, 0, 0, 0);
 	for (uint64_t i = 0; i < 100; i++)
@@ -581,9 +578,9 @@ static void rtw_trace(struct tb *b, uint64_t pages, enum rtw_variant v)
 {
 	if (v == RTW_FILE) {
 		map_file(b, 0, 0, 5);
-		MMAP(b, 0, 0, A, 0, pages * PAGE, PROT_RW, 0x2, 3, 0);
+		MMAP(b, 0, 0, A, 0, pages * PAGE, (LX_PROT_READ | LX_PROT_WRITE), 0x2, 3, 0);
 	} else {
-		MMAP(b, 0, 0, A, 0, pages * PAGE, PROT_RW, MAP_PRIV_ANON, -1, 0);
+		MMAP(b, 0, 0, A, 0, pages * PAGE, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	}
 	if (v == RTW_WRITE_READ)
 		for (uint64_t i = 0; i < pages; i++)
@@ -643,7 +640,7 @@ static void test_clean(void **state)
 	tb_open(&b, NULL);
 	/* an ordinary program: a few mappings, some protection changes, a
 	 * heap that grows, a small lock, a DONTNEED, unmaps */
-	MMAP(&b, 0, 0, A, 0, 1 * MiB, PROT_RW, MAP_PRIV_ANON, -1, 0);
+	MMAP(&b, 0, 0, A, 0, 1 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
 	CALL(&b, 0, 0, VMT_OP_MPROTECT, 0, 3, A, PAGE, 0, 0, 0, 0);
 	CALL(&b, 0, 0, VMT_OP_BRK, 0x55555559b000ll, 1, 0x55555559b000ull, 0, 0, 0, 0, 0);
 	CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, A + PAGE, PAGE, 0, 0, 0, 0);

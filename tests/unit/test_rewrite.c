@@ -19,22 +19,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "linux_abi.h"
 #include "rewrite.h"
 #include "tgen.h"
 #include "vmtrace.h"
 
 #define PAGE 4096ull
-#define NONE 0ull
-#define RW 3ull
-#define RO 1ull
-#define PRIV_ANON 0x22ull
-#define PRIV_ANON_FIXED 0x32ull
-#define SHARED_ANON 0x21ull
-#define MAP_LOCKED_ 0x2000ull
-#define MAP_NORESERVE_ 0x4000ull
+#define NONE (uint64_t)LX_PROT_NONE
+#define RW (uint64_t)(LX_PROT_READ | LX_PROT_WRITE)
+#define RO (uint64_t)LX_PROT_READ
+#define PRIV_ANON (uint64_t)(LX_MAP_PRIVATE | LX_MAP_ANONYMOUS)
+#define PRIV_ANON_FIXED (PRIV_ANON | LX_MAP_FIXED)
+#define SHARED_ANON (uint64_t)(LX_MAP_SHARED | LX_MAP_ANONYMOUS)
 #define FD_NONE ((uint64_t)-1)
-#define DONTNEED 4ull
-#define FREE 8ull
+#define DONTNEED (uint64_t)LX_MADV_DONTNEED
+#define FREE (uint64_t)LX_MADV_FREE
 #define R1 0x100000ull
 #define R2 0x200000ull
 
@@ -600,9 +599,9 @@ static void test_mlock_onfault(void **state)
 	sc(&b, 1, VMT_OP_MLOCK2, 0, R1, PAGE, 1, 0, 0, 0); /* on fault already */
 	sc(&b, 1, VMT_OP_MLOCKALL, 0, 1, 0, 0, 0, 0, 0);
 	sc(&b, 1, VMT_OP_MLOCKALL, 0, 5, 0, 0, 0, 0, 0); /* on fault already */
-	MMAP(&b, 2, R2, 0, 2 * PAGE, RW, PRIV_ANON | MAP_LOCKED_);
+	MMAP(&b, 2, R2, 0, 2 * PAGE, RW, PRIV_ANON | LX_MAP_LOCKED);
 	map_file(&b, 2, "/data/f");
-	sc(&b, 2, VMT_OP_MMAP, 0x300000, 0, PAGE, RO, 0x2 | MAP_LOCKED_, 3, 0);
+	sc(&b, 2, VMT_OP_MMAP, 0x300000, 0, PAGE, RO, 0x2 | LX_MAP_LOCKED, 3, 0);
 	touch(&b, 2, 0x300000, 1);
 	MUNMAP(&b, 2, 0x300000, PAGE);
 	check(&b, "mlock-onfault",
@@ -651,7 +650,7 @@ static void test_populate(void **state)
 	MUNMAP(&b, 1, R1, 2 * PAGE);
 	/* PROT_NONE and MAP_NORESERVE are never populated */
 	MMAP(&b, 1, R2, 0, PAGE, NONE, PRIV_ANON);
-	MMAP(&b, 1, 0x500000, 0, PAGE, RW, PRIV_ANON | MAP_NORESERVE_);
+	MMAP(&b, 1, 0x500000, 0, PAGE, RW, PRIV_ANON | LX_MAP_NORESERVE);
 	touch(&b, 1, 0x500000, 1);
 	MUNMAP(&b, 1, 0x500000, PAGE);
 	/* touched entirely by exit: yes */

@@ -14,15 +14,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "linux_abi.h"
 #include "rewrite.h"
 #include "vmtrace.h"
 
 #define PAGE 4096ull
-#define NONE 0ull
-#define RW 3ull
-#define PRIV_ANON 0x22ull
-#define PRIV_ANON_FIXED 0x32ull
-#define MAP_LOCKED_ 0x2000ull
+#define NONE (uint64_t)LX_PROT_NONE
+#define RW (uint64_t)(LX_PROT_READ | LX_PROT_WRITE)
+#define PRIV_ANON (uint64_t)(LX_MAP_PRIVATE | LX_MAP_ANONYMOUS)
+#define PRIV_ANON_FIXED (PRIV_ANON | LX_MAP_FIXED)
 #define FD_NONE ((uint64_t)-1)
 #define R1 0x100000ull
 #define R2 0x200000ull
@@ -193,7 +193,7 @@ static void test_stream_emit_error(void **state)
 	vmt_rewrite *rw = vmt_rewrite_new("mlock-onfault", err, sizeof(err));
 	assert_non_null(rw);
 	struct sink s = { .fail_at = 2 };
-	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, RW, PRIV_ANON | MAP_LOCKED_);
+	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, RW, PRIV_ANON | LX_MAP_LOCKED);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), -EIO);
 	assert_int_equal(s.n, 1);
 	ev = sc_ev(1, VMT_OP_MUNMAP, 0, R1, PAGE, 0, 0);
