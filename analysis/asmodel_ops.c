@@ -618,26 +618,23 @@ static int range_wraps(const struct vmt_asmodel *m, uint64_t a, uint64_t len)
 static int ranges_ok(const struct vmt_asmodel *m, const struct vmt_syscall *sc,
 		     const struct pending_file *pf)
 {
+	const struct vmt_op_info *oi = vmt_op_info(sc->op);
 	int ok = !vmt_is_errno(sc->result);
 	uint64_t r = (uint64_t)sc->result, a = sc->args[0], len = sc->args[1];
-	switch (sc->op) {
-	case VMT_OP_MMAP:
+	switch (oi ? oi->range : VMT_RANGE_NONE) {
+	case VMT_RANGE_MAP:
 		return !ok || range_ok(m, r, len);
-	case VMT_OP_MREMAP:
+	case VMT_RANGE_REMAP:
 		return !ok || (range_ok(m, a, len) && range_ok(m, r, sc->args[2]));
-	case VMT_OP_BRK:
+	case VMT_RANGE_BREAK:
 		return r < VMT_ADDR_LIMIT;
-	case VMT_OP_SHMAT:
-		return !ok || range_ok(m, r, pf ? pf->size : 0);
-	case VMT_OP_MLOCK: case VMT_OP_MLOCK2: case VMT_OP_MUNLOCK:
-		/* (These round the start down and the end up.) */
+	case VMT_RANGE_SEGMENT:
+		return sc->op != VMT_OP_SHMAT || !ok || range_ok(m, r, pf ? pf->size : 0);
+	case VMT_RANGE_ARGS:
 		if (range_wraps(m, a, len))
 			return 0;
-		return !ok || range_ok(m, pg_down(m, a), len + (a - pg_down(m, a)));
-	case VMT_OP_MUNMAP: case VMT_OP_MPROTECT: case VMT_OP_PKEY_MPROTECT: case VMT_OP_MADVISE:
-	case VMT_OP_MSEAL: case VMT_OP_REMAP_FILE_PAGES:
-		if (range_wraps(m, a, len))
-			return 0;
+		if (oi->effects & VMT_OPE_ROUNDS) /* the start down, the end up */
+			return !ok || range_ok(m, pg_down(m, a), len + (a - pg_down(m, a)));
 		return !ok || range_ok(m, a, len);
 	default:
 		return 1;
@@ -649,12 +646,10 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 	const struct vmt_syscall *sc = &ev->u.sc;
 	if (sc->flags & VMT_SC_NO_RESULT)
 		return;
-	switch (sc->op) {
-	case VMT_OP_PROCESS_MADVISE: case VMT_OP_MSYNC: case VMT_OP_MINCORE:
+	/* Calls that change no mapping, or whose ranges are unknown. */
+	const struct vmt_op_info *oi = vmt_op_info(sc->op);
+	if (oi && ((oi->effects & VMT_OPE_QUERY) || oi->range == VMT_RANGE_NONE))
 		return;
-	default:
-		break;
-	}
 	struct space *sp = vmt_am_space(m, ev->proc, 1);
 	if (!sp)
 		return;

@@ -379,35 +379,20 @@ static int check_fault(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	return 0;
 }
 
-/* The fault states a successful syscall discards. */
+/* The fault states a successful syscall discards: the pages of its first
+ * range (an mremap's old one), unless it is an mremap that neither moved
+ * nor shrank.  A System V detach is left alone: the call does not say how
+ * large the segment was. */
 static void syscall_discards(vmt_lint *l, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
-	switch (sc->op) {
-	case VMT_OP_MUNMAP:
-		discard_pages(l, ev->proc, sc->args[0], sc->args[1]);
-		break;
-	case VMT_OP_MMAP:
-		if (sc->args[3] & LX_MAP_FIXED)
-			discard_pages(l, ev->proc, sc->args[0], sc->args[1]);
-		break;
-	case VMT_OP_MADVISE: {
-		int adv = (int32_t)sc->args[2];
-		if (adv == LX_MADV_DONTNEED || adv == LX_MADV_FREE || adv == LX_MADV_REMOVE ||
-		    adv == LX_MADV_DONTNEED_LOCKED)
-			discard_pages(l, ev->proc, sc->args[0], sc->args[1]);
-		break;
-	}
-	case VMT_OP_MREMAP:
-		/* Moved or shrunk: the old addresses no longer hold the pages. */
-		if ((uint64_t)sc->result != sc->args[0] || sc->args[2] < sc->args[1])
-			discard_pages(l, ev->proc, sc->args[0], sc->args[1]);
-		break;
-	case VMT_OP_MPROTECT:
-		break;
-	default:
-		break;
-	}
+	struct vmt_range r[2];
+	if (!vmt_sc_discards(sc) || sc->op == VMT_OP_SHMDT)
+		return;
+	if (sc->op == VMT_OP_MREMAP && (uint64_t)sc->result == sc->args[0] && sc->args[2] >= sc->args[1])
+		return;
+	if (vmt_sc_ranges(sc, l->page, r) > 0)
+		discard_pages(l, ev->proc, r[0].start, r[0].end - r[0].start);
 }
 
 int vmt_lint_event(vmt_lint *l, uint64_t index, const struct vmt_event *ev)

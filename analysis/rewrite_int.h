@@ -92,13 +92,6 @@ static inline uint64_t rw_end(const struct rw_stage *s, uint64_t a, uint64_t len
 	return a + l < a ? UINT64_MAX & ~s->page_mask : a + l;
 }
 
-/* The address ranges a syscall reads or changes, for rules that must
- * notice any other use of "their" ranges: up to two ranges in r, returns
- * their number, or -1 when the call affects the whole address space
- * (mlockall, munlockall, shmat with SHM_REMAP).  mincore and
- * process_madvise (which change nothing that rules watch) give 0. */
-int rw_sc_ranges(const struct rw_stage *s, const struct vmt_syscall *sc, uint64_t r[2][2]);
-
 /* 1 if every page of [a, b) of process proc is mapped in s's model by VMAs
  * with protection `prot` (or any protection when prot is UINT32_MAX),
  * private, anonymous, protection key 0 and none of the VMT_VMA_* bits in

@@ -241,12 +241,12 @@ static int pnf_syscall(struct rw_stage *s, struct pnf *x, const struct vmt_event
 		}
 		return rw_emit(s, ev);
 	}
-	uint64_t rg[2][2];
-	int n = rw_sc_ranges(s, sc, rg);
+	struct vmt_range rg[2];
+	int n = vmt_sc_ranges(sc, s->page_mask + 1, rg);
 	if (n < 0 && (rc = invalidate(s, P, 0, UINT64_MAX)))
 		return rc;
 	for (int k = 0; k < n; k++)
-		if ((rc = invalidate(s, P, rg[k][0], rg[k][1])))
+		if ((rc = invalidate(s, P, rg[k].start, rg[k].end)))
 			return rc;
 	return rw_emit(s, ev);
 }

@@ -129,12 +129,12 @@ static void touch(struct rw_stage *s, struct pop *x, const struct vmt_event *ev)
 static int pop_syscall(struct rw_stage *s, struct pop *x, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
-	uint64_t rg[2][2];
-	int rc, n = rw_sc_ranges(s, sc, rg);
+	struct vmt_range rg[2];
+	int rc, n = vmt_sc_ranges(sc, s->page_mask + 1, rg);
 	if (n < 0 && (rc = end_range(s, x, ev->proc, 0, UINT64_MAX)))
 		return rc;
 	for (int k = 0; k < n; k++)
-		if ((rc = end_range(s, x, ev->proc, rg[k][0], rg[k][1])))
+		if ((rc = end_range(s, x, ev->proc, rg[k].start, rg[k].end)))
 			return rc;
 	if (!candidate(s, sc) || x->n == POP_MAX_CAND)
 		return rw_emit(s, ev);

@@ -144,15 +144,18 @@ static uint64_t rel(const struct vmt_stats *s, uint64_t ts)
  * size of the change from the model. */
 static uint64_t op_bytes(const struct vmt_syscall *sc, const struct vmt_as_effect *fx)
 {
-	switch (sc->op) {
-	case VMT_OP_MREMAP:
-		return sc->args[2];
-	case VMT_OP_BRK: case VMT_OP_SHMAT: case VMT_OP_SHMDT:
-		return (uint64_t)(fx->d_mapped < 0 ? -fx->d_mapped : fx->d_mapped);
-	case VMT_OP_MLOCKALL: case VMT_OP_MUNLOCKALL: case VMT_OP_PROCESS_MADVISE:
-		return 0;
-	default:
+	const struct vmt_op_info *oi = vmt_op_info(sc->op);
+	if (!oi) /* an op of a newer format version */
 		return sc->args[1];
+	switch (oi->range) {
+	case VMT_RANGE_REMAP:
+		return sc->args[2]; /* the new size */
+	case VMT_RANGE_BREAK: case VMT_RANGE_SEGMENT:
+		return (uint64_t)(fx->d_mapped < 0 ? -fx->d_mapped : fx->d_mapped);
+	case VMT_RANGE_ARGS: case VMT_RANGE_MAP:
+		return sc->args[oi->len_arg];
+	default: /* the whole address space, or ranges not recorded */
+		return 0;
 	}
 }
 

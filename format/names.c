@@ -1,6 +1,6 @@
 /*
- * names.c - the op table and the name tables of libvmtrace: op and kind
- * names, flag names (PROT_*, MAP_*, MADV_*, ...) and errno names.
+ * names.c - the name tables of libvmtrace: kind names, flag names (PROT_*,
+ * MAP_*, MADV_*, ...) and errno names.  The op table is in ops.c.
  *
  * Flag values are the recording ABI's (linux_abi.h), not the build
  * machine's: a trace is rendered on machines other than the one that
@@ -11,107 +11,6 @@
 
 #include "linux_abi.h"
 #include "vmtrace.h"
-
-/* ---- Ops ---------------------------------------------------------------- */
-
-/* Short aliases keep the table below readable. */
-#define A_ADDR VMT_ARG_ADDR
-#define A_LEN VMT_ARG_LEN
-#define A_PROT VMT_ARG_PROT
-#define A_MAPF VMT_ARG_MAP_FLAGS
-#define A_FD VMT_ARG_FD
-#define A_OFF VMT_ARG_OFF
-#define A_MADV VMT_ARG_MADV
-#define A_MLOCK2 VMT_ARG_MLOCK2
-#define A_MCL VMT_ARG_MCL
-#define A_MREMAP VMT_ARG_MREMAP
-#define A_MS VMT_ARG_MS
-#define A_INT VMT_ARG_INT
-#define A_HEX VMT_ARG_HEX
-#define A_SHM VMT_ARG_SHMFLG
-
-/*
- * Argument lists follow the kernel prototypes (SYSCALL_DEFINEn), not the
- * libc wrappers.  The sysname is the name libseccomp resolves on x86_64 and
- * aarch64; both architectures have every one of these syscalls under the
- * same name (aarch64 has mmap, not mmap2; shmat is a real syscall on both).
- */
-static const struct vmt_op_info op_table[VMT_OP__COUNT] = {
-	[VMT_OP_MMAP] = {"mmap", "mmap", 6,
-			 {A_ADDR, A_LEN, A_PROT, A_MAPF, A_FD, A_OFF},
-			 VMT_RET_ADDR},
-	[VMT_OP_MUNMAP] = {"munmap", "munmap", 2, {A_ADDR, A_LEN},
-			   VMT_RET_INT},
-	[VMT_OP_MPROTECT] = {"mprotect", "mprotect", 3,
-			     {A_ADDR, A_LEN, A_PROT}, VMT_RET_INT},
-	/* pkey_mprotect(start, len, prot, int pkey) */
-	[VMT_OP_PKEY_MPROTECT] = {"pkey_mprotect", "pkey_mprotect", 4,
-				  {A_ADDR, A_LEN, A_PROT, A_INT},
-				  VMT_RET_INT},
-	[VMT_OP_MADVISE] = {"madvise", "madvise", 3, {A_ADDR, A_LEN, A_MADV},
-			    VMT_RET_INT},
-	/* process_madvise(int pidfd, const struct iovec *vec, size_t vlen,
-	 * int behavior, unsigned int flags); returns bytes advised, which
-	 * fits the "int or -errno" rendering. */
-	[VMT_OP_PROCESS_MADVISE] = {"process_madvise", "process_madvise", 5,
-				    {A_FD, A_ADDR, A_LEN, A_MADV, A_HEX},
-				    VMT_RET_INT},
-	[VMT_OP_MLOCK] = {"mlock", "mlock", 2, {A_ADDR, A_LEN}, VMT_RET_INT},
-	[VMT_OP_MLOCK2] = {"mlock2", "mlock2", 3, {A_ADDR, A_LEN, A_MLOCK2},
-			   VMT_RET_INT},
-	[VMT_OP_MUNLOCK] = {"munlock", "munlock", 2, {A_ADDR, A_LEN},
-			    VMT_RET_INT},
-	[VMT_OP_MLOCKALL] = {"mlockall", "mlockall", 1, {A_MCL}, VMT_RET_INT},
-	[VMT_OP_MUNLOCKALL] = {"munlockall", "munlockall", 0, {0},
-			       VMT_RET_INT},
-	/* mremap(addr, old_len, new_len, flags, new_addr) */
-	[VMT_OP_MREMAP] = {"mremap", "mremap", 5,
-			   {A_ADDR, A_LEN, A_LEN, A_MREMAP, A_ADDR},
-			   VMT_RET_ADDR},
-	[VMT_OP_BRK] = {"brk", "brk", 1, {A_ADDR}, VMT_RET_ADDR},
-	[VMT_OP_MSYNC] = {"msync", "msync", 3, {A_ADDR, A_LEN, A_MS},
-			  VMT_RET_INT},
-	/* mincore(start, len, unsigned char *vec) */
-	[VMT_OP_MINCORE] = {"mincore", "mincore", 3, {A_ADDR, A_LEN, A_ADDR},
-			    VMT_RET_INT},
-	/* remap_file_pages(start, size, prot, pgoff, flags): pgoff counts
-	 * pages, so it is shown in decimal like a length; prot must be 0
-	 * and flags may only hold MAP_NONBLOCK, but show what was passed. */
-	[VMT_OP_REMAP_FILE_PAGES] = {"remap_file_pages", "remap_file_pages", 5,
-				     {A_ADDR, A_LEN, A_PROT, A_LEN, A_MAPF},
-				     VMT_RET_INT},
-	/* shmat(int shmid, const void *shmaddr, int shmflg) */
-	[VMT_OP_SHMAT] = {"shmat", "shmat", 3, {A_INT, A_ADDR, A_SHM},
-			  VMT_RET_ADDR},
-	[VMT_OP_SHMDT] = {"shmdt", "shmdt", 1, {A_ADDR}, VMT_RET_INT},
-	/* mseal(start, len, unsigned long flags): no flags defined yet. */
-	[VMT_OP_MSEAL] = {"mseal", "mseal", 3, {A_ADDR, A_LEN, A_HEX},
-			  VMT_RET_INT},
-};
-
-const struct vmt_op_info *vmt_op_info(uint32_t op)
-{
-	if (op == 0 || op >= VMT_OP__COUNT || !op_table[op].name)
-		return NULL;
-	return &op_table[op];
-}
-
-const char *vmt_op_name(uint32_t op)
-{
-	const struct vmt_op_info *oi = vmt_op_info(op);
-
-	return oi ? oi->name : NULL;
-}
-
-uint32_t vmt_op_from_name(const char *name)
-{
-	if (!name)
-		return 0;
-	for (uint32_t op = 1; op < VMT_OP__COUNT; op++)
-		if (op_table[op].name && strcmp(op_table[op].name, name) == 0)
-			return op;
-	return 0;
-}
 
 /* ---- Kinds -------------------------------------------------------------- */
 

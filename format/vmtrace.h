@@ -436,16 +436,72 @@ enum vmt_ret_type {
 	VMT_RET_ADDR,	  /* address result (mmap, mremap, brk, shmat) */
 };
 
+/* The part of the address space an op acts on (vmt_op_info.range). */
+enum vmt_op_range {
+	VMT_RANGE_NONE = 0, /* none recorded (process_madvise: the iovecs
+			       are not in the trace) */
+	VMT_RANGE_ARGS,	    /* [args[addr_arg], + args[len_arg]) */
+	VMT_RANGE_MAP,	    /* mmap: args[len_arg] bytes at the result (at
+			       args[addr_arg] with MAP_FIXED or
+			       MAP_FIXED_NOREPLACE) */
+	VMT_RANGE_REMAP,    /* mremap: the old range [args[0], + args[1]) and
+			       args[2] bytes at the result (or at args[4]
+			       with MREMAP_FIXED) */
+	VMT_RANGE_BREAK,    /* brk: between the program break and args[0] */
+	VMT_RANGE_SEGMENT,  /* shmat, shmdt: an attached segment, whose size
+			       the call does not give */
+	VMT_RANGE_ALL,	    /* mlockall, munlockall: the whole address space */
+};
+
+/* What an op may do (vmt_op_info.effects). */
+#define VMT_OPE_LAYOUT 0x1u  /* create, move or remove mappings */
+#define VMT_OPE_DISCARD 0x2u /* drop page contents (vmt_sc_discards says
+				whether a given call does) */
+#define VMT_OPE_QUERY 0x4u   /* change no mapping (msync, mincore) */
+#define VMT_OPE_ROUNDS 0x8u  /* round an unaligned start down to a page
+				rather than fail (mlock, munlock, ...) */
+
+#define VMT_NO_ARG 0xffu /* vmt_op_info.addr_arg/len_arg: none */
+
 struct vmt_op_info {
 	const char *name;    /* normalized op name, e.g. "mmap" */
 	const char *sysname; /* kernel syscall name (libseccomp), e.g. "mmap" */
 	uint32_t nargs;
 	uint8_t arg[VMT_MAX_ARGS]; /* enum vmt_arg_type */
 	uint8_t ret;		   /* enum vmt_ret_type */
+	uint8_t range;		   /* enum vmt_op_range */
+	uint8_t addr_arg, len_arg; /* argument indexes, or VMT_NO_ARG */
+	uint8_t effects;	   /* VMT_OPE_* */
 };
 
 /* Table entry of an op, or NULL for an unknown op. */
 const struct vmt_op_info *vmt_op_info(uint32_t op);
+
+/* An address range [start, end). */
+struct vmt_range {
+	uint64_t start, end;
+};
+
+/* Whether madvise `advice` drops the contents of the pages it covers
+ * (MADV_DONTNEED, MADV_FREE, MADV_REMOVE, MADV_DONTNEED_LOCKED). */
+int vmt_madv_discards(uint64_t advice);
+
+/* Whether call sc, as made, may drop the contents of pages of its range:
+ * munmap, mmap with MAP_FIXED, madvise with discarding advice, mremap
+ * (shrunk or moved), brk (lowered), shmdt.  From the arguments alone: a
+ * result only says whether it did. */
+int vmt_sc_discards(const struct vmt_syscall *sc);
+
+/* The ranges call sc reads or changes, each end rounded up to a page of
+ * page_size bytes (a power of two) and clamped at the top of the address
+ * space: up to two ranges into r, returning their number; 0 when the call
+ * names no range (brk, process_madvise, or a failed mmap without an
+ * address); -1 when it may act on the whole address space (mlockall,
+ * munlockall, shmat with SHM_REMAP).  Ranges that depend on the result
+ * (mmap without MAP_FIXED, mremap, shmat) are taken only from a
+ * successful call. */
+int vmt_sc_ranges(const struct vmt_syscall *sc, uint64_t page_size,
+		  struct vmt_range r[2]);
 /* Op name, or NULL.  vmt_op_from_name returns the op or 0 if unknown. */
 const char *vmt_op_name(uint32_t op);
 uint32_t vmt_op_from_name(const char *name);

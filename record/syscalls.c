@@ -22,21 +22,6 @@
 
 #include "linux_abi.h"
 
-/* madvise advice values that drop page contents or residency. */
-static int discarding_advice(uint64_t adv)
-{
-	switch (adv) {
-	case LX_MADV_DONTNEED:
-	case LX_MADV_FREE:
-	case LX_MADV_REMOVE:
-	case LX_MADV_COLD:
-	case LX_MADV_PAGEOUT:
-	case LX_MADV_DONTNEED_LOCKED:
-		return 1;
-	}
-	return 0;
-}
-
 void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to)
 {
 	if (r->faults) {
@@ -101,31 +86,27 @@ static int range_of(uint64_t addr, uint64_t len, uint64_t *end)
 	return 1;
 }
 
+/* Pages that a call may take away (vmt_sc_discards), or, for MADV_COLD
+ * and MADV_PAGEOUT, out of memory: their states before the call. */
 static void touch_before(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 			 const uint64_t *a, uint64_t ts)
 {
-	uint64_t s = a[0], e, pm = r->page_size - 1;
+	struct vmt_syscall sc = {.op = op, .nargs = VMT_MAX_ARGS};
+	struct vmt_range rg[2];
+	uint64_t pm = r->page_size - 1;
 
+	memcpy(sc.args, a, sizeof(sc.args));
+	if (!vmt_sc_discards(&sc) &&
+	    !(op == VMT_OP_MADVISE && (a[2] == LX_MADV_COLD || a[2] == LX_MADV_PAGEOUT)))
+		return;
 	switch (op) {
-	case VMT_OP_MUNMAP:
-		break;
-	case VMT_OP_MMAP:
-		if (!(a[3] & LX_MAP_FIXED) || (a[3] & LX_MAP_FIXED_NOREPLACE))
-			return;
-		break;
-	case VMT_OP_MADVISE:
-		if (!discarding_advice(a[2]))
-			return;
-		break;
 	case VMT_OP_MREMAP:
-		/* A move may happen: the whole old range; else a shrink
-		 * drops the tail. */
+		/* Without a move, a shrink drops the tail only. */
 		if (!(a[3] & (LX_MREMAP_MAYMOVE | LX_MREMAP_FIXED))) {
-			if (a[2] >= a[1])
-				return;
-			s = a[0] + ((a[2] + pm) & ~pm);
+			uint64_t e;
 			if (range_of(a[0], a[1], &e))
-				vmr_touch_range(r, t, s, e, VMT_TOUCH_BEFORE_OP, ts);
+				vmr_touch_range(r, t, a[0] + ((a[2] + pm) & ~pm), e,
+						VMT_TOUCH_BEFORE_OP, ts);
 			return;
 		}
 		break;
@@ -137,11 +118,14 @@ static void touch_before(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 				VMT_TOUCH_BEFORE_OP, ts);
 		return;
 	}
+	case VMT_OP_SHMDT:
+		return; /* (the exit scan sees what a segment held) */
 	default:
-		return;
+		break;
 	}
-	if (range_of(s, a[1], &e))
-		vmr_touch_range(r, t, s, e, VMT_TOUCH_BEFORE_OP, ts);
+	uint64_t e; /* (a wrapping range fails: nothing to see) */
+	if (range_of(a[0], a[1], &e) && vmt_sc_ranges(&sc, r->page_size, rg) > 0)
+		vmr_touch_range(r, t, rg[0].start, rg[0].end, VMT_TOUCH_BEFORE_OP, ts);
 }
 
 static int same_ipc_ns(pid_t tid)
@@ -313,7 +297,6 @@ static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		  const uint64_t *a, int64_t rv)
 {
 	struct vmr_proc *p = t->proc;
-	uint64_t e;
 
 	if (vmt_is_errno(rv))
 		return; /* failed calls change nothing */
@@ -346,30 +329,21 @@ static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 	}
 	if (!r->stacks)
 		return;
-	switch (op) {
-	case VMT_OP_MMAP:
-		if (range_of((uint64_t)rv, a[1], &e)) {
-			code_remove(r, p, (uint64_t)rv, e);
-			if (a[2] & LX_PROT_EXEC)
-				vmr_code_add(p, (uint64_t)rv, e);
-		}
-		break;
-	case VMT_OP_MPROTECT:
-	case VMT_OP_PKEY_MPROTECT:
-		if ((a[2] & LX_PROT_EXEC) && range_of(a[0], a[1], &e))
-			vmr_code_add(p, a[0], e);
-		break;
-	case VMT_OP_MUNMAP:
-		if (range_of(a[0], a[1], &e))
-			code_remove(r, p, a[0], e);
-		break;
-	case VMT_OP_MREMAP:
-		if (range_of(a[0], a[1], &e))
-			code_remove(r, p, a[0], e);
-		break;
-	default:
-		break;
-	}
+	/* Code ranges for the stack cache: a call that changes the layout
+	 * ends the code in its ranges, one that maps or makes executable
+	 * memory starts some. */
+	const struct vmt_op_info *oi = vmt_op_info(op);
+	struct vmt_syscall sc = {.op = op, .nargs = VMT_MAX_ARGS, .result = rv};
+	struct vmt_range rg[2];
+	memcpy(sc.args, a, sizeof(sc.args));
+	int n = vmt_sc_ranges(&sc, r->page_size, rg);
+	if (!oi || n <= 0)
+		return;
+	if (oi->effects & VMT_OPE_LAYOUT)
+		for (int k = 0; k < n; k++)
+			code_remove(r, p, rg[k].start, rg[k].end);
+	if (oi->arg[2] == VMT_ARG_PROT && (a[2] & LX_PROT_EXEC))
+		vmr_code_add(p, rg[0].start, rg[0].end);
 }
 
 void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,

@@ -112,25 +112,15 @@ static int resource_deps(struct loader *L, uint32_t tid, uint32_t seq, const str
 	return 0;
 }
 
+/* Elements that change which mappings exist, or act on all of them. */
 static int structural(const struct rp_elem *e)
 {
 	if (e->kind == RK_EXEC || e->kind == RK_FORK)
 		return 1;
 	if (e->kind != RK_SYSCALL)
 		return 0;
-	switch (e->op) {
-	case VMT_OP_MMAP:
-	case VMT_OP_MUNMAP:
-	case VMT_OP_SHMAT:
-	case VMT_OP_SHMDT:
-	case VMT_OP_MREMAP:
-	case VMT_OP_BRK:
-	case VMT_OP_MLOCKALL:
-	case VMT_OP_MUNLOCKALL:
-		return 1;
-	default:
-		return 0;
-	}
+	const struct vmt_op_info *oi = vmt_op_info(e->op);
+	return oi && ((oi->effects & VMT_OPE_LAYOUT) || oi->range == VMT_RANGE_ALL);
 }
 
 int ld_order(struct loader *L, uint32_t tid, const struct rp_elem *e, uint32_t seq,

@@ -228,26 +228,20 @@ static uint64_t page_up(struct loader *L, uint64_t len, int *ovf)
 
 /* ---- range ops: munmap, mprotect, madvise, mlock, msync, ... ---------- */
 
-static int madv_discards(uint64_t advice)
-{
-	return advice == LX_MADV_DONTNEED || advice == LX_MADV_FREE ||
-	       advice == LX_MADV_REMOVE || advice == LX_MADV_DONTNEED_LOCKED;
-}
-
 static int sim_range(struct loader *L, struct lproc *P, struct rp_thread *th, const struct vmt_syscall *sc,
 		     struct rp_elem *e, struct lrange *rng, int *nrng)
 {
-	uint64_t addr = sc->args[0], len = sc->args[1], mask = L->page - 1;
+	const struct vmt_op_info *oi = vmt_op_info(sc->op); /* a VMT_RANGE_ARGS op */
+	uint64_t addr = sc->args[oi->addr_arg], len = sc->args[oi->len_arg], mask = L->page - 1;
 	int op = (int)sc->op, ovf = 0;
-	int aligned = !(op == VMT_OP_MLOCK || op == VMT_OP_MLOCK2 || op == VMT_OP_MUNLOCK ||
-			op == VMT_OP_REMAP_FILE_PAGES);
+	int aligned = !(oi->effects & VMT_OPE_ROUNDS);
 	int happened = (sc->flags & VMT_SC_NO_RESULT) || sc->result == 0;
 	int rc;
 
 	e->how = RX_RANGE;
 	if (op == VMT_OP_MUNMAP)
 		e->flags |= RF_UNMAP;
-	if (op == VMT_OP_MADVISE && (sc->args[2] == 100 || sc->args[2] == 101)) {
+	if (op == VMT_OP_MADVISE && (sc->args[2] == LX_MADV_HWPOISON || sc->args[2] == LX_MADV_SOFT_OFFLINE)) {
 		/* MADV_HWPOISON / MADV_SOFT_OFFLINE would damage this machine. */
 		e->kind = RK_SKIP;
 		return 0;
@@ -321,7 +315,7 @@ static int sim_range(struct loader *L, struct lproc *P, struct rp_thread *th, co
 		}
 		return 0;
 	case VMT_OP_MADVISE:
-		if (madv_discards(sc->args[2]) && (happened || sc->result == -ENOMEM))
+		if (vmt_madv_discards(sc->args[2]) && (happened || sc->result == -ENOMEM))
 			return touched_remove(L, P, addr, end);
 		return 0;
 	default:
@@ -654,33 +648,23 @@ int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 	for (uint32_t i = sc->nargs; i < VMT_MAX_ARGS; i++)
 		s2.args[i] = 0;
 
-	switch (sc->op) {
-	case VMT_OP_MUNMAP:
-	case VMT_OP_MPROTECT:
-	case VMT_OP_PKEY_MPROTECT:
-	case VMT_OP_MADVISE:
-	case VMT_OP_MLOCK:
-	case VMT_OP_MLOCK2:
-	case VMT_OP_MUNLOCK:
-	case VMT_OP_MSYNC:
-	case VMT_OP_MINCORE:
-	case VMT_OP_MSEAL:
-	case VMT_OP_REMAP_FILE_PAGES:
+	const struct vmt_op_info *oi = vmt_op_info(sc->op);
+	switch (oi ? oi->range : VMT_RANGE_NONE) {
+	case VMT_RANGE_ARGS:
 		return sim_range(L, P, th, &s2, e, rng, nrng);
-	case VMT_OP_MMAP:
+	case VMT_RANGE_MAP:
 		return sim_mmap(L, tid, P, &s2, e, rng, nrng);
-	case VMT_OP_MREMAP:
+	case VMT_RANGE_REMAP:
 		return sim_mremap(L, P, &s2, e, rng, nrng);
-	case VMT_OP_BRK:
+	case VMT_RANGE_BREAK:
 		return sim_brk(L, P, &s2, e, rng, nrng);
-	case VMT_OP_MLOCKALL:
-	case VMT_OP_MUNLOCKALL:
+	case VMT_RANGE_ALL:
 		e->how = RX_NOARGS;
 		*global = 1;
 		return 0;
-	case VMT_OP_SHMAT:
-		return sim_shmat(L, tid, P, &s2, e, rng, nrng);
-	case VMT_OP_SHMDT:
+	case VMT_RANGE_SEGMENT:
+		if (sc->op == VMT_OP_SHMAT)
+			return sim_shmat(L, tid, P, &s2, e, rng, nrng);
 		return sim_shmdt(L, tid, P, th, &s2, e, rng, nrng);
 	default:
 		/* process_madvise: its iovecs are not recorded. */
