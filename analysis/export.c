@@ -164,7 +164,7 @@ static void put_us(struct vmt_buf *b, const char *key, uint64_t ns)
 struct pf {
 	vmt_tracks *trk;
 	struct vmt_track_vals *last; /* per process: the values last written */
-	uint32_t nlast;
+	size_t nlast;
 	int first; /* no event written yet */
 };
 
@@ -185,18 +185,11 @@ static void pf_counter(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t 
 
 static int pf_grow(struct pf *p, uint32_t n)
 {
-	if (n <= p->nlast)
-		return 0;
-	uint32_t cap = p->nlast ? p->nlast : 8;
-	while (cap < n)
-		cap *= 2;
-	struct vmt_track_vals *q = realloc(p->last, cap * sizeof(*q));
-	if (!q)
+	size_t old = p->nlast;
+	if (vmt_grow(&p->last, &p->nlast, n, sizeof(*p->last)))
 		return -ENOMEM;
 	/* All ones: "not written yet", so the first value is written. */
-	memset(q + p->nlast, 0xff, (cap - p->nlast) * sizeof(*q));
-	p->last = q;
-	p->nlast = cap;
+	memset(p->last + old, 0xff, (p->nlast - old) * sizeof(*p->last));
 	return 0;
 }
 

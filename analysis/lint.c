@@ -64,7 +64,7 @@ static void wrap(const char *label, const char *text, int ind)
 static void human(char *out, size_t n, uint64_t v, const char *unit)
 {
 	if (!strcmp(unit, "bytes") && v >= 1024) {
-		vmt_lint_hbytes(out, n, v);
+		vmt_format_bytes(out, n, v);
 	} else if (!strcmp(unit, "ns")) {
 		snprintf(out, n, "%.3f ms", (double)v / 1e6);
 	} else {

@@ -90,7 +90,5 @@ uint64_t vmt_lint_model_inexact(const vmt_lint *l);
 
 void vmt_lint_free(vmt_lint *l);
 
-/* Bytes for people ("64.0 MiB", "100 bytes"), into out; returns out. */
-const char *vmt_lint_hbytes(char *out, size_t n, uint64_t v);
 
 #endif

@@ -113,9 +113,9 @@ struct vmt_lint {
 	vmt_symtab *syms;
 	struct vmt_buf scratch;
 	struct lthread *thr;
-	uint32_t nthr;
+	size_t nthr; /* (allocated: entries past the last seen are zero) */
 	struct lproc *prc;
-	uint32_t nprc;
+	size_t nprc;
 	struct u64tab mprot_rw;	 /* (start, proc) -> len of an mprotect(RW) */
 	struct u64tab freed;	 /* (start, proc) -> len of an MADV_FREE */
 	struct u64tab pages;	 /* (page, proc) -> PG_* */

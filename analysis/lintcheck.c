@@ -39,50 +39,18 @@ static uint64_t page_up(const vmt_lint *l, uint64_t a)
 	return r < a ? ~(l->page - 1) : r; /* saturate at the top */
 }
 
-/* Bytes for people ("64.0 MiB"), into a caller's buffer. */
-const char *vmt_lint_hbytes(char *out, size_t n, uint64_t v)
-{
-	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
-	double x = (double)v;
-	int i = 0;
-	while (x >= 1024 && i < 4) {
-		x /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(out, n, "%" PRIu64 " bytes", v);
-	else
-		snprintf(out, n, "%.1f %s", x, unit[i]);
-	return out;
-}
-
-/* Grow a dense array so that index i exists; new entries zeroed. */
-static int grow(void **arr, uint32_t *n, uint32_t i, size_t elem)
-{
-	if (i >= VMT_MAX_THREADS)
-		return -EINVAL;
-	if (i < *n)
-		return 0;
-	uint32_t cap = *n ? *n : 8;
-	while (cap <= i)
-		cap *= 2;
-	char *q = realloc(*arr, (size_t)cap * elem);
-	if (!q)
-		return -ENOMEM;
-	memset(q + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
-	*arr = q;
-	*n = cap;
-	return 0;
-}
-
 static struct lthread *thread_of(vmt_lint *l, uint32_t t)
 {
-	return grow((void **)&l->thr, &l->nthr, t, sizeof(*l->thr)) ? NULL : &l->thr[t];
+	if (t >= VMT_MAX_THREADS || vmt_grow(&l->thr, &l->nthr, (size_t)t + 1, sizeof(*l->thr)))
+		return NULL;
+	return &l->thr[t];
 }
 
 static struct lproc *proc_of(vmt_lint *l, uint32_t p)
 {
-	return grow((void **)&l->prc, &l->nprc, p, sizeof(*l->prc)) ? NULL : &l->prc[p];
+	if (p >= VMT_MAX_THREADS || vmt_grow(&l->prc, &l->nprc, (size_t)p + 1, sizeof(*l->prc)))
+		return NULL;
+	return &l->prc[p];
 }
 
 static void take_example(vmt_lint *l, struct example *x, uint64_t index,

@@ -128,7 +128,7 @@ static int find_pnf(vmt_lint *l)
 	snprintf(f.summary, sizeof(f.summary),
 		 "%" PRIu64 " mprotect(RW) -> mmap(PROT_NONE, MAP_FIXED) cycles on the same "
 		 "ranges in %" PRIu64 " thread%s (%s)",
-		 cycles, threads, threads == 1 ? "" : "s", vmt_lint_hbytes(h1, sizeof(h1), bytes));
+		 cycles, threads, threads == 1 ? "" : "s", vmt_format_bytes(h1, sizeof(h1), bytes));
 	set_example(l, &f, &l->ex_pnf);
 	return add_finding(l, &f);
 }
@@ -168,7 +168,7 @@ static int find_free(vmt_lint *l)
 	snprintf(f.summary, sizeof(f.summary),
 		 "%s freed with MADV_FREE in %" PRIu64 " calls; %" PRIu64
 		 " calls (%s) on ranges already freed before",
-		 vmt_lint_hbytes(h1, sizeof(h1), bytes), calls, recalls, vmt_lint_hbytes(h2, sizeof(h2), rebytes));
+		 vmt_format_bytes(h1, sizeof(h1), bytes), calls, recalls, vmt_format_bytes(h2, sizeof(h2), rebytes));
 	set_example(l, &f, &l->ex_free);
 	return add_finding(l, &f);
 }
@@ -275,7 +275,7 @@ static int find_locks(vmt_lint *l)
 	snprintf(f.summary, sizeof(f.summary),
 		 "%s (%" PRIu64 " pages) locked at once by %" PRIu64
 		 " call%s taking %.3f ms; %" PRIu64 " of those pages show use%s",
-		 vmt_lint_hbytes(h1, sizeof(h1), bytes), pages, n, n == 1 ? "" : "s", (double)ns / 1e6, used,
+		 vmt_format_bytes(h1, sizeof(h1), bytes), pages, n, n == 1 ? "" : "s", (double)ns / 1e6, used,
 		 l->had_faults ? "" : " (no FAULT events: pages the lock populated look "
 				      "present whether used or not, so only a --touch=faults "
 				      "recording shows use)");

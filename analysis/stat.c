@@ -33,15 +33,8 @@ static const char stat_usage[] =
 
 static void human_bytes(struct vmt_buf *b, uint64_t v)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double d = (double)v;
-	unsigned u = 0;
-	while (d >= 1024 && u < 5)
-		d /= 1024, u++;
-	if (u == 0)
-		vmt_buf_printf(b, "%" PRIu64 " B", v);
-	else
-		vmt_buf_printf(b, "%.1f %s", d, units[u]);
+	char h[32];
+	vmt_buf_puts(b, vmt_format_bytes(h, sizeof(h), v));
 }
 
 static void secs(struct vmt_buf *b, uint64_t ns)

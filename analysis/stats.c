@@ -19,26 +19,10 @@ struct vmt_stats_priv {
 	vmt_symtab *syms;
 	uint64_t page;
 	struct stack_count *stacks; /* indexed by stack id */
-	uint32_t nstacks;
+	size_t nstacks;
 	char **strs; /* exec paths we own */
 	uint32_t nstrs;
 };
-
-static int grow(void **arr, uint32_t *n, uint32_t need, size_t elem)
-{
-	if (need <= *n)
-		return 0;
-	uint32_t cap = *n ? *n : 8;
-	while (cap < need)
-		cap *= 2;
-	void *p = realloc(*arr, (size_t)cap * elem);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
-	*arr = p;
-	*n = cap;
-	return 0;
-}
 
 int vmt_stats_init(struct vmt_stats *s, const struct vmt_header *h)
 {
@@ -82,10 +66,10 @@ void vmt_stats_free(struct vmt_stats *s)
 
 static struct vmt_proc_stats *proc_of(struct vmt_stats *s, uint32_t p)
 {
-	uint32_t n = s->nprocs;
+	size_t n = s->nprocs;
 	if (p >= VMT_MAX_THREADS)
 		return NULL;
-	if (p >= n && grow((void **)&s->procs, &s->nprocs, p + 1, sizeof(*s->procs)))
+	if (p >= n && vmt_grow(&s->procs, &s->nprocs, (size_t)p + 1, sizeof(*s->procs)))
 		return NULL;
 	struct vmt_proc_stats *ps = &s->procs[p];
 	if (!ps->seen) {
@@ -101,7 +85,7 @@ static struct vmt_thread_stats *thread_of(struct vmt_stats *s, uint32_t t, uint3
 {
 	if (t >= VMT_MAX_THREADS)
 		return NULL;
-	if (t >= s->nthreads && grow((void **)&s->thread, &s->nthreads, t + 1, sizeof(*s->thread)))
+	if (t >= s->nthreads && vmt_grow(&s->thread, &s->nthreads, (size_t)t + 1, sizeof(*s->thread)))
 		return NULL;
 	struct vmt_thread_stats *ts = &s->thread[t];
 	if (!ts->seen) {
@@ -200,7 +184,7 @@ static int add_syscall(struct vmt_stats *s, const struct vmt_event *ev)
 		if (sc->stack_id >= (1u << 26))
 			return VMT_E_CORRUPT;
 		if (sc->stack_id >= p->nstacks &&
-		    grow((void **)&p->stacks, &p->nstacks, sc->stack_id + 1, sizeof(*p->stacks)))
+		    vmt_grow(&p->stacks, &p->nstacks, (size_t)sc->stack_id + 1, sizeof(*p->stacks)))
 			return -ENOMEM;
 		struct stack_count *c = &p->stacks[sc->stack_id];
 		c->count++;

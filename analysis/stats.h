@@ -86,9 +86,9 @@ struct vmt_stats {
 	uint64_t lost_faults, lost_events;
 	uint64_t model_inexact;	/* events the VMA model had to guess */
 	struct vmt_proc_stats *procs; /* [nprocs], indexed by proc */
-	uint32_t nprocs;
+	size_t nprocs;
 	struct vmt_thread_stats *thread; /* [nthreads], indexed by thread */
-	uint32_t nthreads;
+	size_t nthreads;
 	int has_stacks;		/* some syscall had a stack */
 	struct vmt_site *sites;	/* after finish: by count, descending */
 	uint32_t nsites;

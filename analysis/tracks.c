@@ -22,33 +22,16 @@ struct vmt_tracks {
 	const struct vmt_header *h;
 	vmt_asmodel *model;
 	struct tproc *p;
-	uint32_t np, capp;
+	uint32_t np;
+	size_t capp;
 	struct tthread *t;
-	uint32_t nt, capt;
+	uint32_t nt;
+	size_t capt;
 };
-
-/* Grow a dense array so that index i exists; new entries zeroed. */
-static int grow(void **arr, uint32_t *cap, uint32_t i, size_t size)
-{
-	if (i >= VMT_MAX_THREADS)
-		return -EINVAL;
-	if (i < *cap)
-		return 0;
-	uint32_t n = *cap ? *cap : 8;
-	while (n <= i)
-		n *= 2;
-	char *q = realloc(*arr, (size_t)n * size);
-	if (!q)
-		return -ENOMEM;
-	memset(q + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
-	*arr = q;
-	*cap = n;
-	return 0;
-}
 
 static struct tproc *proc_at(vmt_tracks *t, uint32_t i)
 {
-	if (grow((void **)&t->p, &t->capp, i, sizeof(*t->p)))
+	if (i >= VMT_MAX_THREADS || vmt_grow(&t->p, &t->capp, (size_t)i + 1, sizeof(*t->p)))
 		return NULL;
 	if (i >= t->np)
 		t->np = i + 1;
@@ -57,10 +40,10 @@ static struct tproc *proc_at(vmt_tracks *t, uint32_t i)
 
 static struct tthread *thread_at(vmt_tracks *t, uint32_t i)
 {
-	uint32_t old = t->capt;
-	if (grow((void **)&t->t, &t->capt, i, sizeof(*t->t)))
+	size_t old = t->capt;
+	if (i >= VMT_MAX_THREADS || vmt_grow(&t->t, &t->capt, (size_t)i + 1, sizeof(*t->t)))
 		return NULL;
-	for (uint32_t k = old; k < t->capt; k++)
+	for (size_t k = old; k < t->capt; k++)
 		t->t[k].proc = VMT_NONE;
 	if (i >= t->nt)
 		t->nt = i + 1;

@@ -42,9 +42,11 @@ struct sym_ent {
 struct vmt_symtab {
 	struct arena_block *arena;
 	struct stack_ent *stacks;
-	uint32_t nstacks, capstacks;
+	uint32_t nstacks;
+	size_t capstacks;
 	const char **strings;
-	uint32_t nstrings, capstrings;
+	uint32_t nstrings;
+	size_t capstrings;
 	struct sym_ent *syms; /* open addressing, linear probing */
 	size_t nsyms, capsyms; /* capsyms is 0 or a power of two */
 };
@@ -79,27 +81,6 @@ static void *arena_alloc(vmt_symtab *t, size_t size)
 	return blk->data + blk->used - need;
 }
 
-/* Make room for index `n` in a dense array, doubling. */
-static int grow(void **arr, uint32_t *cap, uint32_t n, size_t elem)
-{
-	uint32_t nc;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	nc = *cap ? *cap : 16;
-	while (nc <= n)
-		nc = nc > UINT32_MAX / 2 ? UINT32_MAX : nc * 2;
-	if ((size_t)nc > SIZE_MAX / elem)
-		return -ENOMEM;
-	p = realloc(*arr, (size_t)nc * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 vmt_symtab *vmt_symtab_new(void)
 {
 	return calloc(1, sizeof(vmt_symtab));
@@ -113,8 +94,7 @@ static int add_stack(vmt_symtab *t, const struct vmt_stack *s)
 		return VMT_E_CORRUPT;
 	if (s->depth > VMT_MAX_STACK_DEPTH || (s->depth && !s->ips))
 		return VMT_E_CORRUPT;
-	if (grow((void **)&t->stacks, &t->capstacks, t->nstacks,
-		 sizeof(*t->stacks)) < 0)
+	if (vmt_grow(&t->stacks, &t->capstacks, (size_t)t->nstacks + 1, sizeof(*t->stacks)))
 		return -ENOMEM;
 	if (s->depth) {
 		ips = arena_alloc(t, (size_t)s->depth * sizeof(*ips));
@@ -138,8 +118,7 @@ static int add_string(vmt_symtab *t, const struct vmt_string *s)
 	len = strnlen(s->str, VMT_MAX_STRING + 1);
 	if (len > VMT_MAX_STRING)
 		return VMT_E_CORRUPT;
-	if (grow((void **)&t->strings, &t->capstrings, t->nstrings,
-		 sizeof(*t->strings)) < 0)
+	if (vmt_grow(&t->strings, &t->capstrings, (size_t)t->nstrings + 1, sizeof(*t->strings)))
 		return -ENOMEM;
 	copy = arena_alloc(t, len + 1);
 	if (!copy)

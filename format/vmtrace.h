@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -589,7 +590,7 @@ const char *vmt_symtab_function(const vmt_symtab *t, uint64_t ip);
 const char *vmt_symtab_module(const vmt_symtab *t, uint64_t ip, uint64_t *offset);
 void vmt_symtab_free(vmt_symtab *t);
 
-/* ---- Helpers (added with names.c/buf.c) --------------------------------- */
+/* ---- Helpers ------------------------------------------------------------ */
 
 /* errno description ("Cannot allocate memory") for err or -err, in the
  * recording ABI's numbering, or NULL if unknown.  Independent of the
@@ -600,6 +601,27 @@ const char *vmt_errno_text(int err);
  * control characters and invalid UTF-8 bytes escaped ("\n", "\x1b");
  * NULL renders as NULL. */
 void vmt_buf_quote(struct vmt_buf *b, const char *s);
+
+/* Make room for at least `need` elements of elem bytes in the array whose
+ * pointer is at arrp (a T **) and whose capacity is *cap: the capacity
+ * doubles, from 16, until it holds need, and the new elements are zeroed.
+ * Returns 0, or -ENOMEM (no memory, or a size past SIZE_MAX) with the
+ * array and *cap unchanged. */
+int vmt_grow(void *arrp, size_t *cap, size_t need, size_t elem);
+
+/* Bytes for people, into out[0..n): "512 bytes", "64.0 MiB" (KiB to PiB,
+ * one decimal).  Returns out. */
+const char *vmt_format_bytes(char *out, size_t n, uint64_t v);
+
+/* CLOCK_MONOTONIC in ns: the clock of trace timestamps.  Inline: the
+ * replay loop reads it. */
+static inline uint64_t vmt_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #ifdef __cplusplus
 }

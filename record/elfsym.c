@@ -9,6 +9,7 @@
  * Every read is bounded: offsets and sizes come from an untrusted file.
  */
 #include "elfsym.h"
+#include "vmtrace.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -241,14 +242,8 @@ static int read_symbols(struct elfsym *e, const struct src *s,
 			const char *name = str + y->st_name;
 			if (!*name)
 				continue;
-			if (*nc == *capc) {
-				size_t nc2 = *capc ? *capc * 2 : 1024;
-				struct cand *c2 = realloc(*c, nc2 * sizeof(**c));
-				if (!c2)
-					return -ENOMEM;
-				*c = c2;
-				*capc = nc2;
-			}
+			if (vmt_grow(c, capc, *nc + 1, sizeof(**c)))
+				return -ENOMEM;
 			(*c)[(*nc)++] = (struct cand){ y->st_value, y->st_size,
 						       name, sym_rank(y, name) };
 		}

@@ -227,14 +227,8 @@ int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
 		return -EINVAL;
 	if (u64map_get(&f->by_tid, (uint64_t)tid, &idx))
 		return -EEXIST;
-	if (f->ntasks == f->cap) {
-		size_t n = f->cap ? f->cap * 2 : 16;
-		struct ftask **v = realloc(f->tasks, n * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		f->tasks = v;
-		f->cap = n;
-	}
+	if (vmt_grow(&f->tasks, &f->cap, f->ntasks + 1, sizeof(*f->tasks)))
+		return -ENOMEM;
 	struct ftask *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -489,10 +483,9 @@ int vmr_faults_drain(struct vmr_faults *f, vmt_writer *w, uint64_t up_to_ns)
 	size_t nact = 0;
 	/* Rings with data, with the time of their next record (scratch kept
 	 * across drains: this runs at every traced call). */
-	struct fact *act = vmr_grow(f->act, &f->act_cap, f->ntasks, sizeof(*act));
-	if (!act)
-		return f->ntasks ? -ENOMEM : 0;
-	f->act = act;
+	if (vmt_grow(&f->act, &f->act_cap, f->ntasks, sizeof(*f->act)))
+		return -ENOMEM;
+	struct fact *act = f->act;
 	for (size_t i = 0; i < f->ntasks; i++) {
 		struct ftask *t = f->tasks[i];
 		struct perf_event_mmap_page *m = t->base;

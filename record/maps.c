@@ -162,14 +162,8 @@ int vmr_maps_parse(struct vmr_maps *m)
 			p++;
 			continue;
 		}
-		if (m->n == m->ecap) {
-			uint32_t ncap = m->ecap ? m->ecap * 2 : 256;
-			void *q = realloc(m->e, ncap * sizeof(*m->e));
-			if (!q)
-				return -ENOMEM;
-			m->e = q;
-			m->ecap = ncap;
-		}
+		if (vmt_grow(&m->e, &m->ecap, (size_t)m->n + 1, sizeof(*m->e)))
+			return -ENOMEM;
 		struct vmt_map_entry *e = &m->e[m->n];
 		if (parse_line(p, eol, e) || e->start >= e->end || e->start < prev_end)
 			return -EINVAL;

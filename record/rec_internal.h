@@ -13,21 +13,31 @@
 #include <time.h>
 #include "vmtrace.h"
 
-/* Array p of *cap elements of elem bytes, grown (doubling, from 16) to
- * hold at least `need`.  Returns the array (*cap updated), or NULL when
- * out of memory (p is then still valid and *cap unchanged). */
-static inline void *vmr_grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return p;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(p, n * elem);
-	if (q)
-		*cap = n;
-	return q;
-}
+/* ---- code ranges (code.c) ---------------------------------------------- */
+
+struct vmr_range {
+	uint64_t start, end;
+};
+
+/* The executable ranges of a process.  A zeroed struct is empty. */
+struct vmr_code {
+	struct vmr_range *r;
+	size_t n, cap;
+	int lost; /* a range could not be kept: any removal may hit code */
+};
+
+/* Note [start, end) as code.  Returns 0, or -ENOMEM: then the set is
+ * marked lost, so that vmr_code_remove answers 1 until a reset. */
+int vmr_code_add(struct vmr_code *c, uint64_t start, uint64_t end);
+/* [start, end) goes away.  Returns 1 if it held code (or the set is
+ * lost): the cached unwind information of the process may be stale. */
+int vmr_code_remove(struct vmr_code *c, uint64_t start, uint64_t end);
+/* Empty the set (at exec, or before a maps snapshot refills it). */
+void vmr_code_reset(struct vmr_code *c);
+/* to = a copy of from (a forked child).  Returns 0 or -ENOMEM (to is then
+ * marked lost). */
+int vmr_code_copy(struct vmr_code *to, const struct vmr_code *from);
+void vmr_code_free(struct vmr_code *c);
 
 /* ---- /proc/PID/maps (maps.c) ------------------------------------------- */
 
@@ -37,7 +47,8 @@ struct vmr_maps {
 	char *text;
 	size_t len, cap;
 	struct vmt_map_entry *e;
-	uint32_t n, ecap;
+	uint32_t n;
+	size_t ecap;
 };
 
 /* Parse text[0..len) (it must be m->text, len = m->len, with room for one
@@ -71,7 +82,8 @@ struct vmr_runs {
 	uint64_t cursor; /* address after the last page added */
 	uint64_t npages;
 	struct vmt_touch_run *runs;
-	uint32_t n, cap, max;
+	uint32_t n, max;
+	size_t cap;
 	unsigned page_shift;
 	vmr_runs_emit_fn emit;
 	void *ctx;
@@ -181,13 +193,5 @@ void vmr_exe_path(pid_t pid, char *buf, size_t len);
 
 /* Thread group id and parent pid of tid from /proc/tid/status. */
 int vmr_task_ids(pid_t tid, pid_t *tgid, pid_t *ppid);
-
-static inline uint64_t vmr_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 #endif /* VMREC_REC_INTERNAL_H */

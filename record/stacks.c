@@ -276,11 +276,8 @@ static int read_maps(struct vmr_stacks *s, struct sproc *p)
 			if (mod == VMT_NONE)
 				return -ENOMEM;
 		}
-		struct smap *m = vmr_grow(p->maps, &p->capmaps, p->nmaps + 1,
-				      sizeof(*m));
-		if (!m)
+		if (vmt_grow(&p->maps, &p->capmaps, p->nmaps + 1, sizeof(*p->maps)))
 			return -ENOMEM;
-		p->maps = m;
 		p->maps[p->nmaps++] = (struct smap){ e->start, e->end, e->offset, mod };
 	}
 	p->maps_valid = 1; /* maps is sorted by address */
@@ -307,18 +304,9 @@ static struct sproc *proc_get(struct vmr_stacks *s, uint32_t idx, pid_t tgid,
 		*err = -EINVAL;
 		return NULL;
 	}
-	if (idx >= s->nprocs) {
-		size_t n = s->nprocs ? s->nprocs : 16;
-		while (n <= idx)
-			n *= 2;
-		struct sproc **p = realloc(s->procs, n * sizeof(*p));
-		if (!p) {
-			*err = -ENOMEM;
-			return NULL;
-		}
-		memset(p + s->nprocs, 0, (n - s->nprocs) * sizeof(*p));
-		s->procs = p;
-		s->nprocs = n;
+	if (vmt_grow(&s->procs, &s->nprocs, (size_t)idx + 1, sizeof(*s->procs))) {
+		*err = -ENOMEM;
+		return NULL;
 	}
 	if (s->procs[idx])
 		return s->procs[idx];
@@ -353,17 +341,12 @@ static struct stask *task_get(struct vmr_stacks *s, pid_t tid, uint32_t proc,
 	struct sproc *p = proc_get(s, proc, tgid, err);
 	if (!p)
 		return NULL;
-	struct stask **v = vmr_grow(s->tasks, &s->captasks, s->ntasks + 1,
-				sizeof(*v));
-	struct stask *t = calloc(1, sizeof(*t));
-	if (!v || !t) {
-		if (v)
-			s->tasks = v;
-		free(t);
+	struct stask *t = NULL;
+	if (vmt_grow(&s->tasks, &s->captasks, s->ntasks + 1, sizeof(*s->tasks)) ||
+	    !(t = calloc(1, sizeof(*t)))) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	s->tasks = v;
 	if (u64map_put(&s->task_by_tid, (uint64_t)tid, (uint32_t)s->ntasks)) {
 		free(t);
 		*err = -ENOMEM;
@@ -428,17 +411,8 @@ static const struct ehf_module *module_unwind(struct vmr_stacks *s,
 					      const struct sproc *p,
 					      const struct smap *m)
 {
-	if (m->module >= s->numods) {
-		size_t n = s->numods ? s->numods : 16;
-		while (n <= m->module)
-			n *= 2;
-		struct ehf_module *v = realloc(s->umods, n * sizeof(*v));
-		if (!v)
-			return NULL;
-		memset(v + s->numods, 0, (n - s->numods) * sizeof(*v));
-		s->umods = v;
-		s->numods = n;
-	}
+	if (vmt_grow(&s->umods, &s->numods, (size_t)m->module + 1, sizeof(*s->umods)))
+		return NULL;
 	struct ehf_module *u = &s->umods[m->module];
 	if (u->state != EHF_UNKNOWN)
 		return u;
@@ -553,15 +527,9 @@ static int64_t intern(struct vmr_stacks *s, const uint64_t *ips,
 	}
 	if (s->nstacks >= UINT32_MAX - 1)
 		return -ENOMEM;
-	uint64_t *v = vmr_grow(s->ips, &s->capips, s->nips + depth, sizeof(*v));
-	if (!v)
+	if (vmt_grow(&s->ips, &s->capips, s->nips + depth, sizeof(*s->ips)) ||
+	    vmt_grow(&s->stacks, &s->capstacks, s->nstacks + 1, sizeof(*s->stacks)))
 		return -ENOMEM;
-	s->ips = v;
-	struct sstack *st = vmr_grow(s->stacks, &s->capstacks, s->nstacks + 1,
-				 sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	s->stacks = st;
 	memcpy(s->ips + s->nips, ips, depth * sizeof(*ips));
 	s->stacks[s->nstacks] = (struct sstack){ s->nips, depth, h };
 	s->nips += depth;

@@ -101,14 +101,11 @@ static int string_id(struct strtab *t, vmt_writer *w, const char *str,
 			return 0;
 		}
 	}
-	char **v = vmr_grow(t->str, &t->cap, t->n + 1, sizeof(*v));
-	if (!v || (!copy && !(copy = strdup(str)))) {
-		if (v)
-			t->str = v;
+	if (vmt_grow(&t->str, &t->cap, t->n + 1, sizeof(*t->str)) ||
+	    (!copy && !(copy = strdup(str)))) {
 		free(copy);
 		return -ENOMEM;
 	}
-	t->str = v;
 	t->str[t->n] = copy;
 	t->tab[j] = (uint32_t)t->n + 1;
 	*id = (uint32_t)t->n++;
@@ -239,10 +236,8 @@ uint32_t vmr_syms_module(struct vmr_syms *y, const char *path, uint64_t dev,
 			    y->mods[i].ino == ino && !strcmp(y->mods[i].path, path))
 				return i;
 	}
-	struct smod *m = vmr_grow(y->mods, &y->capmods, y->nmods + 1, sizeof(*m));
-	if (!m)
+	if (vmt_grow(&y->mods, &y->capmods, y->nmods + 1, sizeof(*y->mods)))
 		return VMT_NONE;
-	y->mods = m;
 	char *dup = strdup(path);
 	if (!dup)
 		return VMT_NONE;
@@ -279,10 +274,8 @@ int vmr_syms_add(struct vmr_syms *y, uint64_t ip, uint32_t module,
 		return 0;
 	if (module != VMT_NONE && module >= y->nmods)
 		module = VMT_NONE;
-	struct sip *v = vmr_grow(y->sips, &y->capsips, y->nsips + 1, sizeof(*v));
-	if (!v)
+	if (vmt_grow(&y->sips, &y->capsips, y->nsips + 1, sizeof(*y->sips)))
 		return -ENOMEM;
-	y->sips = v;
 	if (u64map_put(&y->ip_index, ip, (uint32_t)y->nsips))
 		return -ENOMEM;
 	y->sips[y->nsips] = (struct sip){ ip, file_off, module, VMT_NONE };

@@ -251,45 +251,12 @@ void vmr_sc_abandon(struct vmr_rec *r, struct vmr_task *t)
 	emit_call(r, t);
 }
 
-static void *grow(void *p, uint32_t *cap, size_t elem)
-{
-	uint32_t ncap = *cap ? *cap * 2 : 8;
-	void *q = realloc(p, ncap * elem);
-
-	if (q)
-		*cap = ncap;
-	return q;
-}
-
-void vmr_code_add(struct vmr_proc *p, uint64_t s, uint64_t e)
-{
-	if (p->ncode == p->codecap) {
-		void *q = grow(p->code, &p->codecap, sizeof(*p->code));
-		if (!q)
-			return;
-		p->code = q;
-	}
-	p->code[p->ncode].start = s;
-	p->code[p->ncode].end = e;
-	p->ncode++;
-}
-
 /* Code in [s, e) goes away: the stack module's cached unwind information
  * for the process may be stale. */
 static void code_remove(struct vmr_rec *r, struct vmr_proc *p, uint64_t s,
 			uint64_t e)
 {
-	int hit = 0;
-
-	for (uint32_t i = 0; i < p->ncode;) {
-		if (p->code[i].start < e && s < p->code[i].end) {
-			p->code[i] = p->code[--p->ncode];
-			hit = 1;
-		} else {
-			i++;
-		}
-	}
-	if (hit && r->stacks)
+	if (vmr_code_remove(&p->code, s, e) && r->stacks)
 		vmr_stacks_invalidate(r->stacks, p->pid);
 }
 
@@ -305,12 +272,8 @@ static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		p->brk_cur = (uint64_t)rv;
 		break;
 	case VMT_OP_SHMAT:
-		if (p->nshm == p->shmcap) {
-			void *q = grow(p->shm, &p->shmcap, sizeof(*p->shm));
-			if (!q)
-				break;
-			p->shm = q;
-		}
+		if (vmt_grow(&p->shm, &p->shmcap, p->nshm + 1, sizeof(*p->shm)))
+			break; /* (shmdt is then recorded without its file) */
 		p->shm[p->nshm].addr = (uint64_t)rv;
 		p->shm[p->nshm].id = t->file;
 		snprintf(p->shm[p->nshm].path, sizeof(p->shm[p->nshm].path), "%s",
@@ -343,7 +306,7 @@ static void track(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		for (int k = 0; k < n; k++)
 			code_remove(r, p, rg[k].start, rg[k].end);
 	if (oi->arg[2] == VMT_ARG_PROT && (a[2] & LX_PROT_EXEC))
-		vmr_code_add(p, rg[0].start, rg[0].end);
+		vmr_code_add(&p->code, rg[0].start, rg[0].end); /* (lost on failure) */
 }
 
 void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,

@@ -108,7 +108,7 @@ static void proc_free(struct vmr_proc *p)
 	if (p->pagemap_fd >= 0)
 		close(p->pagemap_fd);
 	free(p->shm);
-	free(p->code);
+	vmr_code_free(&p->code);
 	free(p);
 }
 
@@ -235,11 +235,11 @@ int vmr_maps_event(struct vmr_rec *r, struct vmr_task *t, uint64_t ts)
 	ev_init(&ev, VMT_EV_MAPS, t, ts);
 	ev.u.maps.count = r->maps.n;
 	ev.u.maps.entries = r->maps.e;
-	p->ncode = 0;
+	vmr_code_reset(&p->code);
 	for (uint32_t i = 0; i < r->maps.n; i++) {
 		const struct vmt_map_entry *e = &r->maps.e[i];
 		if (r->stacks && (e->perms & VMT_PROT_X))
-			vmr_code_add(p, e->start, e->end);
+			vmr_code_add(&p->code, e->start, e->end); /* (lost on failure) */
 		/* brk's current end is the end of [heap] (if any yet). */
 		if (!strcmp(e->path, "[heap]"))
 			p->brk_cur = e->end;
@@ -300,10 +300,7 @@ static struct vmr_proc *proc_fork(struct vmr_rec *r, struct vmr_proc *parent,
 		memcpy(p->shm, parent->shm, parent->nshm * sizeof(*p->shm));
 		p->nshm = p->shmcap = parent->nshm;
 	}
-	if (parent->ncode && (p->code = malloc(parent->ncode * sizeof(*p->code)))) {
-		memcpy(p->code, parent->code, parent->ncode * sizeof(*p->code));
-		p->ncode = p->codecap = parent->ncode;
-	}
+	vmr_code_copy(&p->code, &parent->code); /* (marked lost on failure) */
 	return p;
 }
 
@@ -334,7 +331,7 @@ static struct vmr_task *new_task(struct vmr_rec *r, struct vmr_task *parent,
 			proc_free(p);
 		return NULL;
 	}
-	vmr_start_events(r, t, parent->thread, parent->proc->index, how, vmr_now());
+	vmr_start_events(r, t, parent->thread, parent->proc->index, how, vmt_now_ns());
 	return t;
 }
 
@@ -374,15 +371,9 @@ void vmr_orphan_add(struct vmr_rec *r, pid_t tid, int status)
 {
 	if (orphan_find(r, tid) >= 0)
 		return;
-	if (r->norph == r->orphcap) {
-		uint32_t ncap = r->orphcap ? r->orphcap * 2 : 8;
-		void *q = realloc(r->orph, ncap * sizeof(*r->orph));
-		if (!q) {
-			ptrace(PTRACE_DETACH, tid, 0, 0); /* cannot keep it */
-			return;
-		}
-		r->orph = q;
-		r->orphcap = ncap;
+	if (vmt_grow(&r->orph, &r->orphcap, (size_t)r->norph + 1, sizeof(*r->orph))) {
+		ptrace(PTRACE_DETACH, tid, 0, 0); /* cannot keep it */
+		return;
 	}
 	r->orph[r->norph].tid = tid;
 	r->orph[r->norph].status = status;
@@ -444,7 +435,7 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 	struct vmr_task *t = vmr_task_find(r, tid);
 	struct vmt_event ev;
 	struct vmr_proc *p;
-	uint64_t ts = vmr_now();
+	uint64_t ts = vmt_now_ns();
 
 	if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &former) == 0 && former &&
 	    (pid_t)former != tid) {
@@ -492,7 +483,7 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 		p->pagemap_fd = -1;
 		p->brk_cur = 0;
 		p->nshm = 0;
-		p->ncode = 0;
+		vmr_code_reset(&p->code);
 		p->borrowed_mm = 0;
 		p->exit_scanned = 0;
 		if (r->stacks)
@@ -516,7 +507,7 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
  * a build or a shell script). */
 static void exit_touch(struct vmr_rec *r, struct vmr_task *t)
 {
-	uint64_t ts = vmr_now();
+	uint64_t ts = vmt_now_ns();
 	long n = -EOPNOTSUPP;
 	int fd;
 
@@ -582,7 +573,7 @@ void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
 	 * tracer reaps it, and its next events must come after this one. */
 	if (!(t->flags & T_PRESTART) &&
 	    ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &status) == 0)
-		thread_exit_event(r, t, (int)status, vmr_now());
+		thread_exit_event(r, t, (int)status, vmt_now_ns());
 	if (r->norph)
 		vmr_orphans_adopt(r, p->pid);
 }
@@ -598,7 +589,7 @@ void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status)
 		p->nlive--;
 	}
 	if (!prestart)
-		thread_exit_event(r, t, status, vmr_now());
+		thread_exit_event(r, t, status, vmt_now_ns());
 	task_gone(r, t);
 	p->last_status = status;
 	if (t->tid == p->pid) {
@@ -614,7 +605,7 @@ void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status)
 			ev.kind = VMT_EV_PROCESS_EXIT;
 			ev.thread = thread; /* the last task to go */
 			ev.proc = p->index;
-			ev.ts_ns = vmr_now();
+			ev.ts_ns = vmt_now_ns();
 			ev.u.process_exit.status = st;
 			vmr_emit(r, &ev);
 		}

@@ -52,14 +52,8 @@ void vmr_runs_begin(struct vmr_runs *r)
 
 static int push(struct vmr_runs *r, uint64_t pages, uint32_t state)
 {
-	if (r->n == r->cap) {
-		uint32_t ncap = r->cap ? r->cap * 2 : 64;
-		void *p = realloc(r->runs, ncap * sizeof(*r->runs));
-		if (!p)
-			return -ENOMEM;
-		r->runs = p;
-		r->cap = ncap;
-	}
+	if (vmt_grow(&r->runs, &r->cap, (size_t)r->n + 1, sizeof(*r->runs)))
+		return -ENOMEM;
 	r->runs[r->n].pages = pages;
 	r->runs[r->n].state = state;
 	r->n++;
@@ -333,16 +327,8 @@ static int batch_collect(void *ctx, const struct vmr_page_region *rv, long k)
 {
 	struct collect *c = ctx;
 
-	if (c->n + (size_t)k > *c->cap) {
-		size_t ncap = *c->cap ? *c->cap : 1024;
-		while (ncap < c->n + (size_t)k)
-			ncap *= 2;
-		struct vmr_present *nv = realloc(*c->v, ncap * sizeof(**c->v));
-		if (!nv)
-			return -ENOMEM;
-		*c->v = nv;
-		*c->cap = ncap;
-	}
+	if (vmt_grow(c->v, c->cap, c->n + (size_t)k, sizeof(**c->v)))
+		return -ENOMEM;
 	for (long i = 0; i < k; i++)
 		(*c->v)[c->n++] = (struct vmr_present){ rv[i].start, rv[i].end,
 							scan_state(rv[i].categories) };

@@ -130,7 +130,7 @@ static void lost_event(struct vmr_rec *r, struct vmr_task *t)
 	ev.kind = VMT_EV_LOST;
 	ev.thread = t->thread;
 	ev.proc = t->proc->index;
-	ev.ts_ns = vmr_now();
+	ev.ts_ns = vmt_now_ns();
 	ev.u.lost.count = 1;
 	ev.u.lost.what = VMT_LOST_EVENTS;
 	vmr_emit(r, &ev);
@@ -149,7 +149,7 @@ static void entry(struct vmr_rec *r, struct vmr_task *t, uint32_t arch,
 	if (op) {
 		for (int i = 0; i < VMT_MAX_ARGS; i++)
 			args[i] = a[i];
-		vmr_sc_entry(r, t, op, args, vmr_now());
+		vmr_sc_entry(r, t, op, args, vmt_now_ns());
 	}
 	else if (arch != r->sys.arch && !(t->flags & T_SYSCALL_MODE))
 		lost_event(r, t); /* a 32-bit call the filter caught */
@@ -172,7 +172,7 @@ static void syscall_stop(struct vmr_rec *r, struct vmr_task *t)
 	if (syscall_info(t->tid, &info) == 0) {
 		if (info.op == PTRACE_SYSCALL_INFO_EXIT) {
 			if (t->flags & T_IN_SC)
-				vmr_sc_exit(r, t, info.exit.rval, vmr_now());
+				vmr_sc_exit(r, t, info.exit.rval, vmt_now_ns());
 		} else if (info.op == PTRACE_SYSCALL_INFO_ENTRY &&
 			   (t->flags & T_SYSCALL_MODE)) {
 			entry(r, t, info.arch, info.entry.nr, info.entry.args);
@@ -201,7 +201,7 @@ static void detach_stop(struct vmr_rec *r, struct vmr_task *t, int status)
 			return;
 		}
 		if ((t->flags & T_IN_SC) && ok && info.op == PTRACE_SYSCALL_INFO_EXIT)
-			vmr_sc_exit(r, t, info.exit.rval, vmr_now());
+			vmr_sc_exit(r, t, info.exit.rval, vmt_now_ns());
 	} else if (event == PTRACE_EVENT_EXIT) {
 		vmr_on_exit_event(r, t);
 	} else if (event == 0) {
@@ -388,7 +388,7 @@ static int attach_all(struct vmr_rec *r, pid_t pid, char *err, size_t errlen)
 		return -ESRCH;
 	}
 	/* Start events in thread order: the leader first. */
-	uint64_t ts = vmr_now();
+	uint64_t ts = vmt_now_ns();
 	struct vmr_task *lead = vmr_task_find(r, pid);
 	for (uint32_t th = 0; th < r->next_thread; th++)
 		for (uint32_t i = 0; i < r->tabcap; i++) {
@@ -567,7 +567,7 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 		}
 		if (tick_due) {
 			tick_due = 0;
-			vmr_drain_faults(r, vmr_now());
+			vmr_drain_faults(r, vmt_now_ns());
 			e = vmt_writer_tick(r->w);
 			if (e && !r->werr)
 				r->werr = e;
@@ -589,7 +589,7 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 		goto out;
 	}
 	vmr_drain_faults(r, UINT64_MAX);
-	if (r->stacks && (e = vmr_stacks_finish(r->stacks, r->w, vmr_now())) && !r->werr)
+	if (r->stacks && (e = vmr_stacks_finish(r->stacks, r->w, vmt_now_ns())) && !r->werr)
 		r->werr = e;
 	if (r->faults)
 		r->lost += vmr_faults_lost(r->faults);

@@ -13,10 +13,6 @@
 #include "stacks.h"
 #include "faults.h"
 
-struct vmr_range {
-	uint64_t start, end;
-};
-
 /* A System V segment attached with shmat, for shmdt's MAP_FILE. */
 struct vmr_shm {
 	uint64_t addr;
@@ -35,9 +31,9 @@ struct vmr_proc {
 	int leader_status, have_leader_status, last_status;
 	uint64_t brk_cur; /* last brk result, 0 if unknown */
 	struct vmr_shm *shm;
-	uint32_t nshm, shmcap;
-	struct vmr_range *code; /* executable ranges (for stack cache) */
-	uint32_t ncode, codecap;
+	uint32_t nshm;
+	size_t shmcap;
+	struct vmr_code code; /* executable ranges (for the stack cache) */
 };
 
 /* Task flags */
@@ -80,7 +76,8 @@ struct vmr_rec {
 
 	struct vmr_orphan *orph; /* stops of tasks whose creator's event has
 				    not been seen yet */
-	uint32_t norph, orphcap;
+	uint32_t norph;
+	size_t orphcap;
 
 	struct vmr_maps maps;
 	struct vmr_pagemap pm;
@@ -139,8 +136,6 @@ int vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
 		    uint64_t ts);
 int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
 		    uint64_t end, uint32_t reason, uint64_t ts);
-/* Note [s, e) as executable code of p (for stack cache invalidation). */
-void vmr_code_add(struct vmr_proc *p, uint64_t s, uint64_t e);
 void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);
 
 #endif /* VMREC_TRACER_H */

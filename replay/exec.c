@@ -180,7 +180,7 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
  * (before Linux 5.3), only that first report. */
 static void wait_showing_progress(pid_t pid, const rp_trace *t, const struct rp_options *o)
 {
-	uint64_t start = rp_now(), rec = t->last_ts - t->first_ts;
+	uint64_t start = vmt_now_ns(), rec = t->last_ts - t->first_ts;
 	o->progress(o->progress_arg, RP_PROGRESS_RUN, 0, rec);
 	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (fd < 0)
@@ -190,7 +190,7 @@ static void wait_showing_progress(pid_t pid, const rp_trace *t, const struct rp_
 		int n = poll(&p, 1, 250);
 		if (n > 0 || (n < 0 && errno != EINTR))
 			break;
-		o->progress(o->progress_arg, RP_PROGRESS_RUN, rp_now() - start, rec);
+		o->progress(o->progress_arg, RP_PROGRESS_RUN, vmt_now_ns() - start, rec);
 	}
 	close(fd);
 }

@@ -138,13 +138,6 @@ int rp_perf_read(int fds[3], uint64_t out[3]);
 int rp_tsc_usable(void);
 void rp_clock_pair(int tsc, uint64_t *tick, uint64_t *ns);
 
-static inline uint64_t rp_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The clock of op latencies, read twice per replayed call: the time stamp
  * counter where the kernel itself keeps time with it (rt->tsc), else
  * CLOCK_MONOTONIC.  Reading the TSC directly costs a fraction of
@@ -163,7 +156,7 @@ static inline uint64_t rp_ticks(int tsc)
 #else
 	(void)tsc;
 #endif
-	return rp_now();
+	return vmt_now_ns();
 }
 
 /* A system call, returning -errno on failure.  On x86-64 the instruction

@@ -91,7 +91,7 @@ void rp_clock_pair(int tsc, uint64_t *tick, uint64_t *ns)
 {
 	uint64_t best = UINT64_MAX;
 	for (int i = 0; i < 5; i++) {
-		uint64_t a = rp_ticks(tsc), n = rp_now(), b = rp_ticks(tsc);
+		uint64_t a = rp_ticks(tsc), n = vmt_now_ns(), b = rp_ticks(tsc);
 		if (b - a < best) {
 			best = b - a;
 			*tick = a + (b - a) / 2;

@@ -49,14 +49,6 @@ static uint64_t void_length(uint64_t page)
 	return v & ~(page - 1);
 }
 
-static void human(char *buf, size_t n, uint64_t b)
-{
-	if (b >= (1ull << 30))
-		snprintf(buf, n, "%.1f GiB", (double)b / (1ull << 30));
-	else
-		snprintf(buf, n, "%.1f MiB", (double)b / (1ull << 20));
-}
-
 int ld_check_memory(struct loader *L)
 {
 	rp_trace *t = L->t;
@@ -65,8 +57,8 @@ int ld_check_memory(struct loader *L)
 	if (peak <= t->opt.max_memory / scale)
 		return 0;
 	char a[32], b[32];
-	human(a, sizeof(a), peak * scale);
-	human(b, sizeof(b), t->opt.max_memory);
+	vmt_format_bytes(a, sizeof(a), peak * scale);
+	vmt_format_bytes(b, sizeof(b), t->opt.max_memory);
 	return ld_fail(L, -E2BIG, "peak %s memory %s%s exceeds --max-memory %s",
 		       t->peak_mapped >= t->peak_touched ? "mapped" : "touched", a,
 		       scale > 1 ? " (all copies)" : "", b);

@@ -132,18 +132,11 @@ static struct {
 } prog_state;
 static volatile sig_atomic_t progress_shown; /* read by on_signal */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A new phase (a load, a run): shown only once it has lasted half a
  * second, then updated at most 4 times a second. */
 static void progress_phase(void)
 {
-	prog_state.phase_start = now_ns();
+	prog_state.phase_start = vmt_now_ns();
 	prog_state.last = 0;
 }
 
@@ -160,7 +153,7 @@ static void show_progress(void *arg, int what, uint64_t done, uint64_t total)
 			 prog_state.runs / 2);
 	else if (what == RP_PROGRESS_RUN && prog_state.runs > 1)
 		snprintf(label, sizeof(label), " %u of %u", prog_state.run, prog_state.runs);
-	uint64_t now = now_ns();
+	uint64_t now = vmt_now_ns();
 	if (now - prog_state.phase_start < 500000000u || now - prog_state.last < 250000000u)
 		return;
 	prog_state.last = now;

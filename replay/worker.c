@@ -155,12 +155,12 @@ static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
 	struct rp_ctl *c = &w->ctl[d->thread];
 	if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) >= d->seq)
 		return;
-	uint64_t t0 = rp_now();
+	uint64_t t0 = vmt_now_ns();
 	for (unsigned i = 1;; i++) {
 		cpu_relax();
 		if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) >= d->seq)
 			goto done;
-		if (!(i & 15) && rp_now() - t0 > 3000)
+		if (!(i & 15) && vmt_now_ns() - t0 > 3000)
 			break;
 	}
 	for (;;) {
@@ -177,7 +177,7 @@ static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
 			break;
 	}
 done:
-	w->out->wait_ns += rp_now() - t0;
+	w->out->wait_ns += vmt_now_ns() - t0;
 	w->out->waits++;
 }
 
@@ -196,7 +196,7 @@ static inline void post(struct rp_wctx *w, uint32_t v)
 static void pace(struct rp_wctx *w, uint64_t ts)
 {
 	uint64_t target = w->rt->sh->t_start + (uint64_t)((double)ts / w->rt->opt.speed);
-	uint64_t now = rp_now();
+	uint64_t now = vmt_now_ns();
 	if (now >= target)
 		return;
 	if (target - now > 200000) {
@@ -207,7 +207,7 @@ static void pace(struct rp_wctx *w, uint64_t ts)
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &sl, NULL) == EINTR)
 			;
 	}
-	while (rp_now() < target)
+	while (vmt_now_ns() < target)
 		cpu_relax();
 }
 
@@ -496,13 +496,13 @@ static void run_stream(struct rp_wctx *w)
 	memcpy(h.hidx, rt->hidx, sizeof(h.hidx));
 	getrusage(RUSAGE_THREAD, &r0);
 	w->out->ran = 1;
-	w->out->start_ns = rp_now();
+	w->out->start_ns = vmt_now_ns();
 	for (uint32_t from = 0; run_guarded(w, &h, from); from = h.cur + 1) {
 		/* The rest of the element whose touch trapped. */
 		w->out->touch_faults++;
 		elem_rest(w, &h, &th->elem[h.cur], h.cur);
 	}
-	w->out->end_ns = rp_now();
+	w->out->end_ns = vmt_now_ns();
 	w->out->syscalls += h.syscalls;
 	w->out->touched += h.touched;
 	w->out->elems = th->nelem;

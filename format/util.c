@@ -1,0 +1,52 @@
+/*
+ * util.c - the small helpers every part of vmrec uses: array growth, byte
+ * counts for people.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmtrace.h"
+
+int vmt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
+{
+	void *arr;
+	size_t n;
+
+	if (need <= *cap)
+		return 0;
+	for (n = *cap ? *cap : 16; n < need; n *= 2)
+		if (n > SIZE_MAX / 2)
+			return -ENOMEM;
+	if (!elem || n > SIZE_MAX / elem)
+		return -ENOMEM;
+	/* The pointer is read and written through memcpy: arrp points to a
+	 * T *, not to a void *. */
+	memcpy(&arr, arrp, sizeof(arr));
+	arr = realloc(arr, n * elem);
+	if (!arr)
+		return -ENOMEM;
+	memset((char *)arr + *cap * elem, 0, (n - *cap) * elem);
+	memcpy(arrp, &arr, sizeof(arr));
+	*cap = n;
+	return 0;
+}
+
+const char *vmt_format_bytes(char *out, size_t n, uint64_t v)
+{
+	static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	double x = (double)v;
+	int i = 0;
+
+	while (x >= 1024 && i < 5) {
+		x /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(out, n, "%" PRIu64 " bytes", v);
+	else
+		snprintf(out, n, "%.1f %s", x, unit[i]);
+	return out;
+}
