@@ -1,5 +1,5 @@
 #!/bin/sh
-# Trace format size and speed (issue 2): encoded bytes per event after zstd
+# Trace format size and speed: encoded bytes per event after zstd
 # (goal <= 4 for the seed-000 loop) and decode+iterate throughput on one
 # core (goal >= 20 million events/s), for a seed-000-shaped stream and a
 # random-address stream.  Decode speed is the median of REPEATS reads.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Recording overhead (issue 3): wall time under vmrec / native, beside
+# Recording overhead: wall time under vmrec / native, beside
 # strace -f -e trace=<the same ops> / native, measured in one run with the
 # three variants interleaved (native, vmrec, strace, native, ...) and medians
 # of ROUNDS rounds.  Goals: seed-000 (new style, every iteration a traced

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Replay overhead and fidelity on the seed-000 workload (issue 4):
+# Replay overhead and fidelity on the seed-000 workload:
 #  (a) replay wall time / native wall time, new style, 1 and 2 threads
 #      (goal <= 1.10);
 #  (b) replayed minor faults / native (goal 0.98-1.02), context switches

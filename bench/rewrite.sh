@@ -1,5 +1,5 @@
 #!/bin/sh
-# What-if replay against reality (issue 5): the seed-000 workload recorded
+# What-if replay against reality: the seed-000 workload recorded
 # old style (mprotect(RW), touch, mmap(PROT_NONE, MAP_FIXED)), replayed with
 # `vmreplay --compare` (baseline against the prot-none-free rewrite:
 # touch + madvise(MADV_DONTNEED)), beside the workload itself run natively

@@ -45,8 +45,8 @@ static int emit_runs(void *ctx, uint64_t start, const struct vmt_touch_run *runs
 	return vmr_emit(r, ev);
 }
 
-int vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
-		    uint64_t ts)
+void vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
+		     uint64_t ts)
 {
 	if (!r->runs.emit)
 		vmr_runs_init(&r->runs, r->page_shift, 0, emit_runs, r);
@@ -55,7 +55,6 @@ int vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
 	r->touch_ev.ts_ns = ts;
 	r->touch_ev.u.touch.reason = reason;
 	vmr_runs_begin(&r->runs);
-	return 0;
 }
 
 int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,

@@ -534,8 +534,7 @@ static void exit_touch(struct vmr_rec *r, struct vmr_task *t)
 		 * next mapping, so clamp rather than consume */
 		while (k < (size_t)n && r->present[k].end <= e->start)
 			k++;
-		if (vmr_touch_begin(r, t, VMT_TOUCH_EXIT, ts))
-			break;
+		vmr_touch_begin(r, t, VMT_TOUCH_EXIT, ts);
 		for (size_t j = k; j < (size_t)n && r->present[j].start < e->end; j++) {
 			uint64_t s = r->present[j].start > e->start ? r->present[j].start : e->start;
 			uint64_t x = r->present[j].end < e->end ? r->present[j].end : e->end;

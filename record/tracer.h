@@ -131,9 +131,9 @@ void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,
 		 uint64_t ts);
 void vmr_sc_abandon(struct vmr_rec *r, struct vmr_task *t);
 /* Start a TOUCH bitmap of task t in r->runs (vmr_runs_add, then
- * vmr_runs_end writes it).  Returns 0. */
-int vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
-		    uint64_t ts);
+ * vmr_runs_end writes it). */
+void vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
+		     uint64_t ts);
 int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
 		    uint64_t end, uint32_t reason, uint64_t ts);
 void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);

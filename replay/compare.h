@@ -1,5 +1,5 @@
 /*
- * compare.h - vmreplay --rewrite and --compare (issue 5): replay a trace
+ * compare.h - vmreplay --rewrite and --compare: replay a trace
  * as rewritten by rules of the rewrite engine (analysis/rewrite.h), alone
  * or alternating with the original, and report both side by side.
  *

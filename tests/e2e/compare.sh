@@ -1,5 +1,5 @@
 #!/bin/sh
-# vmreplay --rewrite and --compare (issue 5): a small seed-000 recording
+# vmreplay --rewrite and --compare: a small seed-000 recording
 # (old style, 2 threads) replayed rewritten and compared with itself:
 # zero divergences on both sides, the rule count equals the number of
 # mmap(PROT_NONE) frees in the recording (and what the workload says it
