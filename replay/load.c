@@ -2,7 +2,7 @@
  * load.c - the trace's events, one at a time, into per-thread element
  * arrays (model.h), validated, with the ordering each element needs.
  * The whole load (reading, the checks and marks after the last event,
- * freeing): trace.c.
+ * freeing): trace.c; the helpers every part uses: ldcore.c.
  *
  * Threads and processes: a root process's first thread starts with the
  * run; every other thread is started by an RK_SPAWN element in its
@@ -22,139 +22,17 @@
 #include <unistd.h>
 #include "loadint.h"
 
-int ld_fail(struct loader *L, int err, const char *fmt, ...)
-{
-	if (L->err)
-		return L->err;
-	char what[256];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	if (L->msg && L->msglen)
-		snprintf(L->msg, L->msglen, "event %llu: %s", (unsigned long long)L->event, what);
-	L->err = err < 0 ? err : -EINVAL;
-	return L->err;
-}
-
-int ld_grow(struct loader *L, void **arr, uint32_t *cap, uint32_t need, size_t elsz)
-{
-	if (need <= *cap)
-		return 0;
-	if (need == 0 || need > (1u << 31))
-		return ld_fail(L, VMT_E_LIMIT, "more than 2^31 items of one kind");
-	uint64_t nc = *cap ? *cap : 16;
-	while (nc < need)
-		nc *= 2;
-	uint64_t add = (nc - *cap) * elsz;
-	if (L->t->loaded_bytes + add > L->t->opt.max_memory)
-		return ld_fail(L, -E2BIG, "the trace needs more than --max-memory to load");
-	void *n = realloc(*arr, nc * elsz);
-	if (!n)
-		return ld_fail(L, -ENOMEM, "out of memory");
-	memset((char *)n + (size_t)*cap * elsz, 0, (size_t)(nc - *cap) * elsz);
-	*arr = n;
-	*cap = (uint32_t)nc;
-	L->t->loaded_bytes += add;
-	return 0;
-}
-
-int ld_new_region(struct loader *L, uint32_t proc, uint8_t kind, uint64_t rec_start,
-		  uint64_t size, uint32_t *out)
-{
-	rp_trace *t = L->t;
-	int rc = ld_grow(L, (void **)&t->regions, &L->rcap, t->nregions + 1, sizeof(*t->regions));
-	if (rc < 0)
-		return rc;
-	struct rp_region *r = &t->regions[t->nregions];
-	memset(r, 0, sizeof(*r));
-	r->rec_start = rec_start;
-	r->size = size;
-	r->proc = proc;
-	r->kind = kind;
-	r->needed = kind == RG_MAP;
-	*out = t->nregions++;
-	return 0;
-}
-
-int ld_add_piece(struct loader *L, uint64_t off, uint64_t len, uint32_t region)
-{
-	rp_trace *t = L->t;
-	int rc = ld_grow(L, (void **)&t->pieces, &L->picap, t->npieces + 1, sizeof(*t->pieces));
-	if (rc < 0)
-		return rc;
-	t->pieces[t->npieces].off = off;
-	t->pieces[t->npieces].len = len;
-	t->pieces[t->npieces].region = region;
-	t->pieces[t->npieces].pad = 0;
-	return (int)t->npieces++;
-}
-
-int ld_file_index(struct loader *L, const struct rp_file *f, uint32_t *out)
-{
-	rp_trace *t = L->t;
-	const char *path = f->path ? f->path : "";
-	for (uint32_t i = t->nfiles; i-- > 0;) {
-		struct rp_file *g = &t->files[i];
-		int same = (f->dev || f->ino) ? (g->dev == f->dev && g->ino == f->ino)
-					      : (!g->dev && !g->ino && !strcmp(g->path, path));
-		if (!same || g->shm != f->shm)
-			continue;
-		if (f->size > g->size)
-			g->size = f->size;
-		if (f->rec_size > g->rec_size)
-			g->rec_size = f->rec_size;
-		*out = i;
-		return 0;
-	}
-	int rc = ld_grow(L, (void **)&t->files, &L->fcap, t->nfiles + 1, sizeof(*t->files));
-	if (rc < 0)
-		return rc;
-	struct rp_file *g = &t->files[t->nfiles];
-	*g = *f;
-	g->path = strdup(path);
-	if (!g->path)
-		return ld_fail(L, -ENOMEM, "out of memory");
-	g->shared_rw = g->original = 0;
-	if (g->rec_size > g->size)
-		g->size = g->rec_size;
-	*out = t->nfiles++;
-	return 0;
-}
-
 /* ---- threads and processes ---------------------------------------------- */
 
-static int map_rec(struct loader *L, uint32_t **arr, uint32_t *n, uint32_t rec)
+/* Room for recorded index rec in a map from recorded to local indexes;
+ * new entries are RP_VOID. */
+static int map_rec(struct loader *L, uint32_t **arr, size_t *cap, uint32_t rec)
 {
-	if (rec < *n)
-		return 0;
-	uint32_t nn = *n ? *n : 64;
-	while (nn <= rec)
-		nn *= 2;
-	uint32_t *a = realloc(*arr, nn * sizeof(*a));
-	if (!a)
+	size_t old = *cap;
+	if (vmt_grow(arr, cap, (size_t)rec + 1, sizeof(**arr)))
 		return ld_fail(L, -ENOMEM, "out of memory");
-	for (uint32_t i = *n; i < nn; i++)
-		a[i] = RP_VOID;
-	*arr = a;
-	*n = nn;
-	return 0;
-}
-
-/* Grow an array of the trace and the loader's array beside it (same
- * capacity, new entries zeroed) to hold at least n elements. */
-static int grow_with_shadow(struct loader *L, void **arr, uint32_t *cap, uint32_t n, size_t elsz,
-			    void **shadow, size_t shsz)
-{
-	uint32_t old = *cap;
-	int rc = ld_grow(L, arr, cap, n, elsz);
-	if (rc || *cap == old)
-		return rc;
-	char *q = realloc(*shadow, (size_t)*cap * shsz);
-	if (!q)
-		return ld_fail(L, -ENOMEM, "out of memory");
-	memset(q + (size_t)old * shsz, 0, (size_t)(*cap - old) * shsz);
-	*shadow = q;
+	for (size_t i = old; i < *cap; i++)
+		(*arr)[i] = RP_VOID;
 	return 0;
 }
 
@@ -162,12 +40,12 @@ static int new_proc(struct loader *L, uint32_t rec, uint32_t parent, uint32_t *o
 {
 	rp_trace *t = L->t;
 	int rc;
-	if ((rc = map_rec(L, &L->proc_of_rec, &L->nproc_of_rec, rec)))
+	if ((rc = map_rec(L, &L->proc_of_rec, &L->capproc_of_rec, rec)))
 		return rc;
 	if (t->nprocs >= 65536)
 		return ld_fail(L, VMT_E_LIMIT, "more than 65536 processes");
-	if ((rc = grow_with_shadow(L, (void **)&t->procs, &L->pcap, t->nprocs + 1, sizeof(*t->procs),
-				   (void **)&L->lp, sizeof(*L->lp))))
+	if ((rc = ld_grow(L, &t->procs, &t->capprocs, t->nprocs + 1, sizeof(*t->procs))) ||
+	    (rc = ld_grow(L, &L->lp, &L->caplp, t->nprocs + 1, sizeof(*L->lp))))
 		return rc;
 	uint32_t p = t->nprocs;
 	struct rp_proc *pr = &t->procs[p];
@@ -196,7 +74,7 @@ static int new_proc(struct loader *L, uint32_t rec, uint32_t parent, uint32_t *o
 		P->brk_cur = Q->brk_cur;
 		P->have_snapshot = 1;
 		P->pending_fork = 1;
-		if ((rc = sim_check_memory(L)))
+		if ((rc = ld_check_memory(L)))
 			return rc;
 	}
 	L->proc_of_rec[rec] = p;
@@ -209,23 +87,17 @@ static int new_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t *out)
 {
 	rp_trace *t = L->t;
 	int rc;
-	if ((rc = map_rec(L, &L->thread_of_rec, &L->nthread_of_rec, rec)))
+	if ((rc = map_rec(L, &L->thread_of_rec, &L->capthread_of_rec, rec)))
 		return rc;
 	if (t->nthreads >= 65536)
 		return ld_fail(L, VMT_E_LIMIT, "more than 65536 threads");
-	if ((rc = grow_with_shadow(L, (void **)&t->threads, &L->tcap, t->nthreads + 1,
-				   sizeof(*t->threads), (void **)&L->lt, sizeof(*L->lt))))
+	if ((rc = ld_grow(L, &t->threads, &t->capthreads, t->nthreads + 1, sizeof(*t->threads))) ||
+	    (rc = ld_grow(L, &L->lt, &L->caplt, t->nthreads + 1, sizeof(*L->lt))))
 		return rc;
 	uint32_t tid = t->nthreads;
 	struct lproc *P = &L->lp[p];
-	if (P->nthreads == P->tcap) {
-		uint32_t cap = P->tcap ? P->tcap * 2 : 4;
-		void *n = realloc(P->threads, cap * sizeof(*P->threads));
-		if (!n)
-			return ld_fail(L, -ENOMEM, "out of memory");
-		P->threads = n;
-		P->tcap = cap;
-	}
+	if (vmt_grow(&P->threads, &P->capthreads, (size_t)P->nthreads + 1, sizeof(*P->threads)))
+		return ld_fail(L, -ENOMEM, "out of memory");
 	L->lt[tid].in_proc = P->nthreads;
 	P->threads[P->nthreads++] = tid;
 	P->live++;
@@ -262,14 +134,14 @@ static int append(struct loader *L, uint32_t tid, const struct rp_elem *proto, u
 
 	if (th->nelem >= (1u << 31))
 		return ld_fail(L, VMT_E_LIMIT, "more than 2^31 elements in one thread");
-	if ((rc = ld_grow(L, (void **)&th->elem, &lt->cap, th->nelem + 1, sizeof(*th->elem))))
+	if ((rc = ld_grow(L, &th->elem, &th->capelem, (size_t)th->nelem + 1, sizeof(*th->elem))))
 		return rc;
 	struct rp_elem *e = &th->elem[th->nelem];
 	*e = *proto;
 	e->event = L->event;
 	e->ts = ts >= t->first_ts ? ts - t->first_ts : 0;
 	if (lt->npt) {
-		if ((rc = ld_grow(L, (void **)&t->touches, &L->tocap, t->ntouches + lt->npt,
+		if ((rc = ld_grow(L, &t->touches, &t->captouches, (size_t)t->ntouches + lt->npt,
 				  sizeof(*t->touches))) < 0)
 			return rc;
 		memcpy(&t->touches[t->ntouches], lt->pt, lt->npt * sizeof(*lt->pt));
@@ -353,7 +225,7 @@ static int start_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t par
 {
 	rp_trace *t = L->t;
 	struct lproc *P = &L->lp[p];
-	uint32_t par = parent < L->nthread_of_rec ? L->thread_of_rec[parent] : RP_VOID;
+	uint32_t par = parent < L->capthread_of_rec ? L->thread_of_rec[parent] : RP_VOID;
 	int rc, first = P->nthreads == 0;
 	uint32_t tid = RP_VOID;
 
@@ -395,7 +267,7 @@ static int start_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t par
  * an implicit root. */
 static int proc_of(struct loader *L, const struct vmt_event *ev, uint32_t *out)
 {
-	if (ev->proc < L->nproc_of_rec && L->proc_of_rec[ev->proc] != RP_VOID) {
+	if (ev->proc < L->capproc_of_rec && L->proc_of_rec[ev->proc] != RP_VOID) {
 		*out = L->proc_of_rec[ev->proc];
 		if (L->lp[*out].exited)
 			return ld_fail(L, VMT_E_CORRUPT, "event of process %u after its exit", ev->proc);
@@ -413,7 +285,7 @@ static int thread_of(struct loader *L, const struct vmt_event *ev, uint32_t *out
 	rp_trace *t = L->t;
 	uint32_t p;
 	int rc;
-	if (ev->thread < L->nthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID) {
+	if (ev->thread < L->capthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID) {
 		*out = L->thread_of_rec[ev->thread];
 		if (t->threads[*out].ended)
 			return ld_fail(L, VMT_E_CORRUPT, "thread %u has an event after its exit", ev->thread);
@@ -473,11 +345,11 @@ static int ev_process_start(struct loader *L, const struct vmt_event *ev)
 {
 	uint32_t p, parent = RP_VOID;
 	int rc;
-	if (ev->proc < L->nproc_of_rec && L->proc_of_rec[ev->proc] != RP_VOID)
+	if (ev->proc < L->capproc_of_rec && L->proc_of_rec[ev->proc] != RP_VOID)
 		return ld_fail(L, VMT_E_CORRUPT, "process %u started twice", ev->proc);
 	uint32_t pp = ev->u.process_start.parent_proc;
 	if (pp != VMT_NONE) {
-		if (pp >= L->nproc_of_rec || L->proc_of_rec[pp] == RP_VOID)
+		if (pp >= L->capproc_of_rec || L->proc_of_rec[pp] == RP_VOID)
 			return ld_fail(L, VMT_E_CORRUPT, "process %u has unknown parent %u", ev->proc, pp);
 		parent = L->proc_of_rec[pp];
 		if (L->lp[parent].exited)
@@ -494,7 +366,7 @@ static int ev_thread_start(struct loader *L, const struct vmt_event *ev)
 {
 	uint32_t p, tid;
 	int rc;
-	if (ev->thread < L->nthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID)
+	if (ev->thread < L->capthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID)
 		return ld_fail(L, VMT_E_CORRUPT, "thread %u started twice", ev->thread);
 	if ((rc = proc_of(L, ev, &p)))
 		return rc;
@@ -503,7 +375,7 @@ static int ev_thread_start(struct loader *L, const struct vmt_event *ev)
 
 static int ev_thread_exit(struct loader *L, const struct vmt_event *ev)
 {
-	if (ev->thread < L->nthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID) {
+	if (ev->thread < L->capthread_of_rec && L->thread_of_rec[ev->thread] != RP_VOID) {
 		uint32_t tid = L->thread_of_rec[ev->thread];
 		/* Threads ended by an exec or a process exit may report later. */
 		return L->t->threads[tid].ended ? 0 : ld_end_thread(L, tid, ev->ts_ns);
@@ -517,7 +389,7 @@ static int ev_process_exit(struct loader *L, const struct vmt_event *ev)
 {
 	uint32_t p;
 	int rc;
-	if (ev->proc >= L->nproc_of_rec || L->proc_of_rec[ev->proc] == RP_VOID)
+	if (ev->proc >= L->capproc_of_rec || L->proc_of_rec[ev->proc] == RP_VOID)
 		return ld_fail(L, VMT_E_CORRUPT, "exit of process %u, which never started", ev->proc);
 	p = L->proc_of_rec[ev->proc];
 	struct lproc *P = &L->lp[p];

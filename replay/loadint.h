@@ -1,8 +1,13 @@
 /*
- * loadint.h - state shared by the trace loader (trace.c: the whole load;
- * load.c: event stream, threads, processes; order.c: ordering) and the
- * address-space simulation (sim.c: translating each recorded op into
- * replay pieces).  Internal.
+ * loadint.h - state shared by the trace loader and the address-space
+ * simulation.  Internal.  Its files, each using only those below it:
+ *   trace.c     the whole load: reading, the checks after the last event
+ *   load.c      the events one at a time: threads, processes, elements
+ *   sim.c       each recorded op translated into replay pieces
+ *   simtouch.c  TOUCH and FAULT events (uses sim.c)
+ *   simspace.c  MAPS snapshots: stand-ins, plans, a process's map
+ *   order.c     the waits of each element
+ *   ldcore.c    errors, arrays, regions, pieces, files, memory checks
  */
 #ifndef VMREPLAY_LOADINT_H
 #define VMREPLAY_LOADINT_H
@@ -25,13 +30,14 @@ struct lrange {
 };
 
 struct lthread {
-	uint32_t cap;	       /* of rp_thread.elem */
 	uint32_t in_proc;      /* index among its process's threads */
 	/* Touches waiting for the thread's next element. */
 	struct rp_touch *pt;
-	uint32_t npt, ptcap;
+	uint32_t npt;
+	size_t cappt;
 	struct lrange *tr;     /* their recorded ranges (for ordering) */
-	uint32_t ntr, trcap;
+	uint32_t ntr;
+	size_t captr;
 	/* MAP_FILE waiting for the thread's next syscall. */
 	int have_file;
 	struct rp_file file;   /* path points into pathbuf */
@@ -40,7 +46,7 @@ struct lthread {
 	/* Highest seq of each thread of the process this thread has
 	 * already waited for (resource order; indexed by in_proc). */
 	uint32_t *known;
-	uint32_t nknown;
+	size_t capknown;       /* (entries past the last written are 0) */
 	uint32_t last_dep_thread, last_dep_seq; /* other-process deps (strict order, vfork) */
 	/* The exec (or end) of a vfork child this thread made: its next
 	 * element waits for it (vf_seq 0: none). */
@@ -58,7 +64,8 @@ struct lproc {
 	uint32_t brk_region;	/* RP_VOID until known */
 	uint64_t brk_cur;	/* recorded current break (absolute) */
 	uint32_t *threads;	/* local thread ids, in creation order */
-	uint32_t nthreads, tcap;
+	uint32_t nthreads;
+	size_t capthreads;
 	uint32_t live;		/* threads not ended */
 	uint32_t pending_fork;	/* 1: first thread not yet seen */
 	uint32_t vforked;	/* started by vfork */
@@ -71,13 +78,14 @@ struct lproc {
 
 struct loader {
 	rp_trace *t;
-	struct lthread *lt;
-	struct lproc *lp;
+	struct lthread *lt;	 /* [t->nthreads] */
+	size_t caplt;
+	struct lproc *lp;	 /* [t->nprocs] */
+	size_t caplp;
 	uint32_t *thread_of_rec; /* recorded thread index -> local, RP_VOID */
-	uint32_t nthread_of_rec;
+	size_t capthread_of_rec; /* (all of it is valid) */
 	uint32_t *proc_of_rec;
-	uint32_t nproc_of_rec;
-	uint32_t tcap, pcap, rcap, picap, tocap, dcap, scap, plcap, fcap;
+	size_t capproc_of_rec;
 	uint64_t event;	       /* index of the event being loaded */
 	uint64_t page;	       /* recorded page size */
 	uint64_t cur_mapped, cur_touched; /* all processes */
@@ -87,16 +95,24 @@ struct loader {
 	int err;
 };
 
+/* ---- ldcore.c: what every part of the loader uses ------------------- */
+
 /* Errors: set a message (with the event index) and return <0. */
 int ld_fail(struct loader *L, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Growth of the trace arrays; all return an index or <0 (ENOMEM, limit). */
-int ld_grow(struct loader *L, void **arr, uint32_t *cap, uint32_t need, size_t elsz);
+/* Make room for `need` elements in the array at arrp (a T **) of capacity
+ * *cap, counted toward --max-memory (vmt_grow: new elements zeroed).
+ * Returns 0 or <0 (ENOMEM, E2BIG, the 2^31 limit), with a message. */
+int ld_grow(struct loader *L, void *arrp, size_t *cap, size_t need, size_t elsz);
+/* New items of the trace; all return 0 (ld_add_piece: the index) or <0. */
 int ld_new_region(struct loader *L, uint32_t proc, uint8_t kind, uint64_t rec_start,
 		  uint64_t size, uint32_t *out);
 int ld_add_piece(struct loader *L, uint64_t off, uint64_t len, uint32_t region);
 int ld_file_index(struct loader *L, const struct rp_file *f, uint32_t *out);
+/* Take the current memory use (L->cur_*) into the peaks, and fail if
+ * they (times --scale) exceed --max-memory. */
+int ld_check_memory(struct loader *L);
 
 /* order.c: compute the dependencies of element e (the seq-th of thread
  * tid, using recorded ranges rng, or the whole address space when global)
@@ -114,24 +130,20 @@ int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 /* simtouch.c: a TOUCH or FAULT event of thread tid: append touch actions
  * to the thread's pending list. */
 int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev);
-/* sim.c: a MAPS snapshot starting process p's epoch: stand-in regions
+/* simspace.c: a MAPS snapshot starting process p's epoch: stand-in regions
  * into the map, a plan. */
 int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m);
-/* sim.c: ensure process p has a current plan; returns its index or <0. */
+/* simspace.c: ensure process p has a current plan; returns its index or <0. */
 int sim_plan(struct loader *L, uint32_t p);
-/* sim.c: all mapped pieces of p's map (for exec), appended to the pieces;
+/* simspace.c: all mapped pieces of p's map (for exec), appended to the pieces;
  * then the map is emptied (piece0, npieces: where they went). */
 int sim_clear(struct loader *L, uint32_t p, uint32_t *piece0, uint32_t *npieces);
-/* sim.c: forget p's accounting (process exit). */
+/* simspace.c: forget p's accounting (process exit). */
 void sim_proc_exit(struct loader *L, uint32_t p);
 /* load.c: one event of the trace into the loader. */
 int ld_event(struct loader *L, const struct vmt_event *ev);
 /* load.c: thread tid ends (its RK_END element); ts 0: with the recording. */
 int ld_end_thread(struct loader *L, uint32_t tid, uint64_t ts);
-/* trace.c: fail if the peaks (times --scale) exceed --max-memory. */
-int ld_check_memory(struct loader *L);
-/* sim.c: memory accounting check after a change. */
-int sim_check_memory(struct loader *L);
 /* sim.c: pages [a, b) of P are present (counted toward the touched peak). */
 int sim_touched_add(struct loader *L, struct lproc *P, uint64_t a, uint64_t b);
 /* sim.c: some element uses region (a stand-in region gets its mapping). */

@@ -166,11 +166,11 @@ struct rp_thread {
 	uint32_t proc;	 /* local process index */
 	uint32_t rec;	 /* recorded thread index */
 	uint32_t nelem;
-	uint32_t pad;
-	struct rp_elem *elem;
-	uint64_t mincore_max; /* largest mincore vector it needs (bytes) */
 	uint8_t ended;	 /* (load time) */
-	uint8_t pad3[7];
+	uint8_t pad[3];
+	struct rp_elem *elem;
+	size_t capelem;	 /* (load time: the capacity of elem) */
+	uint64_t mincore_max; /* largest mincore vector it needs (bytes) */
 };
 
 struct rp_proc {
@@ -191,24 +191,34 @@ struct rp_trace {
 	uint64_t events;       /* events in the trace */
 	uint64_t nops;	       /* syscall elements */
 
+	/* The arrays, each with its count and its capacity (load time). */
 	struct rp_thread *threads;
 	uint32_t nthreads;
+	size_t capthreads;
 	struct rp_proc *procs;
 	uint32_t nprocs;
+	size_t capprocs;
 	struct rp_region *regions;
 	uint32_t nregions;
+	size_t capregions;
 	struct rp_piece *pieces;
 	uint32_t npieces;
+	size_t cappieces;
 	struct rp_touch *touches;
 	uint32_t ntouches;
+	size_t captouches;
 	struct rp_dep *deps;
 	uint32_t ndeps;
+	size_t capdeps;
 	struct rp_standin *standins;
 	uint32_t nstandins;
+	size_t capstandins;
 	struct rp_plan *plans;
 	uint32_t nplans;
+	size_t capplans;
 	struct rp_file *files;
 	uint32_t nfiles;
+	size_t capfiles;
 
 	/* Load-time facts, reported. */
 	uint64_t peak_mapped, peak_touched; /* bytes, one copy */

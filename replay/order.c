@@ -25,17 +25,8 @@ static int note_dep(struct loader *L, uint32_t self, uint32_t u, uint32_t seq)
 		return 0;
 	if (t->threads[u].proc == t->threads[self].proc) {
 		uint32_t k = L->lt[u].in_proc;
-		if (k >= lt->nknown) {
-			uint32_t n = lt->nknown ? lt->nknown : 4;
-			while (n <= k)
-				n *= 2;
-			uint32_t *a = realloc(lt->known, n * sizeof(*a));
-			if (!a)
-				return ld_fail(L, -ENOMEM, "out of memory");
-			memset(a + lt->nknown, 0, (n - lt->nknown) * sizeof(*a));
-			lt->known = a;
-			lt->nknown = n;
-		}
+		if (vmt_grow(&lt->known, &lt->capknown, (size_t)k + 1, sizeof(*lt->known)))
+			return ld_fail(L, -ENOMEM, "out of memory");
 		if (lt->known[k] >= seq)
 			return 0;
 		lt->known[k] = seq;
@@ -45,7 +36,7 @@ static int note_dep(struct loader *L, uint32_t self, uint32_t u, uint32_t seq)
 		lt->last_dep_thread = u;
 		lt->last_dep_seq = seq;
 	}
-	int rc = ld_grow(L, (void **)&t->deps, &L->dcap, t->ndeps + 1, sizeof(*t->deps));
+	int rc = ld_grow(L, &t->deps, &t->capdeps, (size_t)t->ndeps + 1, sizeof(*t->deps));
 	if (rc < 0)
 		return rc;
 	t->deps[t->ndeps].thread = u;

@@ -50,17 +50,6 @@ static uint64_t covered(const struct addrmap *m, uint64_t a, uint64_t b)
 	return n;
 }
 
-int sim_check_memory(struct loader *L)
-{
-	rp_trace *t = L->t;
-	if (L->cur_mapped > t->peak_mapped)
-		t->peak_mapped = L->cur_mapped;
-	if (L->cur_touched > t->peak_touched)
-		t->peak_touched = L->cur_touched;
-	/* Stop at once on a runaway trace. */
-	return ld_check_memory(L);
-}
-
 /* Map changes with accounting. */
 static int map_set(struct loader *L, struct lproc *P, uint64_t a, uint64_t b, struct rpam_val v)
 {
@@ -71,7 +60,7 @@ static int map_set(struct loader *L, struct lproc *P, uint64_t a, uint64_t b, st
 	uint64_t after = charged(&P->map, a, b);
 	P->mapped += after - before;
 	L->cur_mapped += after - before;
-	return sim_check_memory(L);
+	return ld_check_memory(L);
 }
 
 static int map_remove(struct loader *L, struct lproc *P, uint64_t a, uint64_t b)
@@ -105,7 +94,7 @@ int sim_touched_add(struct loader *L, struct lproc *P, uint64_t a, uint64_t b)
 		return ld_fail(L, -ENOMEM, "out of memory");
 	P->touched_bytes += (b - a) - n;
 	L->cur_touched += (b - a) - n;
-	return sim_check_memory(L);
+	return ld_check_memory(L);
 }
 
 /* Change the protection bits of the mapped parts of [a, b), keeping the
@@ -127,7 +116,7 @@ static int map_protect(struct loader *L, struct lproc *P, uint64_t a, uint64_t b
 	uint64_t after = charged(&P->map, a, b);
 	P->mapped += after - before;
 	L->cur_mapped += after - before;
-	return sim_check_memory(L);
+	return ld_check_memory(L);
 }
 
 void sim_need(struct loader *L, uint32_t region)

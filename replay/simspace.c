@@ -15,7 +15,7 @@ int sim_plan(struct loader *L, uint32_t p)
 	rp_trace *t = L->t;
 	if (P->plan != RP_VOID)
 		return (int)P->plan;
-	int rc = ld_grow(L, (void **)&t->plans, &L->plcap, t->nplans + 1, sizeof(*t->plans));
+	int rc = ld_grow(L, &t->plans, &t->capplans, (size_t)t->nplans + 1, sizeof(*t->plans));
 	if (rc < 0)
 		return rc;
 	struct rp_plan *pl = &t->plans[t->nplans];
@@ -52,7 +52,7 @@ static int snap_map_set(struct loader *L, struct lproc *P, uint64_t a, uint64_t 
 	uint64_t after = (v.attr & AT_PROT) ? b - a : 0;
 	P->mapped += after - before;
 	L->cur_mapped += after - before;
-	return sim_check_memory(L);
+	return ld_check_memory(L);
 }
 
 int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
@@ -120,7 +120,7 @@ int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
 			if ((en->perms & VMT_MAPS_SHARED) && (en->perms & VMT_PROT_W))
 				t->files[file].shared_rw = 1;
 		}
-		if ((rc = ld_grow(L, (void **)&t->standins, &L->scap, t->nstandins + 1,
+		if ((rc = ld_grow(L, &t->standins, &t->capstandins, (size_t)t->nstandins + 1,
 				  sizeof(*t->standins))) < 0)
 			return rc;
 		struct rp_standin *s = &t->standins[t->nstandins++];

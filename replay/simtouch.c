@@ -35,16 +35,10 @@ static int push_touch(struct loader *L, struct lthread *lt, uint32_t region, uin
 				continue;
 			}
 		}
-		if (lt->npt == lt->ptcap) {
-			uint32_t cap = lt->ptcap ? lt->ptcap * 2 : 8;
-			if (cap > (1u << 28))
-				return ld_fail(L, VMT_E_LIMIT, "too many touches before one op");
-			void *nw = realloc(lt->pt, cap * sizeof(*lt->pt));
-			if (!nw)
-				return ld_fail(L, -ENOMEM, "out of memory");
-			lt->pt = nw;
-			lt->ptcap = cap;
-		}
+		if (lt->npt >= (1u << 28))
+			return ld_fail(L, VMT_E_LIMIT, "too many touches before one op");
+		if (vmt_grow(&lt->pt, &lt->cappt, (size_t)lt->npt + 1, sizeof(*lt->pt)))
+			return ld_fail(L, -ENOMEM, "out of memory");
 		struct rp_touch *tt = &lt->pt[lt->npt++];
 		tt->off = off;
 		tt->region = region;
@@ -84,14 +78,8 @@ static int add_tr(struct loader *L, struct lthread *lt, uint64_t a, uint64_t b)
 		lt->tr[lt->ntr - 1].b = b;
 		return 0;
 	}
-	if (lt->ntr == lt->trcap) {
-		uint32_t cap = lt->trcap ? lt->trcap * 2 : 8;
-		void *n = realloc(lt->tr, cap * sizeof(*lt->tr));
-		if (!n)
-			return ld_fail(L, -ENOMEM, "out of memory");
-		lt->tr = n;
-		lt->trcap = cap;
-	}
+	if (vmt_grow(&lt->tr, &lt->captr, (size_t)lt->ntr + 1, sizeof(*lt->tr)))
+		return ld_fail(L, -ENOMEM, "out of memory");
 	lt->tr[lt->ntr++] = (struct lrange){a, b};
 	return 0;
 }

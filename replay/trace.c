@@ -49,21 +49,6 @@ static uint64_t void_length(uint64_t page)
 	return v & ~(page - 1);
 }
 
-int ld_check_memory(struct loader *L)
-{
-	rp_trace *t = L->t;
-	uint64_t scale = t->opt.scale ? t->opt.scale : 1, peak = t->peak_mapped > t->peak_touched
-			 ? t->peak_mapped : t->peak_touched;
-	if (peak <= t->opt.max_memory / scale)
-		return 0;
-	char a[32], b[32];
-	vmt_format_bytes(a, sizeof(a), peak * scale);
-	vmt_format_bytes(b, sizeof(b), t->opt.max_memory);
-	return ld_fail(L, -E2BIG, "peak %s memory %s%s exceeds --max-memory %s",
-		       t->peak_mapped >= t->peak_touched ? "mapped" : "touched", a,
-		       scale > 1 ? " (all copies)" : "", b);
-}
-
 /* What the replay loop needs of a one-piece range op, copied into the
  * element (its piece, a single touch run), and the elements it runs on
  * its short path (worker.c): after the load, when every wait, post and

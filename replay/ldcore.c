@@ -1,0 +1,123 @@
+/*
+ * ldcore.c - what every part of the trace loader uses: errors with the
+ * event index, array growth counted toward --max-memory, the regions,
+ * pieces and files of the trace, and the memory checks.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "loadint.h"
+
+int ld_fail(struct loader *L, int err, const char *fmt, ...)
+{
+	if (L->err)
+		return L->err;
+	char what[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (L->msg && L->msglen)
+		snprintf(L->msg, L->msglen, "event %llu: %s", (unsigned long long)L->event, what);
+	L->err = err < 0 ? err : -EINVAL;
+	return L->err;
+}
+
+int ld_grow(struct loader *L, void *arrp, size_t *cap, size_t need, size_t elsz)
+{
+	if (need <= *cap)
+		return 0;
+	if (need > (1u << 31))
+		return ld_fail(L, VMT_E_LIMIT, "more than 2^31 items of one kind");
+	size_t old = *cap;
+	if (vmt_grow(arrp, cap, need, elsz))
+		return ld_fail(L, -ENOMEM, "out of memory");
+	L->t->loaded_bytes += (uint64_t)(*cap - old) * elsz;
+	if (L->t->loaded_bytes > L->t->opt.max_memory)
+		return ld_fail(L, -E2BIG, "the trace needs more than --max-memory to load");
+	return 0;
+}
+
+int ld_new_region(struct loader *L, uint32_t proc, uint8_t kind, uint64_t rec_start,
+		  uint64_t size, uint32_t *out)
+{
+	rp_trace *t = L->t;
+	int rc = ld_grow(L, &t->regions, &t->capregions, (size_t)t->nregions + 1, sizeof(*t->regions));
+	if (rc < 0)
+		return rc;
+	struct rp_region *r = &t->regions[t->nregions];
+	memset(r, 0, sizeof(*r));
+	r->rec_start = rec_start;
+	r->size = size;
+	r->proc = proc;
+	r->kind = kind;
+	r->needed = kind == RG_MAP;
+	*out = t->nregions++;
+	return 0;
+}
+
+int ld_add_piece(struct loader *L, uint64_t off, uint64_t len, uint32_t region)
+{
+	rp_trace *t = L->t;
+	int rc = ld_grow(L, &t->pieces, &t->cappieces, (size_t)t->npieces + 1, sizeof(*t->pieces));
+	if (rc < 0)
+		return rc;
+	t->pieces[t->npieces].off = off;
+	t->pieces[t->npieces].len = len;
+	t->pieces[t->npieces].region = region;
+	t->pieces[t->npieces].pad = 0;
+	return (int)t->npieces++;
+}
+
+int ld_file_index(struct loader *L, const struct rp_file *f, uint32_t *out)
+{
+	rp_trace *t = L->t;
+	const char *path = f->path ? f->path : "";
+	for (uint32_t i = t->nfiles; i-- > 0;) {
+		struct rp_file *g = &t->files[i];
+		int same = (f->dev || f->ino) ? (g->dev == f->dev && g->ino == f->ino)
+					      : (!g->dev && !g->ino && !strcmp(g->path, path));
+		if (!same || g->shm != f->shm)
+			continue;
+		if (f->size > g->size)
+			g->size = f->size;
+		if (f->rec_size > g->rec_size)
+			g->rec_size = f->rec_size;
+		*out = i;
+		return 0;
+	}
+	int rc = ld_grow(L, &t->files, &t->capfiles, (size_t)t->nfiles + 1, sizeof(*t->files));
+	if (rc < 0)
+		return rc;
+	struct rp_file *g = &t->files[t->nfiles];
+	*g = *f;
+	g->path = strdup(path);
+	if (!g->path)
+		return ld_fail(L, -ENOMEM, "out of memory");
+	g->shared_rw = g->original = 0;
+	if (g->rec_size > g->size)
+		g->size = g->rec_size;
+	*out = t->nfiles++;
+	return 0;
+}
+
+int ld_check_memory(struct loader *L)
+{
+	rp_trace *t = L->t;
+	if (L->cur_mapped > t->peak_mapped)
+		t->peak_mapped = L->cur_mapped;
+	if (L->cur_touched > t->peak_touched)
+		t->peak_touched = L->cur_touched;
+	uint64_t scale = t->opt.scale ? t->opt.scale : 1, peak = t->peak_mapped > t->peak_touched
+			 ? t->peak_mapped : t->peak_touched;
+	if (peak <= t->opt.max_memory / scale)
+		return 0;
+	char a[32], b[32];
+	vmt_format_bytes(a, sizeof(a), peak * scale);
+	vmt_format_bytes(b, sizeof(b), t->opt.max_memory);
+	return ld_fail(L, -E2BIG, "peak %s memory %s%s exceeds --max-memory %s",
+		       t->peak_mapped >= t->peak_touched ? "mapped" : "touched", a,
+		       scale > 1 ? " (all copies)" : "", b);
+}
