@@ -1,6 +1,7 @@
 /*
- * rewrite.c - the rewrite engine: the rule list, the chain of stages, the
- * queues of held events, and helpers the rules share.
+ * rewrite.c - the rewrite engine: the chain of stages, the queues of held
+ * events, and helpers the rules share.  The rules and their list:
+ * rules.c.
  *
  * Why a queue per stage: a rule often cannot decide on an event until it
  * has seen later ones (prot-none-free keeps the mmap(PROT_NONE) until it
@@ -26,19 +27,10 @@
 #define RW_MAX_QUEUE (1u << 17)
 #define RW_MAX_QBYTES ((size_t)128 << 20)
 
-static const struct rw_rule *const all_rules[] = {
-	&rw_rule_prot_none_free,
-	&rw_rule_dontneed_to_free,
-	&rw_rule_free_to_dontneed,
-	&rw_rule_mlock_onfault,
-	&rw_rule_populate,
-};
-#define NRULES (sizeof(all_rules) / sizeof(all_rules[0]))
-
 struct vmt_rewrite {
 	unsigned nst;
-	struct rw_stage st[NRULES];
-	struct vmt_rewrite_count count[NRULES];
+	struct rw_stage st[RW_MAX_RULES];
+	struct vmt_rewrite_count count[RW_MAX_RULES];
 	struct vmt_rewrite_counts c;
 	char list[VMT_REWRITE_MAX_LIST];
 	uint32_t page_size;
@@ -46,15 +38,6 @@ struct vmt_rewrite {
 	vmt_rewrite_emit_fn emit;
 	void *arg;
 };
-
-const struct vmt_rewrite_rule_info *vmt_rewrite_rules(size_t *n)
-{
-	static struct vmt_rewrite_rule_info info[NRULES];
-	for (size_t i = 0; i < NRULES; i++)
-		info[i] = (struct vmt_rewrite_rule_info){ all_rules[i]->name, all_rules[i]->summary };
-	*n = NRULES;
-	return info;
-}
 
 void rw_msg(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -66,73 +49,12 @@ void rw_msg(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Parse `rules` into rule pointers; 0 or -EINVAL with a message. */
-static int parse(const char *rules, const struct rw_rule **out, unsigned *n, char *err,
-		 size_t errlen)
+vmt_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err, size_t errlen)
 {
-	if (!rules || !*rules)
-		rules = VMT_REWRITE_DEFAULT;
-	if (strlen(rules) >= VMT_REWRITE_MAX_LIST) {
-		rw_msg(err, errlen, "rewrite rule list too long (%zu bytes, at most %d)", strlen(rules),
-		    VMT_REWRITE_MAX_LIST - 1);
-		return -EINVAL;
-	}
-	*n = 0;
-	for (const char *p = rules;;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (!len) {
-			rw_msg(err, errlen, "empty rewrite rule name in '%s'", rules);
-			return -EINVAL;
-		}
-		const struct rw_rule *r = NULL;
-		for (size_t i = 0; i < NRULES; i++)
-			if (strlen(all_rules[i]->name) == len && !memcmp(all_rules[i]->name, p, len))
-				r = all_rules[i];
-		if (!r) {
-			char known[256] = "";
-			for (size_t i = 0; i < NRULES; i++) {
-				strcat(known, i ? ", " : "");
-				strcat(known, all_rules[i]->name);
-			}
-			rw_msg(err, errlen, "unknown rewrite rule '%.*s' (rules: %s)", (int)len, p, known);
-			return -EINVAL;
-		}
-		for (unsigned i = 0; i < *n; i++)
-			if (out[i] == r) {
-				rw_msg(err, errlen, "rewrite rule '%s' given twice", r->name);
-				return -EINVAL;
-			}
-		out[(*n)++] = r;
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	int d2f = 0, f2d = 0;
-	for (unsigned i = 0; i < *n; i++) {
-		d2f |= out[i] == &rw_rule_dontneed_to_free;
-		f2d |= out[i] == &rw_rule_free_to_dontneed;
-	}
-	if (d2f && f2d) {
-		rw_msg(err, errlen, "rewrite rules 'dontneed-to-free' and 'free-to-dontneed' undo each other");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-int vmt_rewrite_check(const char *rules, char *err, size_t errlen)
-{
-	const struct rw_rule *r[NRULES + 1];
-	unsigned n;
-	return parse(rules, r, &n, err, errlen);
-}
-
-vmt_rewrite *vmt_rewrite_new(const char *rules, char *err, size_t errlen)
-{
-	const struct rw_rule *r[NRULES + 1];
-	unsigned n;
-	if (parse(rules, r, &n, err, errlen))
+	if (n > RW_MAX_RULES) {
+		rw_msg(err, errlen, "more than %d rewrite rules", RW_MAX_RULES);
 		return NULL;
+	}
 	vmt_rewrite *rw = calloc(1, sizeof(*rw));
 	if (!rw) {
 		rw_msg(err, errlen, "out of memory");

@@ -47,6 +47,14 @@ extern const struct rw_rule rw_rule_free_to_dontneed;
 extern const struct rw_rule rw_rule_mlock_onfault;
 extern const struct rw_rule rw_rule_populate;
 
+/* The most rules one chain can run. */
+#define RW_MAX_RULES 8
+
+/* A rewriter running rules r[0..n) in that order (rules.c parses a list
+ * into it).  NULL with a message on failure. */
+struct vmt_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err,
+				  size_t errlen);
+
 struct rw_qent {
 	struct vmt_event *ev; /* deep copy (one allocation) */
 	size_t bytes;
