@@ -36,7 +36,18 @@ Q := @
 say = @printf '  %-8s %s\n'
 endif
 
-INCLUDES := -Iformat -Irecord -Ireplay -Ianalysis
+# Each library sees its own headers and those of the layers below it, so
+# that an include the wrong way fails to build (mk/layers.py checks the
+# rest: no internal header across folders, no cycle between files).
+#   format (libvmtrace)  <-  analysis  <-  replay, vmtrace;  format <- record
+INCLUDES_format := -Iformat
+INCLUDES_analysis := -Iformat -Ianalysis
+INCLUDES_record := -Iformat -Irecord
+INCLUDES_replay := -Iformat -Ianalysis -Ireplay
+INCLUDES_vmtrace := -Iformat -Ianalysis -Ivmtrace
+# Tests, fuzzers and benches reach into every layer.
+INCLUDES_all := -Iformat -Ianalysis -Irecord -Ireplay -Ivmtrace -Itests/unit
+INCLUDES = $(or $(INCLUDES_$(firstword $(subst /, ,$(patsubst $(B)/obj/%,%,$@)))),$(INCLUDES_all))
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(INCLUDES) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -pthread -MMD -MP
 # Evaluated when a recipe runs, i.e. after $(B)/.deps has installed them.
 ZSTD_LIBS = $(shell pkg-config --libs libzstd)
@@ -48,7 +59,8 @@ LDLIBS_ALL = $(ZSTD_LIBS) -lm -pthread
 FORMAT_SRC := $(wildcard format/*.c)
 RECORD_SRC := $(filter-out record/vmrec.c,$(wildcard record/*.c))
 REPLAY_SRC := $(filter-out replay/vmreplay.c,$(wildcard replay/*.c))
-ANALYSIS_SRC := $(filter-out analysis/vmtrace.c,$(wildcard analysis/*.c))
+ANALYSIS_SRC := $(wildcard analysis/*.c)
+VMTRACE_SRC := $(filter-out vmtrace/vmtrace.c,$(wildcard vmtrace/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_HELPERS := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
@@ -59,7 +71,8 @@ LIBVMTRACE := $(B)/libvmtrace.a
 LIBRECORD := $(B)/libvmrecord.a
 LIBREPLAY := $(B)/libvmreplay.a
 LIBANALYSIS := $(B)/libvmanalysis.a
-LIBS := $(LIBREPLAY) $(LIBANALYSIS) $(LIBRECORD) $(LIBVMTRACE)
+LIBCMD := $(B)/libvmtracecmd.a
+LIBS := $(LIBCMD) $(LIBREPLAY) $(LIBANALYSIS) $(LIBRECORD) $(LIBVMTRACE)
 
 PROGS := $(B)/vmtrace
 ifneq ($(wildcard record/vmrec.c),)
@@ -106,8 +119,9 @@ $(eval $(call lib_rule,$(LIBVMTRACE),$(FORMAT_SRC)))
 $(eval $(call lib_rule,$(LIBRECORD),$(RECORD_SRC)))
 $(eval $(call lib_rule,$(LIBREPLAY),$(REPLAY_SRC)))
 $(eval $(call lib_rule,$(LIBANALYSIS),$(ANALYSIS_SRC)))
+$(eval $(call lib_rule,$(LIBCMD),$(VMTRACE_SRC)))
 
-$(B)/vmtrace: $(call obj,analysis/vmtrace.c) $(LIBANALYSIS) $(LIBVMTRACE)
+$(B)/vmtrace: $(call obj,vmtrace/vmtrace.c) $(LIBCMD) $(LIBANALYSIS) $(LIBVMTRACE)
 	$(say) LINK $@
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
 
@@ -123,7 +137,7 @@ $(B)/vmreplay: $(call obj,replay/vmreplay.c) $(LIBREPLAY) $(LIBANALYSIS) $(LIBVM
 $(B)/tests/%: tests/unit/%.c $(call obj,$(UNIT_HELPERS)) $(LIBS) | $(B)/.deps
 	$(say) CC $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(call obj,$(UNIT_HELPERS)) $(LIBS) \
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(call obj,$(UNIT_HELPERS)) $(LIBS) \
 		$(CMOCKA_LIBS) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(LDLIBS_ALL)
 
 # Workloads are the programs under test: built plainly, never sanitized.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs the test suite: the cmocka unit test programs given as arguments,
-# every tests/e2e/*.sh script, and short fuzz runs of the trace reader and
-# the replayer.
+# the layering check, every tests/e2e/*.sh script, and short fuzz runs of
+# the trace reader and the replayer.
 # Counts individual tests and ends with one "check: N passed, N failed" line.
 # Environment: B (build dir), SAN (1 for sanitizer build), FUZZ_SECONDS.
 set -u
@@ -35,6 +35,16 @@ for t in "$@"; do
 		echo "   $p passed${s:+, $s skipped}" | sed 's/, 0 skipped//'
 	fi
 done
+
+# The build's layering: no cycle between a folder's files, no internal
+# header used from another folder (mk/layers.py).
+echo "== layers" | tee -a "$log"
+if python3 mk/layers.py "$B" > "$B/check-layers.out" 2>&1; then
+	passed=$((passed + 1)); echo "   1 passed"
+else
+	failed=$((failed + 1)); failures="$failures layers"; cat "$B/check-layers.out"
+fi
+cat "$B/check-layers.out" >> "$log"
 
 # End-to-end scripts print "ok NAME", "not ok NAME: why", "skip NAME: why".
 for t in tests/e2e/*.sh; do

@@ -14,6 +14,8 @@ need libunwind-dev   'pkg-config --exists libunwind-ptrace'
 need libcmocka-dev   'pkg-config --exists cmocka'
 need zstd            'command -v zstd'
 need strace          'command -v strace'
+need python3         'command -v python3'
+need binutils        'command -v nm'
 need clang           'command -v clang'
 need libclang-rt-14-dev 'test -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)"'
 [ -z "$missing" ] && exit 0

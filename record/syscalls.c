@@ -22,60 +22,6 @@
 
 #include "linux_abi.h"
 
-void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to)
-{
-	if (r->faults) {
-		int n = vmr_faults_drain(r->faults, r->w, up_to);
-		if (n < 0 && !r->werr)
-			r->werr = n;
-	}
-}
-
-static int emit_runs(void *ctx, uint64_t start, const struct vmt_touch_run *runs,
-		     uint32_t nruns, uint64_t npages)
-{
-	struct vmr_rec *r = ctx;
-	struct vmt_event *ev = &r->touch_ev;
-
-	ev->kind = VMT_EV_TOUCH;
-	ev->u.touch.start = start;
-	ev->u.touch.npages = npages;
-	ev->u.touch.nruns = nruns;
-	ev->u.touch.runs = runs;
-	return vmr_emit(r, ev);
-}
-
-void vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
-		     uint64_t ts)
-{
-	if (!r->runs.emit)
-		vmr_runs_init(&r->runs, r->page_shift, 0, emit_runs, r);
-	r->touch_ev.thread = t->thread;
-	r->touch_ev.proc = t->proc->index;
-	r->touch_ev.ts_ns = ts;
-	r->touch_ev.u.touch.reason = reason;
-	vmr_runs_begin(&r->runs);
-}
-
-int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
-		    uint64_t end, uint32_t reason, uint64_t ts)
-{
-	int fd, err;
-
-	if (end <= start)
-		return 0;
-	fd = vmr_pagemap_fd(r, t);
-	if (fd < 0)
-		return fd;
-	vmr_touch_begin(r, t, reason, ts);
-	err = vmr_pagemap_scan(&r->pm, fd, start, end, &r->runs);
-	if (err) {
-		vmr_runs_begin(&r->runs); /* a partial picture is not written */
-		return err;
-	}
-	return vmr_runs_end(&r->runs);
-}
-
 /* [addr, addr+len) as a range, or 0 if empty or wrapping. */
 static int range_of(uint64_t addr, uint64_t len, uint64_t *end)
 {

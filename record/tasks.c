@@ -170,18 +170,15 @@ void vmr_free_tables(struct vmr_rec *r)
 	r->norph = r->orphcap = 0;
 }
 
-int vmr_pagemap_fd(struct vmr_rec *r, struct vmr_task *t)
-{
-	struct vmr_proc *p = t->proc;
-	char path[64];
+/* ---- resuming -------------------------------------------------------------- */
 
-	if (p->pagemap_fd >= 0)
-		return p->pagemap_fd;
-	/* Through the task's own tid: a thread group leader that has exited
-	 * (a zombie while other threads run) has no memory to show. */
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->tid);
-	p->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
-	return p->pagemap_fd >= 0 ? p->pagemap_fd : -errno;
+void vmr_resume(struct vmr_rec *r, struct vmr_task *t, int sig)
+{
+	int req = (t->flags & (T_IN_SC | T_SYSCALL_MODE)) ? PTRACE_SYSCALL
+							   : PTRACE_CONT;
+	(void)r;
+	/* ESRCH: killed meanwhile (SIGKILL); its exit report follows. */
+	ptrace(req, t->tid, 0, (long)sig);
 }
 
 /* ---- events -------------------------------------------------------------- */
@@ -499,55 +496,6 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 
 /* ---- exits ---------------------------------------------------------------- */
 
-/* Touch state of every mapping at exit, except the kernel's special ones
- * and PROT_NONE reservations (which cannot have been touched).  One TOUCH
- * event per mapping, as before a discarding op; with PAGEMAP_SCAN the whole
- * address space is read in one pass and split by mapping here, instead of
- * one ioctl per mapping (processes with hundreds of mappings exit often in
- * a build or a shell script). */
-static void exit_touch(struct vmr_rec *r, struct vmr_task *t)
-{
-	uint64_t ts = vmt_now_ns();
-	long n = -EOPNOTSUPP;
-	int fd;
-
-	if (vmr_maps_read(&r->maps, t->tid) || r->maps.n == 0)
-		return;
-	fd = vmr_pagemap_fd(r, t);
-	if (fd >= 0)
-		n = vmr_pagemap_collect(&r->pm, fd, r->maps.e[0].start,
-					r->maps.e[r->maps.n - 1].end,
-					&r->present, &r->present_cap);
-	size_t k = 0;
-	for (uint32_t i = 0; i < r->maps.n; i++) {
-		const struct vmt_map_entry *e = &r->maps.e[i];
-		if (!(e->perms & (VMT_PROT_R | VMT_PROT_W | VMT_PROT_X)))
-			continue;
-		if (!strncmp(e->path, "[v", 2)) /* [vdso] [vvar] [vsyscall] */
-			continue;
-		if (n < 0) {
-			if (vmr_touch_range(r, t, e->start, e->end, VMT_TOUCH_EXIT, ts))
-				break;
-			continue;
-		}
-		/* the collected ranges are sorted; a range may cross into the
-		 * next mapping, so clamp rather than consume */
-		while (k < (size_t)n && r->present[k].end <= e->start)
-			k++;
-		vmr_touch_begin(r, t, VMT_TOUCH_EXIT, ts);
-		for (size_t j = k; j < (size_t)n && r->present[j].start < e->end; j++) {
-			uint64_t s = r->present[j].start > e->start ? r->present[j].start : e->start;
-			uint64_t x = r->present[j].end < e->end ? r->present[j].end : e->end;
-			if (vmr_runs_add(&r->runs, s, (x - s) >> r->page_shift,
-					 r->present[j].state))
-				goto out;
-		}
-		if (vmr_runs_end(&r->runs))
-			break;
-	}
-out:;
-}
-
 void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
 {
 	struct vmr_proc *p = t->proc;
@@ -563,7 +511,7 @@ void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
 	if (p->nlive == 0 && !p->exit_scanned && !p->borrowed_mm &&
 	    !(t->flags & T_PRESTART) && r->o->touch == VMR_TOUCH_RESIDENT) {
 		p->exit_scanned = 1;
-		exit_touch(r, t);
+		vmr_touch_exit(r, t);
 	}
 	if (r->faults)
 		vmr_drain_faults(r, UINT64_MAX);

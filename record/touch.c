@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <linux/types.h>
-#include "rec_internal.h"
+#include "tracer.h"
 
 /* ---- run-length encoding ------------------------------------------------ */
 
@@ -345,4 +345,114 @@ long vmr_pagemap_collect(struct vmr_pagemap *pm, int fd, uint64_t start,
 		return -EOPNOTSUPP;
 	err = scan_walk(pm, fd, start, end, batch_collect, &c);
 	return err ? err : (long)c.n;
+}
+
+/* ---- touch events of a recording ---------------------------------------- */
+
+int vmr_pagemap_fd(struct vmr_rec *r, struct vmr_task *t)
+{
+	struct vmr_proc *p = t->proc;
+	char path[64];
+
+	if (p->pagemap_fd >= 0)
+		return p->pagemap_fd;
+	/* Through the task's own tid: a thread group leader that has exited
+	 * (a zombie while other threads run) has no memory to show. */
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->tid);
+	p->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	return p->pagemap_fd >= 0 ? p->pagemap_fd : -errno;
+}
+
+static int emit_runs(void *ctx, uint64_t start, const struct vmt_touch_run *runs,
+		     uint32_t nruns, uint64_t npages)
+{
+	struct vmr_rec *r = ctx;
+	struct vmt_event *ev = &r->touch_ev;
+
+	ev->kind = VMT_EV_TOUCH;
+	ev->u.touch.start = start;
+	ev->u.touch.npages = npages;
+	ev->u.touch.nruns = nruns;
+	ev->u.touch.runs = runs;
+	return vmr_emit(r, ev);
+}
+
+void vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
+		     uint64_t ts)
+{
+	if (!r->runs.emit)
+		vmr_runs_init(&r->runs, r->page_shift, 0, emit_runs, r);
+	r->touch_ev.thread = t->thread;
+	r->touch_ev.proc = t->proc->index;
+	r->touch_ev.ts_ns = ts;
+	r->touch_ev.u.touch.reason = reason;
+	vmr_runs_begin(&r->runs);
+}
+
+int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
+		    uint64_t end, uint32_t reason, uint64_t ts)
+{
+	int fd, err;
+
+	if (end <= start)
+		return 0;
+	fd = vmr_pagemap_fd(r, t);
+	if (fd < 0)
+		return fd;
+	vmr_touch_begin(r, t, reason, ts);
+	err = vmr_pagemap_scan(&r->pm, fd, start, end, &r->runs);
+	if (err) {
+		vmr_runs_begin(&r->runs); /* a partial picture is not written */
+		return err;
+	}
+	return vmr_runs_end(&r->runs);
+}
+
+/* Touch state of every mapping at exit, except the kernel's special ones
+ * and PROT_NONE reservations (which cannot have been touched).  One TOUCH
+ * event per mapping, as before a discarding op; with PAGEMAP_SCAN the whole
+ * address space is read in one pass and split by mapping here, instead of
+ * one ioctl per mapping (processes with hundreds of mappings exit often in
+ * a build or a shell script). */
+void vmr_touch_exit(struct vmr_rec *r, struct vmr_task *t)
+{
+	uint64_t ts = vmt_now_ns();
+	long n = -EOPNOTSUPP;
+	int fd;
+
+	if (vmr_maps_read(&r->maps, t->tid) || r->maps.n == 0)
+		return;
+	fd = vmr_pagemap_fd(r, t);
+	if (fd >= 0)
+		n = vmr_pagemap_collect(&r->pm, fd, r->maps.e[0].start,
+					r->maps.e[r->maps.n - 1].end,
+					&r->present, &r->present_cap);
+	size_t k = 0;
+	for (uint32_t i = 0; i < r->maps.n; i++) {
+		const struct vmt_map_entry *e = &r->maps.e[i];
+		if (!(e->perms & (VMT_PROT_R | VMT_PROT_W | VMT_PROT_X)))
+			continue;
+		if (!strncmp(e->path, "[v", 2)) /* [vdso] [vvar] [vsyscall] */
+			continue;
+		if (n < 0) {
+			if (vmr_touch_range(r, t, e->start, e->end, VMT_TOUCH_EXIT, ts))
+				break;
+			continue;
+		}
+		/* the collected ranges are sorted; a range may cross into the
+		 * next mapping, so clamp rather than consume */
+		while (k < (size_t)n && r->present[k].end <= e->start)
+			k++;
+		vmr_touch_begin(r, t, VMT_TOUCH_EXIT, ts);
+		for (size_t j = k; j < (size_t)n && r->present[j].start < e->end; j++) {
+			uint64_t s = r->present[j].start > e->start ? r->present[j].start : e->start;
+			uint64_t x = r->present[j].end < e->end ? r->present[j].end : e->end;
+			if (vmr_runs_add(&r->runs, s, (x - s) >> r->page_shift,
+					 r->present[j].state))
+				goto out;
+		}
+		if (vmr_runs_end(&r->runs))
+			break;
+	}
+out:;
 }

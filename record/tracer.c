@@ -82,37 +82,6 @@ static void signals_restore(const struct saved_signals *sv)
 
 /* ---- helpers used by the other files ------------------------------------ */
 
-int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev)
-{
-	int err = vmt_writer_append(r->w, ev);
-
-	if (err && !r->werr)
-		r->werr = err;
-	return err;
-}
-
-void vmr_notice(struct vmr_rec *r, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	if (!r->notice)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	r->notice(r->notice_ctx, buf);
-}
-
-void vmr_resume(struct vmr_rec *r, struct vmr_task *t, int sig)
-{
-	int req = (t->flags & (T_IN_SC | T_SYSCALL_MODE)) ? PTRACE_SYSCALL
-							   : PTRACE_CONT;
-	(void)r;
-	/* ESRCH: killed meanwhile (SIGKILL); its exit report follows. */
-	ptrace(req, t->tid, 0, (long)sig);
-}
-
 /* ---- stops ---------------------------------------------------------------- */
 
 static int syscall_info(pid_t tid, struct ptrace_syscall_info *info)

@@ -1,7 +1,11 @@
 /*
- * tracer.h - state of one recording, shared by tracer.c (the wait loop and
- * stop dispatch), tasks.c (threads, processes, exec, exits) and
- * syscalls.c (the traced calls).  Internal to record/.
+ * tracer.h - state of one recording, shared by the files of the recorder.
+ * Internal to record/.  Each uses only those below it:
+ *   tracer.c    the wait loop and the dispatch of stops
+ *   tasks.c     threads, processes, exec, exits
+ *   syscalls.c  the traced calls
+ *   touch.c     TOUCH events (and the pagemap reading beneath them)
+ *   emit.c      events into the writer, notices, fault samples merged
  */
 #ifndef VMREC_TRACER_H
 #define VMREC_TRACER_H
@@ -98,13 +102,14 @@ struct vmr_rec {
 	char exe[PATH_MAX];
 };
 
-/* tracer.c */
-void vmr_resume(struct vmr_rec *r, struct vmr_task *t, int sig);
+/* emit.c: the event layer */
 int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev);
 void vmr_notice(struct vmr_rec *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);
 
 /* tasks.c */
+void vmr_resume(struct vmr_rec *r, struct vmr_task *t, int sig);
 struct vmr_task *vmr_task_find(struct vmr_rec *r, pid_t tid);
 struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p);
 void vmr_task_remove(struct vmr_rec *r, struct vmr_task *t);
@@ -122,7 +127,6 @@ void vmr_orphan_add(struct vmr_rec *r, pid_t tid, int status);
 void vmr_orphan_drop(struct vmr_rec *r, pid_t tid);
 void vmr_orphans_adopt(struct vmr_rec *r, pid_t dying);
 void vmr_free_tables(struct vmr_rec *r);
-int vmr_pagemap_fd(struct vmr_rec *r, struct vmr_task *t);
 
 /* syscalls.c */
 void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
@@ -130,12 +134,18 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,
 		 uint64_t ts);
 void vmr_sc_abandon(struct vmr_rec *r, struct vmr_task *t);
+
+/* touch.c: TOUCH events */
+/* The pagemap of t's process, opened on first use.  fd or -errno. */
+int vmr_pagemap_fd(struct vmr_rec *r, struct vmr_task *t);
 /* Start a TOUCH bitmap of task t in r->runs (vmr_runs_add, then
  * vmr_runs_end writes it). */
 void vmr_touch_begin(struct vmr_rec *r, struct vmr_task *t, uint32_t reason,
 		     uint64_t ts);
+/* A TOUCH of the present pages of [start, end).  0 or -err. */
 int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
 		    uint64_t end, uint32_t reason, uint64_t ts);
-void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);
+/* The TOUCH events of every mapping of t's process, at its exit. */
+void vmr_touch_exit(struct vmr_rec *r, struct vmr_task *t);
 
 #endif /* VMREC_TRACER_H */

@@ -409,7 +409,7 @@ static int run_plot(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
-		case 'h': fputs(plot_usage, stdout); return vmt_finish_stdout(0);
+		case 'h': fputs(plot_usage, stdout); return 0;
 		default:
 			if (optopt == 'o')
 				return vmt_usage_error("plot", "option '%s' needs a value", argv[optind - 1]);
@@ -462,9 +462,7 @@ static int run_plot(int argc, char **argv)
 			status = 2;
 		} else {
 			fwrite(b.data, 1, b.len, out);
-			if (out == stdout) {
-				status = vmt_finish_stdout(status);
-			} else if (ferror(out) | fclose(out)) {
+			if (out != stdout && (ferror(out) | fclose(out))) {
 				fprintf(stderr, "vmtrace plot: cannot write '%s': %s\n", output,
 					strerror(errno));
 				status = 2;

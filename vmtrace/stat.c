@@ -280,7 +280,7 @@ static int run_stat(int argc, char **argv)
 	}
 	vmt_stats_free(&s);
 	vmt_input_close(&in);
-	return vmt_finish_stdout(status);
+	return status;
 }
 
 const struct vmt_cmd vmt_cmd_stat = {

@@ -419,7 +419,7 @@ static int run_export(int argc, char **argv)
 		switch (c) {
 		case 'f': format = optarg; break;
 		case 'o': output = optarg; break;
-		case 'h': fputs(export_usage, stdout); return vmt_finish_stdout(0);
+		case 'h': fputs(export_usage, stdout); return 0;
 		default:
 			if (optopt == 'o' || optopt == 'f')
 				return vmt_usage_error("export", "option '%s' needs a value",
@@ -456,7 +456,7 @@ static int run_export(int argc, char **argv)
 	int status = export_events(&in, fmt, out);
 	vmt_input_close(&in);
 	if (out == stdout)
-		return vmt_finish_stdout(status);
+		return status; /* (main checks stdout) */
 	if (ferror(out) | fclose(out)) {
 		fprintf(stderr, "vmtrace export: cannot write '%s': %s\n", output, strerror(errno));
 		return 2;

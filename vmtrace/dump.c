@@ -100,7 +100,7 @@ static int run_dump(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 's': stacks = 1; break;
 		case 'm': maps = 1; break;
-		case 'h': fputs(dump_usage, stdout); return vmt_finish_stdout(0);
+		case 'h': fputs(dump_usage, stdout); return 0;
 		default:
 			return vmt_usage_error("dump", "unknown option '%s'", argv[optind - 1]);
 		}
@@ -173,7 +173,7 @@ static int run_dump(int argc, char **argv)
 	}
 	vmt_symtab_free(syms);
 	vmt_input_close(&in);
-	return vmt_finish_stdout(status);
+	return status;
 }
 
 const struct vmt_cmd vmt_cmd_dump = {

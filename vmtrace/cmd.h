@@ -1,8 +1,8 @@
 /*
  * cmd.h - the vmtrace subcommands and what they share.
  *
- * Each subcommand lives in its own file (analysis/<name>.c) and is listed in
- * the table of analysis/vmtrace.c.  A subcommand returns the process exit
+ * Each subcommand lives in its own file (vmtrace/<name>.c) and is listed in
+ * the table of vmtrace/vmtrace.c.  A subcommand returns the process exit
  * status: 0 success, 1 a finding, 2 usage error or bad input.
  */
 #ifndef VMT_CMD_H
@@ -49,8 +49,9 @@ void vmt_input_report(const struct vmt_input *in);
 int vmt_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Flush stdout and report a write error (e.g. a full disk or closed pipe).
- * Returns rc, or 2 when stdout could not be written. */
+/* Flush stdout and report a write error (e.g. a full disk; a closed pipe
+ * quietly).  Returns rc, or 2 when stdout could not be written.  main()
+ * calls it once after the command: commands do not. */
 int vmt_finish_stdout(int rc);
 
 /* Parse the arguments of a subcommand that takes `[--json] TRACE` (and

@@ -53,7 +53,7 @@ static int list_rules(void)
 	const struct vmt_rewrite_rule_info *r = vmt_rewrite_rules(&n);
 	for (size_t i = 0; i < n; i++)
 		printf("%-17s %s\n", r[i].name, r[i].summary);
-	return vmt_finish_stdout(0);
+	return 0;
 }
 
 static int run_rewrite(int argc, char **argv)
@@ -73,7 +73,7 @@ static int run_rewrite(int argc, char **argv)
 		case 'r': rules = optarg; break;
 		case 'l': return list_rules();
 		case 'q': quiet = 1; break;
-		case 'h': fputs(rewrite_usage, stdout); return vmt_finish_stdout(0);
+		case 'h': fputs(rewrite_usage, stdout); return 0;
 		case '?':
 			if (optopt == 'r')
 				return vmt_usage_error("rewrite", "--rules needs a value");
@@ -150,7 +150,7 @@ static int run_rewrite(int argc, char **argv)
 	vmt_rewrite_free(rw);
 	if (rc < 0)
 		return 2;
-	return to_stdout ? 0 : vmt_finish_stdout(0);
+	return 0;
 }
 
 const struct vmt_cmd vmt_cmd_rewrite = {

@@ -244,7 +244,7 @@ static int run_lint(int argc, char **argv)
 	}
 	vmt_lint_free(l);
 	vmt_input_close(&in);
-	return vmt_finish_stdout(status);
+	return status;
 }
 
 const struct vmt_cmd vmt_cmd_lint = {

@@ -449,7 +449,7 @@ static int run_diff(int argc, char **argv)
 		case 'h':
 			free(cs.c);
 			fputs(diff_usage, stdout);
-			return vmt_finish_stdout(0);
+			return 0;
 		default:
 			free(cs.c);
 			if (optopt && strchr("ft", optopt))
@@ -476,7 +476,7 @@ static int run_diff(int argc, char **argv)
 		vmt_stats_free(&a);
 	}
 	free(cs.c);
-	return vmt_finish_stdout(status);
+	return status;
 }
 
 const struct vmt_cmd vmt_cmd_diff = {

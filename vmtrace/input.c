@@ -81,12 +81,19 @@ int vmt_usage_error(const char *cmd, const char *fmt, ...)
 
 int vmt_finish_stdout(int rc)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno != EPIPE)
-			fprintf(stderr, "vmtrace: cannot write output: %s\n", strerror(errno));
+	/* errno says why only if the flush itself failed; an error flag
+	 * left by an earlier write comes without a reason. */
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	int e = errno;
+	if (e == EPIPE) /* the reader went away: not worth a word */
 		return 2;
-	}
-	return rc;
+	if (e)
+		fprintf(stderr, "vmtrace: cannot write output: %s\n", strerror(e));
+	else
+		fprintf(stderr, "vmtrace: cannot write output\n");
+	return 2;
 }
 
 const char *vmt_args_json_trace(const char *cmd, const char *usage, int argc, char **argv,
@@ -105,7 +112,7 @@ const char *vmt_args_json_trace(const char *cmd, const char *usage, int argc, ch
 		case 'j': *json = 1; break;
 		case 'h':
 			fputs(usage, stdout);
-			*status = vmt_finish_stdout(0);
+			*status = 0;
 			return NULL;
 		default:
 			*status = vmt_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);

@@ -1,5 +1,6 @@
 /*
- * vmtrace.c - the vmtrace command: dispatch to the subcommands of the table.
+ * vmtrace.c - the vmtrace command: dispatch to the subcommands of the table,
+ * then the check of standard output.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -37,13 +38,12 @@ static int usage(FILE *f, int rc)
 		   "  vmtrace --version\n\n"
 		   "Exit status: 0 success, 1 a finding (diff, lint), 2 usage error or bad input.\n"
 		   "See vmtrace(1) and the format specification vmtrace(5).\n");
-	return f == stdout ? vmt_finish_stdout(rc) : rc;
+	return rc;
 }
 
-int main(int argc, char **argv)
+/* The command's exit status (before the check of stdout). */
+static int run(int argc, char **argv)
 {
-	/* A closed pipe (vmtrace dump t.zst | head) ends quietly. */
-	signal(SIGPIPE, SIG_DFL);
 	if (argc < 2)
 		return usage(stderr, 2);
 	const char *name = argv[1];
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 	if (!strcmp(name, "--version")) {
 		printf("vmtrace %s (trace format %d.%d)\n", VMTRACE_VERSION,
 		       VMT_FORMAT_MAJOR, VMT_FORMAT_MINOR);
-		return vmt_finish_stdout(0);
+		return 0;
 	}
 	if (!strcmp(name, "help")) {
 		if (argc < 3)
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		fputs(c->usage, stdout);
-		return vmt_finish_stdout(0);
+		return 0;
 	}
 	const struct vmt_cmd *c = find(name);
 	if (!c) {
@@ -71,4 +71,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	return c->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+	/* A closed pipe (vmtrace dump t.zst | head) ends quietly. */
+	signal(SIGPIPE, SIG_DFL);
+	/* Output is checked once, here, whatever the command (as git's
+	 * run_builtin does). */
+	return vmt_finish_stdout(run(argc, argv));
 }

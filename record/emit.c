@@ -1,0 +1,39 @@
+/*
+ * emit.c - the recording's event layer: events into the trace writer (the
+ * first writer error is kept and the recording goes on), notices for the
+ * user, and the fault samples merged in time order.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include "tracer.h"
+
+int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev)
+{
+	int err = vmt_writer_append(r->w, ev);
+
+	if (err && !r->werr)
+		r->werr = err;
+	return err;
+}
+
+void vmr_notice(struct vmr_rec *r, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!r->notice)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	r->notice(r->notice_ctx, buf);
+}
+
+void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to)
+{
+	if (r->faults) {
+		int n = vmr_faults_drain(r->faults, r->w, up_to);
+		if (n < 0 && !r->werr)
+			r->werr = n;
+	}
+}
