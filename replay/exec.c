@@ -220,7 +220,7 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	}
 	rt.page = t->page_size;
 	rt.futex_private = t->nprocs == 1;
-	rt.tsc = rp_tsc_usable();
+	rt.tsc = o->clock == RP_CLOCK_AUTO && rp_tsc_usable();
 	rt.void_len = t->void_len;
 	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
 		if (t->ops_used_mask & (1u << op))

@@ -60,14 +60,10 @@ void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
 /* ---- the op clock -------------------------------------------------------- */
 
 /* The TSC is a usable op clock when the kernel chose it as its
- * clocksource: then it runs at a constant rate and in step on every CPU.
- * VMREPLAY_CLOCK=monotonic says not to use it. */
+ * clocksource: then it runs at a constant rate and in step on every CPU. */
 int rp_tsc_usable(void)
 {
 #if defined(__x86_64__)
-	const char *force = getenv("VMREPLAY_CLOCK");
-	if (force && strcmp(force, "monotonic") == 0)
-		return 0;
 	int tscmode = 0; /* a sandbox may make rdtsc trap */
 	if (prctl(PR_GET_TSC, &tscmode, 0, 0, 0) == 0 && tscmode == PR_TSC_SIGSEGV)
 		return 0;

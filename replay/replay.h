@@ -48,10 +48,18 @@ enum rp_progress_what {
 };
 typedef void (*rp_progress_fn)(void *arg, int what, uint64_t done, uint64_t total);
 
+/* The clock of op latencies. */
+enum rp_clock {
+	RP_CLOCK_AUTO = 0,  /* the TSC where the kernel keeps time with it,
+			       else CLOCK_MONOTONIC */
+	RP_CLOCK_MONOTONIC, /* clock_gettime(CLOCK_MONOTONIC) */
+};
+
 struct rp_options {
 	int order;	     /* enum rp_order */
 	int placement;	     /* enum rp_placement */
 	int files;	     /* enum rp_files */
+	int clock;	     /* enum rp_clock */
 	double speed;	     /* 0: as fast as possible; else recorded gaps / speed */
 	uint32_t scale;	     /* copies of the trace run at once (>= 1) */
 	uint64_t max_memory; /* refuse traces needing more (bytes; 0: half of RAM) */
@@ -60,6 +68,43 @@ struct rp_options {
 };
 
 void rp_options_default(struct rp_options *o);
+
+/* ---- The command line (opts.c) ------------------------------------------ */
+
+enum rp_action {
+	RP_ACTION_RUN = 0,	/* replay */
+	RP_ACTION_HELP,		/* print rp_usage() and the rules, exit 0 */
+	RP_ACTION_VERSION,	/* print the version, exit 0 */
+};
+
+enum rp_mode {
+	RP_MODE_REPLAY = 0, /* the trace as recorded */
+	RP_MODE_REWRITE,    /* --rewrite: the trace rewritten by rules */
+	RP_MODE_COMPARE,    /* --compare: both, alternately */
+};
+
+/* What vmreplay's command line asks for. */
+struct rp_args {
+	int action;	    /* enum rp_action */
+	int mode;	    /* enum rp_mode */
+	const char *trace;  /* TRACE (points into argv) */
+	const char *json;   /* --json=FILE, or NULL */
+	const char *rules;  /* with --rewrite/--compare: the rule list */
+	unsigned repeat;    /* runs (of each side with --compare) */
+	int quiet;	    /* -q */
+	int progress;	    /* 1 --progress, 0 --no-progress, -1 not given */
+	struct rp_options o;
+};
+
+/* Parse vmreplay's command line into *a (options from rp_options_default,
+ * then the command line).  clock_env is the value of VMREPLAY_CLOCK (NULL
+ * when unset): "monotonic" chooses RP_CLOCK_MONOTONIC.  Returns 0, or
+ * -EINVAL with a one-line reason (no "vmreplay:" prefix) in err. */
+int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *a,
+		  char *err, size_t errlen);
+
+/* The --help text, without the list of rewrite rules (static). */
+const char *rp_usage(void);
 
 typedef struct rp_trace rp_trace;
 
