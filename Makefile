@@ -54,7 +54,7 @@ ZSTD_LIBS = $(shell pkg-config --libs libzstd)
 SECCOMP_LIBS = $(shell pkg-config --libs libseccomp)
 UNWIND_LIBS = $(shell pkg-config --libs libunwind-ptrace) -lunwind-generic
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
-LDLIBS_ALL = $(ZSTD_LIBS) -lm -pthread
+LDLIBS_ALL = $(ZSTD_LIBS) -liberty -lm -pthread
 
 FORMAT_SRC := $(wildcard format/*.c)
 RECORD_SRC := $(filter-out record/vmrec.c,$(wildcard record/*.c))
@@ -152,7 +152,7 @@ $(FUZZ_BIN): tests/fuzz/fuzz_reader.c $(FORMAT_SRC) format/vmtrace.h | $(B)/.dep
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -std=gnu11 -D_GNU_SOURCE -Iformat -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/fuzz_reader.c $(FORMAT_SRC) $(ZSTD_LIBS) -lm
+		-o $@ tests/fuzz/fuzz_reader.c $(FORMAT_SRC) $(ZSTD_LIBS) -liberty -lm
 
 # The replayer's fuzz target: generated traces loaded in the target, and
 # replayed by a vmreplay built without sanitizers (FUZZ_PLAIN): replay
@@ -165,7 +165,7 @@ $(FUZZ_REPLAY_BIN): tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALY
 	$(Q)$(CLANG) -std=gnu11 -D_GNU_SOURCE $(INCLUDES) -g -O1 -Wall -Wextra -Werror -Wno-unused-parameter \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread \
 		-DVMREPLAY_PLAIN='"$(abspath $(FUZZ_PLAIN))"' \
-		-o $@ tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) $(ZSTD_LIBS) -lm
+		-o $@ tests/fuzz/fuzz_replay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) $(ZSTD_LIBS) -liberty -lm
 
 $(B)/fuzz/vmreplay-plain: replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) \
 		$(wildcard format/*.h replay/*.h analysis/*.h) | $(B)/.deps

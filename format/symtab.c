@@ -120,10 +120,18 @@ static int add_string(vmt_symtab *t, const struct vmt_string *s)
 		return VMT_E_CORRUPT;
 	if (vmt_grow(&t->strings, &t->capstrings, (size_t)t->nstrings + 1, sizeof(*t->strings)))
 		return -ENOMEM;
+	/* Function names are kept as people read them: C++ (and Rust)
+	 * names demangled, the way c++filt shows them. */
+	char *readable = s->str[0] == '_' ? vmt_demangle(s->str) : NULL;
+	if (readable)
+		len = strlen(readable);
 	copy = arena_alloc(t, len + 1);
-	if (!copy)
+	if (!copy) {
+		free(readable);
 		return -ENOMEM;
-	memcpy(copy, s->str, len + 1);
+	}
+	memcpy(copy, readable ? readable : s->str, len + 1);
+	free(readable);
 	t->strings[t->nstrings++] = copy;
 	return 0;
 }

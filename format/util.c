@@ -1,12 +1,14 @@
 /*
  * util.c - the small helpers every part of vmrec uses: array growth, byte
- * counts for people.
+ * counts and symbol names for people.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <libiberty/demangle.h>
 
 #include "vmtrace.h"
 
@@ -49,4 +51,15 @@ const char *vmt_format_bytes(char *out, size_t n, uint64_t v)
 	else
 		snprintf(out, n, "%.1f %s", x, unit[i]);
 	return out;
+}
+
+char *vmt_demangle(const char *name)
+{
+	/* libiberty's demangler (that of c++filt and gdb): not written here. */
+	/* (Names of real programs are far shorter; a longer one in a trace
+	 * is shown as it is.) */
+	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') ||
+	    strnlen(name, 4097) > 4096)
+		return NULL;
+	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 }

@@ -613,6 +613,12 @@ int vmt_grow(void *arrp, size_t *cap, size_t need, size_t elem);
  * one decimal).  Returns out. */
 const char *vmt_format_bytes(char *out, size_t n, uint64_t v);
 
+/* A mangled C++ or Rust symbol name ("_ZN2os18pd_uncommit_memoryEPcmb")
+ * demangled ("os::pd_uncommit_memory(char*, unsigned long, bool)"), in
+ * memory the caller frees; NULL when name is not a mangled name (or out
+ * of memory).  Symbol tables (vmt_symtab) keep names demangled. */
+char *vmt_demangle(const char *name);
+
 /* CLOCK_MONOTONIC in ns: the clock of trace timestamps.  Inline: the
  * replay loop reads it. */
 static inline uint64_t vmt_now_ns(void)

@@ -130,15 +130,26 @@ static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char 
 				       "p", ts->proc, ts->ops, ts->errors);
 	}
 	if (s->has_stacks) {
-		vmt_buf_printf(b, "\n%-40s %10s %8s  %s\n", "top call sites", "calls", "errors", "ops");
-		for (uint32_t i = 0; i < s->nsites && i < 10; i++) {
+		/* The site last: C++ names are long, and the columns before
+		 * it stay aligned whatever their length. */
+		struct vmt_buf ops[10] = {{0}};
+		int w = 3, n = s->nsites < 10 ? (int)s->nsites : 10;
+		for (int i = 0; i < n; i++) {
 			const struct vmt_site *si = &s->sites[i];
-			vmt_buf_printf(b, "%-40s %10" PRIu64 " %8" PRIu64 " ", si->name, si->count,
-				       si->errors);
 			for (uint32_t op = 1; op < VMT_OP__COUNT; op++)
 				if (si->op_count[op])
-					vmt_buf_printf(b, " %s:%" PRIu64, vmt_op_name(op), si->op_count[op]);
-			vmt_buf_puts(b, "\n");
+					vmt_buf_printf(&ops[i], "%s%s:%" PRIu64, ops[i].len ? " " : "",
+						       vmt_op_name(op), si->op_count[op]);
+			if (ops[i].len > (size_t)w)
+				w = (int)ops[i].len;
+		}
+		vmt_buf_printf(b, "\ntop call sites\n%10s %8s  %-*s  %s\n", "calls", "errors", w, "ops",
+			       "site");
+		for (int i = 0; i < n; i++) {
+			const struct vmt_site *si = &s->sites[i];
+			vmt_buf_printf(b, "%10" PRIu64 " %8" PRIu64 "  %-*s  %s\n", si->count, si->errors, w,
+				       ops[i].len ? ops[i].data : "", si->name);
+			vmt_buf_free(&ops[i]);
 		}
 	}
 }

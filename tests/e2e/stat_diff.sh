@@ -51,7 +51,7 @@ json_is stat-seed000-values "$tmp/s0.json" "o['ops']['mmap']['count']==12 and o[
 status stat-text 0 $VT stat $D/every-kind.zst
 t stat-text-peak grep -q '^peak VMAs    10 at' "$tmp/out"
 t stat-text-op-row grep -Eq '^mmap +3 +1 +24576 ' "$tmp/out"
-t stat-text-site grep -q '^work_loop (golden-app) ' "$tmp/out"
+t stat-text-site grep -Eq '^ +[0-9]+ +[0-9]+  [a-z]+:[0-9].*  work_loop \(golden-app\)$' "$tmp/out"
 status stat-truncated 2 $VT stat $D/truncated.zst
 t stat-truncated-prints-summary grep -q '^events ' "$tmp/out"
 t stat-truncated-message grep -q "truncated at byte" "$tmp/err"
