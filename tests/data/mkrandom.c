@@ -1,8 +1,9 @@
 /*
  * mkrandom.c - writes a trace of random but format-valid events (every
  * kind, absurd addresses and lengths, unknown threads and processes,
- * dangling stack ids), for the hostile-input tests of the programs that
- * read traces (tests/e2e/hostile.sh).
+ * dangling stack ids: tg_event() of the unit tests' toolkit, tgen.h), for
+ * the hostile-input tests of the programs that read traces
+ * (tests/e2e/hostile.sh).
  *
  *   mkrandom SEED EVENTS OUT
  */

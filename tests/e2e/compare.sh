@@ -9,60 +9,49 @@
 # left, and every workload replayed rewritten by the rules that fit it
 # with zero divergences.
 . "$(dirname "$0")/common.inc"
-REC=$B/vmrec RP=$B/vmreplay W=$B/workloads
 ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate
 RULES="prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate"
 
-if [ ! -x "$REC" ] || [ ! -x "$RP" ] || [ ! -x "$VT" ]; then
-	echo "skip compare: vmrec, vmreplay or vmtrace not built"; exit 0
-fi
-# unlike common.inc's status, indents the stderr it shows when not ok
-status() { # NAME WANT-STATUS COMMAND...: stdout in $tmp/out, stderr in $tmp/err
-	tname=$1 want=$2; shift 2
-	"$@" > "$tmp/out" 2> "$tmp/err"; got=$?
-	if [ "$got" = "$want" ]; then echo "ok $tname"
-	else echo "not ok $tname: exit $got, want $want"; head -5 "$tmp/err" | sed 's/^/    /'; fi
-}
+need compare "$VMREC" "$VMREPLAY" "$VMTRACE" || exit 0
 
 # ---- option errors (no trace needed to be valid for these) ----
-D=tests/data
-status compare-unknown-rule 2 "$RP" --compare=prot-none-free,bogus $D/seed000-old.zst
-t compare-unknown-rule-message grep -q "^vmreplay: --compare: unknown rewrite rule 'bogus' (rules: prot-none-free, " "$tmp/err"
-status rewrite-unknown-rule 2 "$RP" --rewrite=bogus $D/seed000-old.zst
-t rewrite-unknown-rule-message grep -q "^vmreplay: --rewrite: unknown rewrite rule 'bogus'" "$tmp/err"
-status compare-conflicting-rules 2 "$RP" --compare=dontneed-to-free,free-to-dontneed $D/seed000-old.zst
-status compare-and-rewrite 2 "$RP" --compare --rewrite $D/seed000-old.zst
-t compare-and-rewrite-message grep -q "^vmreplay: --rewrite and --compare cannot be combined" "$tmp/err"
-status compare-missing-trace 2 "$RP" --compare "$tmp/nonexistent.zst"
-t compare-missing-trace-message grep -q "^vmreplay: '.*nonexistent.zst': No such file" "$tmp/err"
-status compare-truncated-trace 2 "$RP" --compare $D/truncated.zst
-status rewrite-truncated-trace 2 "$RP" --rewrite $D/truncated.zst
-t rewrite-truncated-no-json sh -c "! $RP --rewrite --json=$tmp/never.json $D/truncated.zst 2>/dev/null && test ! -e $tmp/never.json"
+check_exit compare-unknown-rule 2 "$VMREPLAY" --compare=prot-none-free,bogus $D/seed000-old.zst
+check compare-unknown-rule-message grep -q "^vmreplay: --compare: unknown rewrite rule 'bogus' (rules: prot-none-free, " "$T/err"
+check_exit rewrite-unknown-rule 2 "$VMREPLAY" --rewrite=bogus $D/seed000-old.zst
+check rewrite-unknown-rule-message grep -q "^vmreplay: --rewrite: unknown rewrite rule 'bogus'" "$T/err"
+check_exit compare-conflicting-rules 2 "$VMREPLAY" --compare=dontneed-to-free,free-to-dontneed $D/seed000-old.zst
+check_exit compare-and-rewrite 2 "$VMREPLAY" --compare --rewrite $D/seed000-old.zst
+check compare-and-rewrite-message grep -q "^vmreplay: --rewrite and --compare cannot be combined" "$T/err"
+check_exit compare-missing-trace 2 "$VMREPLAY" --compare "$T/nonexistent.zst"
+check compare-missing-trace-message grep -q "^vmreplay: '.*nonexistent.zst': No such file" "$T/err"
+check_exit compare-truncated-trace 2 "$VMREPLAY" --compare $D/truncated.zst
+check_exit rewrite-truncated-trace 2 "$VMREPLAY" --rewrite $D/truncated.zst
+check rewrite-truncated-no-json sh -c "! $VMREPLAY --rewrite --json=$T/never.json $D/truncated.zst 2>/dev/null && test ! -e $T/never.json"
 
 # ---- the rules in --help and in the man page, as the engine lists them ----
-status compare-help 0 "$RP" --help
-t compare-help-rules sh -c "for r in $RULES; do grep -q \"^  \$r  \" $tmp/out || exit 1; done;
-	test \"\$($VT rewrite --list-rules | cut -d' ' -f1 | tr '\n' ' ')\" = '$RULES '"
-t compare-help-options sh -c "grep -q -- '--rewrite\[=RULES\]' $tmp/out && grep -q -- '--compare\[=RULES\]' $tmp/out"
-t compare-man-rules sh -c "for r in $RULES; do grep -q \"^\.B \$(echo \$r | sed 's/-/\\\\\\\\-/g')\$\" man/vmreplay.1 || exit 1; done;
+check_exit compare-help 0 "$VMREPLAY" --help
+check compare-help-rules sh -c "for r in $RULES; do grep -q \"^  \$r  \" $T/out || exit 1; done;
+	test \"\$($VMTRACE rewrite --list-rules | cut -d' ' -f1 | tr '\n' ' ')\" = '$RULES '"
+check compare-help-options sh -c "grep -q -- '--rewrite\[=RULES\]' $T/out && grep -q -- '--compare\[=RULES\]' $T/out"
+check compare-man-rules sh -c "for r in $RULES; do grep -q \"^\.B \$(echo \$r | sed 's/-/\\\\\\\\-/g')\$\" man/vmreplay.1 || exit 1; done;
 	grep -q 'rewrite' man/vmreplay.1 && grep -q 'compare' man/vmreplay.1"
 
 # ---- a small seed-000 recording: old style, 2 threads ----
 K=300
-if ! "$REC" -q -o "$tmp/old.zst" -- $W/seed000 --mode old --threads 2 --iterations $K > "$tmp/old.log" 2> "$tmp/old.err"; then
-	echo "not ok compare-record: vmrec failed"; sed 's/^/    /' "$tmp/old.err" | head; exit 0
+if ! "$VMREC" -q -o "$T/old.zst" -- $W/seed000 --mode old --threads 2 --iterations $K > "$T/old.log" 2> "$T/old.err"; then
+	not_ok compare-record "vmrec failed"; show "$T/old.err"; exit 0
 fi
 # The frees, counted in the recording itself.
-"$VT" dump "$tmp/old.zst" > "$tmp/old.dump"
-FREES=$(grep -c 'mmap(0x[0-9a-f]*, [0-9]*, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x' "$tmp/old.dump")
-t compare-frees-as-workload-says test "$FREES" = $((2 * K))
+"$VMTRACE" dump "$T/old.zst" > "$T/old.dump"
+FREES=$(grep -c 'mmap(0x[0-9a-f]*, [0-9]*, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x' "$T/old.dump")
+check compare-frees-as-workload-says test "$FREES" = $((2 * K))
 
-mkdir "$tmp/td"
-status rewrite-run 0 env TMPDIR="$tmp/td" "$RP" --rewrite --json="$tmp/rw.json" "$tmp/old.zst"
-t rewrite-run-rules-line grep -qx "rewritten by prot-none-free: prot-none-free applied $FREES times; [0-9]* events in, [0-9]* out" "$tmp/out"
-t rewrite-run-zero-divergences grep -q 'divergences 0$' "$tmp/out"
-t rewrite-no-temp-files-left sh -c "test -z \"\$(ls -A $tmp/td)\""
-t rewrite-json python3 - "$tmp/rw.json" "$FREES" <<'EOF'
+mkdir "$T/td"
+check_exit rewrite-run 0 env TMPDIR="$T/td" "$VMREPLAY" --rewrite --json="$T/rw.json" "$T/old.zst"
+check rewrite-run-rules-line grep -qx "rewritten by prot-none-free: prot-none-free applied $FREES times; [0-9]* events in, [0-9]* out" "$T/out"
+check rewrite-run-zero-divergences grep -q 'divergences 0$' "$T/out"
+check rewrite-no-temp-files-left sh -c "test -z \"\$(ls -A $T/td)\""
+check rewrite-json python3 - "$T/rw.json" "$FREES" <<'EOF'
 import json, sys
 d, frees = json.load(open(sys.argv[1])), int(sys.argv[2])
 assert d['rewrite'] == 'prot-none-free' and d['rules'] == {'prot-none-free': frees}, d['rules']
@@ -71,10 +60,10 @@ assert len(d['runs']) == 1 and d['median']['divergences'] == 0
 assert d['median']['ops']['madvise']['count'] == frees, d['median']['ops']
 EOF
 
-status compare-run 0 env TMPDIR="$tmp/td" "$RP" --compare --repeat=3 --json="$tmp/c.json" "$tmp/old.zst"
-cp "$tmp/out" "$tmp/c.txt"
-t compare-no-temp-files-left sh -c "test -z \"\$(ls -A $tmp/td)\""
-t compare-table python3 - "$tmp/c.txt" "$FREES" <<'EOF'
+check_exit compare-run 0 env TMPDIR="$T/td" "$VMREPLAY" --compare --repeat=3 --json="$T/c.json" "$T/old.zst"
+cp "$T/out" "$T/c.txt"
+check compare-no-temp-files-left sh -c "test -z \"\$(ls -A $T/td)\""
+check compare-table python3 - "$T/c.txt" "$FREES" <<'EOF'
 import re, sys
 txt, frees = open(sys.argv[1]).read(), int(sys.argv[2])
 assert re.search(r'^prot-none-free +%d$' % frees, txt, re.M), 'rule count row'
@@ -102,7 +91,7 @@ assert rows['madvise calls'][7] == 'yes'
 b, r = (int(x) for x in rows['mprotect calls'][:2])
 assert abs(float(rows['mprotect calls'][2]) - b / max(r, 1)) < 0.6, rows['mprotect calls']
 EOF
-t compare-json python3 - "$tmp/c.json" "$FREES" <<'EOF'
+check compare-json python3 - "$T/c.json" "$FREES" <<'EOF'
 import json, sys
 d, frees = json.load(open(sys.argv[1])), int(sys.argv[2])
 run_keys = {'wall_ns', 'minor_faults', 'major_faults', 'voluntary_cs', 'involuntary_cs',
@@ -140,37 +129,35 @@ assert set(q['ops']) == set(B['ops']) | set(R['ops']), q['ops'].keys()
 assert q['ops']['mprotect']['count'] > 100 and q['ops']['madvise']['count'] == 0
 assert q['perf'].keys() and q['rusage'].keys()
 EOF
-status compare-quiet 0 "$RP" --compare=prot-none-free --repeat=1 -q "$tmp/old.zst"
-t compare-quiet-lines sh -c "test \$(wc -l < $tmp/out) = 3 && grep -q '^baseline  wall .* divergences 0$' $tmp/out && grep -q '^rewritten wall .* divergences 0$' $tmp/out"
+check_exit compare-quiet 0 "$VMREPLAY" --compare=prot-none-free --repeat=1 -q "$T/old.zst"
+check compare-quiet-lines sh -c "test \$(wc -l < $T/out) = 3 && grep -q '^baseline  wall .* divergences 0$' $T/out && grep -q '^rewritten wall .* divergences 0$' $T/out"
 
 # ---- every workload, rewritten by the rules that fit it ----
 # NAME RULES MIN-APPLIED-OF-FIRST-RULE COMMAND...
 while read -r name rules min cmd; do
 	[ -n "$name" ] || continue
 	# shellcheck disable=SC2086
-	"$REC" -q -o "$tmp/$name.zst" -- $W/$cmd > "$tmp/$name.log" 2>&1
+	"$VMREC" -q -o "$T/$name.zst" -- $W/$cmd > "$T/$name.log" 2>&1
 	rc=$?
 	if [ "$rc" = 77 ]; then
-		echo "skip rewrite-replay-$name: $(tail -1 "$tmp/$name.log")"; continue
+		skip "rewrite-replay-$name" "$(tail -1 "$T/$name.log")"; continue
 	fi
 	if [ "$rc" != 0 ] && [ "${cmd%% *}" != forkexec ]; then
-		echo "not ok rewrite-replay-$name: recording exited $rc"; tail -3 "$tmp/$name.log"; continue
+		not_ok "rewrite-replay-$name" "recording exited $rc"; show "$T/$name.log"; continue
 	fi
-	if ! "$RP" -q --rewrite=$rules --json="$tmp/$name.json" "$tmp/$name.zst" > "$tmp/$name.rp" 2>&1; then
-		echo "not ok rewrite-replay-$name: vmreplay failed"; sed 's/^/    /' "$tmp/$name.rp" | head -5; continue
+	if ! "$VMREPLAY" -q --rewrite=$rules --json="$T/$name.json" "$T/$name.zst" > "$T/$name.rp" 2>&1; then
+		not_ok "rewrite-replay-$name" "vmreplay failed"; show "$T/$name.rp"; continue
 	fi
-	python3 - "$tmp/$name.json" "$name" "$min" "${rules%%,*}" <<'EOF'
+	check "rewrite-replay-$name" python3 - "$T/$name.json" "$min" "${rules%%,*}" <<'EOF'
 import json, sys
-d, name, want, first = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+d, want, first = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
 med = d['median']
 if med['divergences']:
-    print(f"not ok rewrite-replay-{name}: {med['divergences']} divergences")
     for x in med['divergence_list']:
-        print(f"    event {x['event']}: {x['text']} -> {x['replayed']}")
-elif d['rules'][first] < want:
-    print(f"not ok rewrite-replay-{name}: {first} applied {d['rules'][first]} times, want >= {want}")
-else:
-    print(f"ok rewrite-replay-{name}: zero divergences in {med['events']} ops, rules {d['rules']}")
+        print(f"event {x['event']}: {x['text']} -> {x['replayed']}")
+    sys.exit(f"{med['divergences']} divergences")
+if d['rules'][first] < want:
+    sys.exit(f"{first} applied {d['rules'][first]} times, want >= {want}")
 EOF
 done <<EOF
 seed000-old       prot-none-free     200 seed000 --mode old --threads 2 --iterations 100

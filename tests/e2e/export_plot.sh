@@ -6,8 +6,8 @@
 . "$(dirname "$0")/common.inc"
 
 for g in every-kind seed000-old; do
-	status "export-csv-$g" 0 $VT export --format=csv $D/$g.zst -o "$tmp/$g.csv"
-	t "csv-matches-golden-$g" python3 - "$tmp/$g.csv" "$D/$g.jsonl" <<'EOF'
+	check_exit "export-csv-$g" 0 $VMTRACE export --format=csv $D/$g.zst -o "$T/$g.csv"
+	check "csv-matches-golden-$g" python3 - "$T/$g.csv" "$D/$g.jsonl" <<'EOF'
 import csv, json, sys
 rows = list(csv.reader(open(sys.argv[1], newline='')))
 gold = [json.loads(l) for l in open(sys.argv[2])]
@@ -31,8 +31,8 @@ for i, (r, g) in enumerate(zip(rows, gold)):
     else:
         assert r[5] == '' and r[12] == '', r
 EOF
-	status "export-jsonl-$g" 0 $VT export --format=jsonl $D/$g.zst -o "$tmp/$g.jsonl"
-	t "jsonl-matches-golden-$g" python3 - "$tmp/$g.jsonl" "$D/$g.jsonl" <<'EOF'
+	check_exit "export-jsonl-$g" 0 $VMTRACE export --format=jsonl $D/$g.zst -o "$T/$g.jsonl"
+	check "jsonl-matches-golden-$g" python3 - "$T/$g.jsonl" "$D/$g.jsonl" <<'EOF'
 import json, sys
 got = [json.loads(l) for l in open(sys.argv[1])]
 gold = [json.loads(l) for l in open(sys.argv[2])]
@@ -41,8 +41,8 @@ for i, (a, b) in enumerate(zip(got, gold)):
     assert a.pop('index') == i
     assert a == b, (a, b)
 EOF
-	status "export-perfetto-$g" 0 $VT export --format=perfetto $D/$g.zst -o "$tmp/$g.json"
-	t "perfetto-structure-$g" python3 - "$tmp/$g.json" "$D/$g.jsonl" <<'EOF'
+	check_exit "export-perfetto-$g" 0 $VMTRACE export --format=perfetto $D/$g.zst -o "$T/$g.json"
+	check "perfetto-structure-$g" python3 - "$T/$g.json" "$D/$g.jsonl" <<'EOF'
 import json, sys, collections
 d = json.load(open(sys.argv[1]))
 gold = [json.loads(l) for l in open(sys.argv[2])]
@@ -99,8 +99,8 @@ else:
     assert peak[(1, 'vma')] >= 5, peak
     assert (2, 'vma') in last, last
 EOF
-	status "plot-$g" 0 $VT plot $D/$g.zst -o "$tmp/$g.svg"
-	t "plot-svg-valid-$g" python3 - "$tmp/$g.svg" <<'EOF'
+	check_exit "plot-$g" 0 $VMTRACE plot $D/$g.zst -o "$T/$g.svg"
+	check "plot-svg-valid-$g" python3 - "$T/$g.svg" <<'EOF'
 import sys, xml.dom.minidom
 doc = xml.dom.minidom.parse(sys.argv[1])
 svg = doc.documentElement
@@ -121,26 +121,26 @@ EOF
 done
 
 # units on the mapped-memory axis follow the size (the golden traces map KiB)
-t plot-units grep -q 'Mapped memory (KiB)' "$tmp/seed000-old.svg"
+check plot-units grep -q 'Mapped memory (KiB)' "$T/seed000-old.svg"
 
 # damage, stdin, usage
-status export-truncated-exit-2 2 $VT export --format=perfetto $D/truncated.zst -o "$tmp/tr.json"
-t export-truncated-still-json python3 -c "import json; json.load(open('$tmp/tr.json'))"
-t export-truncated-message grep -q "truncated at byte" "$tmp/err"
-status export-stdin 0 sh -c "$VT export --format=csv - < $D/every-kind.zst > $tmp/stdin.csv"
-t export-stdin-rows sh -c "test \$(wc -l < $tmp/stdin.csv) -eq 49"
-status export-stdout 0 $VT export --format=jsonl $D/every-kind.zst
-status export-no-format 2 $VT export $D/every-kind.zst
-status export-bad-format 2 $VT export --format=xml $D/every-kind.zst
-t export-bad-format-message grep -q "unknown format 'xml'" "$tmp/err"
-status export-unwritable 2 $VT export --format=csv $D/every-kind.zst -o /nonexistent/x.csv
-t export-unwritable-message grep -q "cannot create '/nonexistent/x.csv'" "$tmp/err"
-status export-help 0 $VT help export
-t export-help-formats grep -q -- '--format=perfetto' "$tmp/out"
-status plot-no-output 2 $VT plot $D/every-kind.zst
-status plot-no-trace 2 $VT plot -o "$tmp/x.svg"
-status plot-missing 2 $VT plot /nonexistent/t.zst -o "$tmp/x.svg"
-status plot-truncated 2 $VT plot $D/truncated.zst -o "$tmp/tr.svg"
-t plot-truncated-still-drawn python3 -c "import xml.dom.minidom; xml.dom.minidom.parse('$tmp/tr.svg')"
-status plot-help 0 $VT plot --help
+check_exit export-truncated-exit-2 2 $VMTRACE export --format=perfetto $D/truncated.zst -o "$T/tr.json"
+check export-truncated-still-json python3 -c "import json; json.load(open('$T/tr.json'))"
+check export-truncated-message grep -q "truncated at byte" "$T/err"
+check_exit export-stdin 0 sh -c "$VMTRACE export --format=csv - < $D/every-kind.zst > $T/stdin.csv"
+check export-stdin-rows sh -c "test \$(wc -l < $T/stdin.csv) -eq 49"
+check_exit export-stdout 0 $VMTRACE export --format=jsonl $D/every-kind.zst
+check_exit export-no-format 2 $VMTRACE export $D/every-kind.zst
+check_exit export-bad-format 2 $VMTRACE export --format=xml $D/every-kind.zst
+check export-bad-format-message grep -q "unknown format 'xml'" "$T/err"
+check_exit export-unwritable 2 $VMTRACE export --format=csv $D/every-kind.zst -o /nonexistent/x.csv
+check export-unwritable-message grep -q "cannot create '/nonexistent/x.csv'" "$T/err"
+check_exit export-help 0 $VMTRACE help export
+check export-help-formats grep -q -- '--format=perfetto' "$T/out"
+check_exit plot-no-output 2 $VMTRACE plot $D/every-kind.zst
+check_exit plot-no-trace 2 $VMTRACE plot -o "$T/x.svg"
+check_exit plot-missing 2 $VMTRACE plot /nonexistent/t.zst -o "$T/x.svg"
+check_exit plot-truncated 2 $VMTRACE plot $D/truncated.zst -o "$T/tr.svg"
+check plot-truncated-still-drawn python3 -c "import xml.dom.minidom; xml.dom.minidom.parse('$T/tr.svg')"
+check_exit plot-help 0 $VMTRACE plot --help
 exit 0

@@ -5,12 +5,12 @@
 . "$(dirname "$0")/common.inc"
 
 # ---- golden traces ----
-status lint-golden-seed000 1 $VT lint $D/seed000-old.zst
-t lint-golden-seed000-text grep -q '^\[prot-none-free\]' "$tmp/out"
-t lint-golden-seed000-rule grep -q 'rule: *prot-none-free' "$tmp/out"
-t lint-golden-seed000-example grep -q 'example: *event [0-9]* \[p0 t1\] mmap(0x7f0000001000, 4096, PROT_NONE' "$tmp/out"
-status lint-golden-seed000-json 1 $VT lint --json $D/seed000-old.zst
-t lint-json-parses python3 - "$tmp/out" <<'EOF'
+check_exit lint-golden-seed000 1 $VMTRACE lint $D/seed000-old.zst
+check lint-golden-seed000-text grep -q '^\[prot-none-free\]' "$T/out"
+check lint-golden-seed000-rule grep -q 'rule: *prot-none-free' "$T/out"
+check lint-golden-seed000-example grep -q 'example: *event [0-9]* \[p0 t1\] mmap(0x7f0000001000, 4096, PROT_NONE' "$T/out"
+check_exit lint-golden-seed000-json 1 $VMTRACE lint --json $D/seed000-old.zst
+check lint-json-parses python3 - "$T/out" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d['count'] == 1 and len(d['findings']) == 1, d
@@ -23,24 +23,19 @@ ex = f['example']
 assert ex['text'].startswith('mmap(') and 'PROT_NONE' in ex['text'] and ex['thread'] == 1, ex
 assert d['checked_read_then_write'] is False
 EOF
-status lint-golden-every-kind-clean 0 $VT lint $D/every-kind.zst
-t lint-clean-says-0 grep -q ': 0 findings' "$tmp/out"
-status lint-truncated 2 $VT lint $D/truncated.zst
-t lint-truncated-message grep -q 'truncated at byte' "$tmp/err"
-status lint-stdin 1 sh -c "$VT lint - < $D/seed000-old.zst"
-status lint-no-trace 2 $VT lint
-status lint-bad-option 2 $VT lint --bogus $D/seed000-old.zst
-status lint-help 0 $VT help lint
+check_exit lint-golden-every-kind-clean 0 $VMTRACE lint $D/every-kind.zst
+check lint-clean-says-0 grep -q ': 0 findings' "$T/out"
+check_exit lint-truncated 2 $VMTRACE lint $D/truncated.zst
+check lint-truncated-message grep -q 'truncated at byte' "$T/err"
+check_exit lint-stdin 1 sh -c "$VMTRACE lint - < $D/seed000-old.zst"
+check_exit lint-no-trace 2 $VMTRACE lint
+check_exit lint-bad-option 2 $VMTRACE lint --bogus $D/seed000-old.zst
+check_exit lint-help 0 $VMTRACE help lint
 
 # ---- recorded workloads ----
-VR=$B/vmrec
-W=$B/workloads
-if [ ! -x "$VR" ]; then
-	echo "skip lint-workloads: $VR is not built"
-	exit 0
-fi
-if ! "$VR" -q -o "$tmp/probe.zst" -- /bin/true > /dev/null 2> "$tmp/probe.err"; then
-	echo "skip lint-workloads: vmrec cannot record here: $(head -1 "$tmp/probe.err")"
+need lint-workloads "$VMREC" || exit 0
+if ! "$VMREC" -q -o "$T/probe.zst" -- /bin/true > /dev/null 2> "$T/probe.err"; then
+	skip lint-workloads "vmrec cannot record here: $(head -1 "$T/probe.err")"
 	exit 0
 fi
 
@@ -48,33 +43,30 @@ fi
 while read -r name mode want cmd; do
 	[ -n "$name" ] || continue
 	prog=${cmd%% *}
-	if [ ! -x "$W/$prog" ]; then
-		echo "skip lint-$name: $W/$prog is not built"
-		continue
-	fi
+	need "lint-$name" "$W/$prog" || continue
 	# shellcheck disable=SC2086
-	"$VR" -q --touch=$mode -o "$tmp/$name.zst" -- $W/$cmd > "$tmp/$name.log" 2>&1
+	"$VMREC" -q --touch=$mode -o "$T/$name.zst" -- $W/$cmd > "$T/$name.log" 2>&1
 	rc=$?
 	if [ "$rc" = 77 ]; then
-		echo "skip lint-$name: $(tail -1 "$tmp/$name.log")"
+		skip "lint-$name" "$(tail -1 "$T/$name.log")"
 		continue
 	fi
 	if [ "$rc" != 0 ]; then
-		echo "not ok lint-$name: recording exited $rc"; tail -3 "$tmp/$name.log"
+		not_ok "lint-$name" "recording exited $rc"; show "$T/$name.log"
 		continue
 	fi
-	$VT lint --json "$tmp/$name.zst" > "$tmp/$name.json" 2> "$tmp/$name.err"
+	$VMTRACE lint --json "$T/$name.zst" > "$T/$name.json" 2> "$T/$name.err"
 	lrc=$?
 	got=$(python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(','.join(f['id'] for f in d['findings']) or '-')" "$tmp/$name.json" 2>&1)
+print(','.join(f['id'] for f in d['findings']) or '-')" "$T/$name.json" 2>&1)
 	wrc=1; [ "$want" = "-" ] && wrc=0
 	if [ "$got" = "$want" ] && [ "$lrc" = "$wrc" ]; then
-		echo "ok lint-$name"
+		ok "lint-$name"
 	else
-		echo "not ok lint-$name: findings '$got' (exit $lrc), want '$want' (exit $wrc)"
-		head -3 "$tmp/$name.err"
+		not_ok "lint-$name" "findings '$got' (exit $lrc), want '$want' (exit $wrc)"
+		show "$T/$name.err"
 	fi
 done <<'EOF'
 seed000-old resident prot-none-free seed000 --mode old
@@ -98,8 +90,8 @@ forkexec-faults faults - forkexec
 EOF
 
 # a finding's evidence agrees with what the workload says it did
-if [ -s "$tmp/seed001-free.json" ]; then
-	t lint-seed001-evidence python3 - "$tmp/seed001-free.json" <<'EOF'
+if [ -s "$T/seed001-free.json" ]; then
+	check lint-seed001-evidence python3 - "$T/seed001-free.json" <<'EOF'
 import json, sys
 f = json.load(open(sys.argv[1]))['findings'][0]
 # seed001 defaults: 2 children, 16 MiB each, 5 rounds of MADV_FREE
@@ -108,8 +100,8 @@ assert f['evidence']['bytes'] == 2 * 5 * 16 << 20, f['evidence']
 assert f['evidence']['repeated_calls'] == 8, f['evidence']
 EOF
 fi
-if [ -s "$tmp/seed004-faults.json" ]; then
-	t lint-seed004-evidence python3 - "$tmp/seed004-faults.json" "$tmp/seed004-faults.log" <<'EOF'
+if [ -s "$T/seed004-faults.json" ]; then
+	check lint-seed004-evidence python3 - "$T/seed004-faults.json" "$T/seed004-faults.log" <<'EOF'
 import json, re, sys
 f = json.load(open(sys.argv[1]))['findings'][0]
 log = open(sys.argv[2]).read()
@@ -118,8 +110,8 @@ pages = int(re.search(r' pages=(\d+)', log).group(1)) * int(re.search(r' rounds=
 assert pages <= f['evidence']['pages'] <= pages + 64, (pages, f['evidence'])
 EOF
 fi
-if [ -s "$tmp/seed002-file.json" ]; then
-	t lint-seed002-peak-vmas python3 - "$tmp/seed002-file.json" "$tmp/seed002-file.log" <<'EOF'
+if [ -s "$T/seed002-file.json" ]; then
+	check lint-seed002-peak-vmas python3 - "$T/seed002-file.json" "$T/seed002-file.log" <<'EOF'
 import json, re, sys
 f = json.load(open(sys.argv[1]))['findings'][0]
 # the workload counts the lines of /proc/self/maps at its peak; the model

@@ -2,7 +2,7 @@
 # -p PID: attach to every thread of a running program, record its calls
 # (with syscall stops: no filter), detach on SIGINT and let it run on; or
 # follow it to its end.
-. "$(dirname "$0")/record_common.inc"
+. "$(dirname "$0")/common.inc"
 
 wait_ready() { # FILE: until the workload prints something
 	i=0

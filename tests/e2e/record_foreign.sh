@@ -1,7 +1,7 @@
 #!/bin/sh
 # Programs nobody here wrote: per-op counts under vmrec equal strace -f's,
 # and their output and exit status are untouched by the recording.
-. "$(dirname "$0")/record_common.inc"
+. "$(dirname "$0")/common.inc"
 
 foreign() { # NAME CMD...
 	n=$1
@@ -14,7 +14,7 @@ foreign() { # NAME CMD...
 	native_rc=$?
 	rec "$n" -- "$@"
 	if [ "$rc" -ne "$native_rc" ]; then
-		notok "$n-status" "exit status $rc under vmrec, $native_rc natively"
+		not_ok "$n-status" "exit status $rc under vmrec, $native_rc natively"
 		return
 	fi
 	check "$n-output" cmp "$T/$n.native" "$T/$n.log"

@@ -1,10 +1,10 @@
 #!/bin/sh
 # --stacks names the workload's own functions; --touch=faults records the
 # page faults of the workload's own pages with their access type.
-. "$(dirname "$0")/record_common.inc"
+. "$(dirname "$0")/common.inc"
 
 rec stacks --stacks -- "$W/seed000" --log --mode new --threads 2 --iterations 20
-check stacks-calls $CHECK match "$T/stacks.zst" "$T/stacks.log"
+check stacks-calls $RECORD_CHECK match "$T/stacks.zst" "$T/stacks.log"
 # Every madvise of a worker was called from worker_main, every one of the
 # main thread's stack mmaps from main.
 check stacks-names sh -c "'$VMTRACE' dump --stacks '$T/stacks.zst' | python3 -c '
@@ -35,7 +35,7 @@ if [ "$rc" -ne 0 ] && grep -q 'cannot sample page faults' "$T/faults.err"; then
 	skip faults "$(head -1 "$T/faults.err")"
 	exit 0
 fi
-check faults-calls $CHECK match "$T/faults.zst" "$T/faults.log"
+check faults-calls $RECORD_CHECK match "$T/faults.zst" "$T/faults.log"
 # seed 004 reads then writes each of its 16 pages: a read fault and a write
 # fault per page, in that order, inside its mapping.
 check faults-pages sh -c "'$VMTRACE' dump --json '$T/faults.zst' | python3 -c '

@@ -1,10 +1,10 @@
 #!/bin/sh
 # vmrec's exit status, messages, output files and signal handling; threads
 # that exit early, fork+exec and vfork, group-stop and signal delivery.
-. "$(dirname "$0")/record_common.inc"
+. "$(dirname "$0")/common.inc"
 
 expect_rc() { # NAME WANT
-	if [ "$rc" -eq "$2" ]; then ok "$1"; else notok "$1" "exit status $rc, want $2: $(head -2 "$T/$1.err" 2> /dev/null | tr '\n' ' ')"; fi
+	if [ "$rc" -eq "$2" ]; then ok "$1"; else not_ok "$1" "exit status $rc, want $2: $(head -2 "$T/$1.err" 2> /dev/null | tr '\n' ' ')"; fi
 }
 
 # The last two events: THREAD_EXIT then PROCESS_EXIT of the root with the
@@ -164,7 +164,7 @@ if [ -n "$stopped" ]; then
 	ok group-stop
 	kill -CONT "$stopped"
 else
-	notok group-stop "the program never stopped"
+	not_ok group-stop "the program never stopped"
 	kill -CONT $child 2> /dev/null
 fi
 wait $pid

@@ -2,7 +2,7 @@
 # Every workload under vmrec: the trace holds exactly the calls the program
 # printed with --log (op, args, result, thread, process), the per-op counts
 # equal strace -f's, and vmrec exits with the program's status.
-. "$(dirname "$0")/record_common.inc"
+. "$(dirname "$0")/common.inc"
 
 one() { # NAME WORKLOAD ARGS...
 	n=$1
@@ -15,10 +15,10 @@ one() { # NAME WORKLOAD ARGS...
 		return
 	fi
 	if [ "$rc" -ne 0 ]; then
-		notok "$n-status" "exit status $rc: $(head -2 "$T/$n.err" | tr '\n' ' ')"
+		not_ok "$n-status" "exit status $rc: $(head -2 "$T/$n.err" | tr '\n' ' ')"
 		return
 	fi
-	check "$n-calls" $CHECK match "$T/$n.zst" "$T/$n.log"
+	check "$n-calls" $RECORD_CHECK match "$T/$n.zst" "$T/$n.log"
 	counts "$n-counts" "$n" "$prog" --log "$@"
 }
 

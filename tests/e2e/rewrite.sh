@@ -10,13 +10,13 @@
 ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate
 
 # ---- golden traces ----
-status rewrite-golden-seed000 0 $VT rewrite $D/seed000-old.zst "$tmp/s0.zst"
-t rewrite-golden-seed000-counts grep -qx 'prot-none-free *10' "$tmp/out"
-t rewrite-golden-seed000-events grep -qx '42 events in, 34 out' "$tmp/out"
-$VT dump "$tmp/s0.zst" > "$tmp/s0.dump" 2>&1
-t rewrite-golden-seed000-dump diff -u $D/rewrite/seed000-old.prot-none-free.dump "$tmp/s0.dump"
-$VT dump --json "$tmp/s0.zst" > "$tmp/s0.jsonl" 2>&1
-t rewrite-golden-seed000-flags python3 - "$tmp/s0.jsonl" <<'EOF'
+check_exit rewrite-golden-seed000 0 $VMTRACE rewrite $D/seed000-old.zst "$T/s0.zst"
+check rewrite-golden-seed000-counts grep -qx 'prot-none-free *10' "$T/out"
+check rewrite-golden-seed000-events grep -qx '42 events in, 34 out' "$T/out"
+$VMTRACE dump "$T/s0.zst" > "$T/s0.dump" 2>&1
+check rewrite-golden-seed000-dump diff -u $D/rewrite/seed000-old.prot-none-free.dump "$T/s0.dump"
+$VMTRACE dump --json "$T/s0.zst" > "$T/s0.jsonl" 2>&1
+check rewrite-golden-seed000-flags python3 - "$T/s0.jsonl" <<'EOF'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 sc = [e for e in ev if e['kind'] == 'syscall']
@@ -24,59 +24,50 @@ rw = [e for e in sc if e['flags'] & 2]
 assert len(rw) == 10 and all(e['op'] == 'madvise' and e['result'] == 0 for e in rw), rw
 assert all(e['flags'] == 0 for e in sc if e not in rw)
 EOF
-status rewrite-golden-every-kind 0 $VT rewrite --rules=$ALL $D/every-kind.zst "$tmp/ek.zst"
-t rewrite-golden-every-kind-counts sh -c "grep -qx 'dontneed-to-free *1' $tmp/out && grep -qx 'mlock-onfault *1' $tmp/out && grep -qx 'populate *0' $tmp/out"
-$VT dump "$tmp/ek.zst" > "$tmp/ek.dump" 2>&1
-t rewrite-golden-every-kind-dump diff -u $D/rewrite/every-kind.all.dump "$tmp/ek.dump"
-t rewrite-pipe sh -c "$VT rewrite -q - - < $D/seed000-old.zst | $VT dump - > $tmp/pipe.dump && diff -u $D/rewrite/seed000-old.prot-none-free.dump $tmp/pipe.dump"
+check_exit rewrite-golden-every-kind 0 $VMTRACE rewrite --rules=$ALL $D/every-kind.zst "$T/ek.zst"
+check rewrite-golden-every-kind-counts sh -c "grep -qx 'dontneed-to-free *1' $T/out && grep -qx 'mlock-onfault *1' $T/out && grep -qx 'populate *0' $T/out"
+$VMTRACE dump "$T/ek.zst" > "$T/ek.dump" 2>&1
+check rewrite-golden-every-kind-dump diff -u $D/rewrite/every-kind.all.dump "$T/ek.dump"
+check rewrite-pipe sh -c "$VMTRACE rewrite -q - - < $D/seed000-old.zst | $VMTRACE dump - > $T/pipe.dump && diff -u $D/rewrite/seed000-old.prot-none-free.dump $T/pipe.dump"
 
 # ---- errors ----
-status rewrite-unknown-rule 2 $VT rewrite --rules=prot-none-free,bogus $D/seed000-old.zst "$tmp/x.zst"
-t rewrite-unknown-rule-message grep -q "^vmtrace rewrite: unknown rewrite rule 'bogus' (rules: prot-none-free," "$tmp/err"
-t rewrite-unknown-rule-no-output test ! -e "$tmp/x.zst"
-status rewrite-twice 2 $VT rewrite --rules=populate,populate $D/seed000-old.zst "$tmp/x.zst"
-status rewrite-conflict 2 $VT rewrite --rules=dontneed-to-free,free-to-dontneed $D/seed000-old.zst "$tmp/x.zst"
-status rewrite-no-args 2 $VT rewrite
-status rewrite-one-arg 2 $VT rewrite $D/seed000-old.zst
-status rewrite-bad-option 2 $VT rewrite --bogus $D/seed000-old.zst "$tmp/x.zst"
-status rewrite-missing-input 2 $VT rewrite "$tmp/nonexistent.zst" "$tmp/x.zst"
-t rewrite-missing-input-message grep -q "^vmtrace: cannot open '.*nonexistent.zst': No such file" "$tmp/err"
-status rewrite-not-a-trace 2 $VT rewrite /etc/passwd "$tmp/x.zst"
-t rewrite-not-a-trace-no-output test ! -e "$tmp/x.zst"
-cp $D/seed000-old.zst "$tmp/same.zst"
-status rewrite-same-file 2 $VT rewrite "$tmp/same.zst" "$tmp/same.zst"
-t rewrite-same-file-untouched cmp $D/seed000-old.zst "$tmp/same.zst"
-status rewrite-list-rules 0 $VT rewrite --list-rules
-t rewrite-list-rules-5 test "$(cut -d' ' -f1 "$tmp/out" | tr '\n' ' ')" = "prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate "
-status rewrite-help 0 $VT help rewrite
-t rewrite-help-rules sh -c "for r in prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate; do grep -q \"^  \$r \" $tmp/out || exit 1; done"
+check_exit rewrite-unknown-rule 2 $VMTRACE rewrite --rules=prot-none-free,bogus $D/seed000-old.zst "$T/x.zst"
+check rewrite-unknown-rule-message grep -q "^vmtrace rewrite: unknown rewrite rule 'bogus' (rules: prot-none-free," "$T/err"
+check rewrite-unknown-rule-no-output test ! -e "$T/x.zst"
+check_exit rewrite-twice 2 $VMTRACE rewrite --rules=populate,populate $D/seed000-old.zst "$T/x.zst"
+check_exit rewrite-conflict 2 $VMTRACE rewrite --rules=dontneed-to-free,free-to-dontneed $D/seed000-old.zst "$T/x.zst"
+check_exit rewrite-no-args 2 $VMTRACE rewrite
+check_exit rewrite-one-arg 2 $VMTRACE rewrite $D/seed000-old.zst
+check_exit rewrite-bad-option 2 $VMTRACE rewrite --bogus $D/seed000-old.zst "$T/x.zst"
+check_exit rewrite-missing-input 2 $VMTRACE rewrite "$T/nonexistent.zst" "$T/x.zst"
+check rewrite-missing-input-message grep -q "^vmtrace: cannot open '.*nonexistent.zst': No such file" "$T/err"
+check_exit rewrite-not-a-trace 2 $VMTRACE rewrite /etc/passwd "$T/x.zst"
+check rewrite-not-a-trace-no-output test ! -e "$T/x.zst"
+cp $D/seed000-old.zst "$T/same.zst"
+check_exit rewrite-same-file 2 $VMTRACE rewrite "$T/same.zst" "$T/same.zst"
+check rewrite-same-file-untouched cmp $D/seed000-old.zst "$T/same.zst"
+check_exit rewrite-list-rules 0 $VMTRACE rewrite --list-rules
+check rewrite-list-rules-5 test "$(cut -d' ' -f1 "$T/out" | tr '\n' ' ')" = "prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate "
+check_exit rewrite-help 0 $VMTRACE help rewrite
+check rewrite-help-rules sh -c "for r in prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate; do grep -q \"^  \$r \" $T/out || exit 1; done"
 # A damaged input: exit 2 with the reader's message, and a valid output
 # holding the events before the damage.
-status rewrite-truncated 2 $VT rewrite $D/truncated.zst "$tmp/tr.zst"
-t rewrite-truncated-message grep -q "^vmtrace rewrite: '.*truncated.zst': truncated at byte" "$tmp/err"
-status rewrite-truncated-output-valid 0 $VT dump "$tmp/tr.zst"
-t rewrite-truncated-output-events test "$(grep -c '\[p' "$tmp/out")" -gt 10
+check_exit rewrite-truncated 2 $VMTRACE rewrite $D/truncated.zst "$T/tr.zst"
+check rewrite-truncated-message grep -q "^vmtrace rewrite: '.*truncated.zst': truncated at byte" "$T/err"
+check_exit rewrite-truncated-output-valid 0 $VMTRACE dump "$T/tr.zst"
+check rewrite-truncated-output-events test "$(grep -c '\[p' "$T/out")" -gt 10
 
 # ---- recorded workloads ----
-VR=$B/vmrec
-VP=$B/vmreplay
-W=$B/workloads
-if [ ! -x "$VR" ]; then
-	echo "skip rewrite-workloads: $VR is not built"
-	exit 0
-fi
-if ! "$VR" -q -o "$tmp/probe.zst" -- /bin/true > /dev/null 2> "$tmp/probe.err"; then
-	echo "skip rewrite-workloads: vmrec cannot record here: $(head -1 "$tmp/probe.err")"
+need rewrite-workloads "$VMREC" || exit 0
+if ! "$VMREC" -q -o "$T/probe.zst" -- /bin/true > /dev/null 2> "$T/probe.err"; then
+	skip rewrite-workloads "vmrec cannot record here: $(head -1 "$T/probe.err")"
 	exit 0
 fi
 replay_ok() { # NAME TRACE: vmreplay reports 0 divergences
-	if [ ! -x "$VP" ]; then
-		echo "skip $1: $VP is not built"
-		return
-	fi
-	"$VP" -q "$2" > "$tmp/rp.out" 2>&1; rc=$?
-	if [ "$rc" = 0 ] && grep -q 'divergences 0$' "$tmp/rp.out"; then echo "ok $1"
-	else echo "not ok $1: exit $rc"; tail -5 "$tmp/rp.out"; fi
+	need "$1" "$VMREPLAY" || return
+	"$VMREPLAY" -q "$2" > "$T/rp.out" 2>&1; rc=$?
+	if [ "$rc" = 0 ] && grep -q 'divergences 0$' "$T/rp.out"; then ok "$1"
+	else not_ok "$1" "exit $rc"; show "$T/rp.out"; fi
 }
 
 # seed000 old style: every free becomes a madvise, every enable but the
@@ -84,15 +75,15 @@ replay_ok() { # NAME TRACE: vmreplay reports 0 divergences
 K=300
 for n in 1 2; do
 	name=seed000-old-$n
-	if ! "$VR" -q -o "$tmp/$name.zst" -- $W/seed000 --mode old --threads $n --iterations $K > "$tmp/$name.log" 2>&1; then
-		echo "not ok rewrite-$name: recording failed"; tail -3 "$tmp/$name.log"; continue
+	if ! "$VMREC" -q -o "$T/$name.zst" -- $W/seed000 --mode old --threads $n --iterations $K > "$T/$name.log" 2>&1; then
+		not_ok "rewrite-$name" "recording failed"; show "$T/$name.log"; continue
 	fi
-	status rewrite-$name 0 $VT rewrite "$tmp/$name.zst" "$tmp/$name.rw.zst"
-	t rewrite-$name-count grep -qx "prot-none-free *$((n * K))" "$tmp/out"
-	status rewrite-$name-dump 0 $VT dump "$tmp/$name.rw.zst"
-	cp "$tmp/out" "$tmp/$name.rw.dump"
-	$VT dump "$tmp/$name.zst" > "$tmp/$name.dump"
-	t rewrite-$name-recorded python3 - "$tmp/$name.dump" "$tmp/$name.rw.dump" "$tmp/$name.log" $n $K <<'EOF'
+	check_exit rewrite-$name 0 $VMTRACE rewrite "$T/$name.zst" "$T/$name.rw.zst"
+	check rewrite-$name-count grep -qx "prot-none-free *$((n * K))" "$T/out"
+	check_exit rewrite-$name-dump 0 $VMTRACE dump "$T/$name.rw.zst"
+	cp "$T/out" "$T/$name.rw.dump"
+	$VMTRACE dump "$T/$name.zst" > "$T/$name.dump"
+	check rewrite-$name-recorded python3 - "$T/$name.dump" "$T/$name.rw.dump" "$T/$name.log" $n $K <<'EOF'
 import re, sys
 orig, new, log, n, k = open(sys.argv[1]).read(), open(sys.argv[2]).read(), open(sys.argv[3]).read(), int(sys.argv[4]), int(sys.argv[5])
 # What the workload says it did: per thread K mprotects and K frees.
@@ -119,7 +110,7 @@ strip = lambda s: [l.split(']', 1)[1] for l in s.splitlines() if l.startswith(' 
        and not re.search(free + '|' + enable + '|' + dontneed, l)]
 assert strip(orig) == strip(new)
 EOF
-	replay_ok rewrite-$name-replay "$tmp/$name.rw.zst"
+	replay_ok rewrite-$name-replay "$T/$name.rw.zst"
 done
 
 # Every workload, with the rules that fit it: the counts the workload's
@@ -128,27 +119,26 @@ done
 while read -r name rules count cmd; do
 	[ -n "$name" ] || continue
 	# shellcheck disable=SC2086
-	"$VR" -q -o "$tmp/$name.zst" -- $W/$cmd > "$tmp/$name.log" 2>&1
+	"$VMREC" -q -o "$T/$name.zst" -- $W/$cmd > "$T/$name.log" 2>&1
 	rc=$?
 	if [ "$rc" = 77 ]; then
-		echo "skip rewrite-$name: $(tail -1 "$tmp/$name.log")"
+		skip "rewrite-$name" "$(tail -1 "$T/$name.log")"
 		continue
 	fi
 	if [ "$rc" != 0 ] && [ "${cmd%% *}" != forkexec ]; then
-		echo "not ok rewrite-$name: recording exited $rc"; tail -3 "$tmp/$name.log"; continue
+		not_ok "rewrite-$name" "recording exited $rc"; show "$T/$name.log"; continue
 	fi
-	status rewrite-$name 0 $VT rewrite --rules=$rules "$tmp/$name.zst" "$tmp/$name.rw.zst"
+	check_exit rewrite-$name 0 $VMTRACE rewrite --rules=$rules "$T/$name.zst" "$T/$name.rw.zst"
 	last=${rules##*,}
-	got=$(sed -n "s/^$last  *//p" "$tmp/out")
-	# (not $want: status sets it)
+	got=$(sed -n "s/^$last  *//p" "$T/out")
 	if [ "$count" = any ] || { [ "${count#=}" != "$count" ] && [ "$got" = "${count#=}" ]; } ||
 	   { [ "${count#=}" = "$count" ] && [ "$got" -ge "$count" ]; }; then
-		echo "ok rewrite-$name-count"
+		ok "rewrite-$name-count"
 	else
-		echo "not ok rewrite-$name-count: $last applied $got times, want $count"
+		not_ok "rewrite-$name-count" "$last applied $got times, want $count"
 	fi
-	status rewrite-$name-dump 0 $VT dump "$tmp/$name.rw.zst"
-	replay_ok rewrite-$name-replay "$tmp/$name.rw.zst"
+	check_exit rewrite-$name-dump 0 $VMTRACE dump "$T/$name.rw.zst"
+	replay_ok rewrite-$name-replay "$T/$name.rw.zst"
 done <<EOF
 seed000-new       dontneed-to-free       =200 seed000 --mode new --threads 2 --iterations 100
 seed000-new-pop   populate               =2   seed000 --mode new --threads 2 --iterations 100

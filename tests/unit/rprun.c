@@ -57,25 +57,25 @@ void rr_release(struct rp_run_result *r, rp_trace *tr)
 	rp_trace_free(tr);
 }
 
-void rr_begin(struct tw *t)
+void rr_begin(struct tg_trace *t)
 {
-	static const struct tw_map m[] = {
+	static const struct tg_map m[] = {
 		{0x555400000000ull, 0x555400002000ull, VMT_PROT_R, "/usr/bin/app"},
 		{0x555400002000ull, 0x555400004000ull, VMT_PROT_R | VMT_PROT_X, "/usr/bin/app"},
 		{0x555400004000ull, 0x555400005000ull, VMT_PROT_R | VMT_PROT_W, "/usr/bin/app"},
-		{HEAP, HEAP + 4 * P, VMT_PROT_R | VMT_PROT_W, "[heap]"},
+		{HEAP, HEAP + 4 * PAGE, VMT_PROT_R | VMT_PROT_W, "[heap]"},
 		{0x7ffd00000000ull, 0x7ffd00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
 		{0x7ffd00030000ull, 0x7ffd00032000ull, VMT_PROT_R | VMT_PROT_X, "[vdso]"},
 	};
-	tw_open(t);
-	tw_proc(t, 0, N, 0, N);
-	tw_maps(t, 0, 0, m, sizeof(m) / sizeof(m[0]));
+	tg_trace_file(t);
+	tg_proc(t, 0, 0, VMT_NONE, VMT_NONE);
+	tg_maps(t, 0, 0, m, sizeof(m) / sizeof(m[0]));
 }
 
-void rr_finish(struct tw *t)
+void rr_finish(struct tg_trace *t)
 {
-	tw_thread_exit(t, 0, 0);
-	tw_close(t);
+	tg_thread_exit(t, 0, 0);
+	tg_finish(t);
 }
 
 int rr_cancel_alarm(void **state)

@@ -1,31 +1,23 @@
 /*
- * rprun.h - helpers of the replayer's unit tests that run replays of
- * synthetic traces (test_replay_exec.c, test_replay_threads.c): load and
- * run with checks, the start and end of a one-process trace, and the
- * short names the tests write traces with.
+ * rprun.h - the replay tests' part of the unit-test toolkit, on top of
+ * tgen.h (which writes their traces): replays of a trace file with checks,
+ * the synthetic process a replayed trace starts with (rr_begin: a binary,
+ * a heap at HEAP, a stack) and the addresses its mappings are recorded at
+ * (A to E).  Apart from tgen.h because it needs libvmreplay.
  */
 #ifndef VMT_RPRUN_H
 #define VMT_RPRUN_H
 
-#include <sys/mman.h>
-#include "linux_abi.h"
 #include "model.h"
 #include "replay.h"
-#include "rptw.h"
+#include "tgen.h"
 
-
-#define P TW_P
-#define N VMT_NONE
 #define A 0x7f1000000000ull /* recorded mapping addresses */
 #define B 0x7f2000000000ull
 #define C 0x7f3000000000ull
 #define D 0x7f4000000000ull
 #define E 0x7f5000000000ull
-#define HEAP 0x555500000000ull
-#define ANON (MAP_PRIVATE | MAP_ANONYMOUS)
-#define RW (PROT_READ | PROT_WRITE)
-
-#define SC(t, th, op, res, ...) tw_sc(t, 0, th, VMT_OP_##op, res, __VA_ARGS__)
+#define HEAP 0x555500000000ull /* rr_begin's heap */
 
 /* Set while a test expects divergences: they are not printed. */
 extern int rr_expect_divergences;
@@ -38,12 +30,12 @@ rp_trace *rr_replay(const char *path, const struct rp_options *o, struct rp_run_
 rp_trace *rr_replay_clean(const char *path, const struct rp_options *o, struct rp_run_result *r);
 /* Free a replay's result and its loaded trace. */
 void rr_release(struct rp_run_result *r, rp_trace *tr);
-/* A new trace (tw_open) with the start of every synthetic process: a
- * binary, a heap, a stack. */
-void rr_begin(struct tw *t);
+/* A new trace (tg_trace_file) with the start of every synthetic process:
+ * process 0 with thread 0, its binary, heap and stack (a MAPS). */
+void rr_begin(struct tg_trace *t);
 /* The end of a one-process trace: its main thread exits, the trace is
- * closed. */
-void rr_finish(struct tw *t);
+ * finished (tg_finish). */
+void rr_finish(struct tg_trace *t);
 /* A teardown: an assertion that failed under alarm() left the alarm set;
  * it must not kill a later test. */
 int rr_cancel_alarm(void **state);

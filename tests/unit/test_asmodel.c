@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "asmodel.h"
+#include "tgen.h"
 #include "vmtrace.h"
 
 #define NPAGES 48 /* pages of the region */
@@ -107,24 +108,6 @@ static int kernel_vmas(uint64_t lo, uint64_t hi, struct kvma *out, int max)
 }
 
 /* ---- events ------------------------------------------------------------- */
-
-static struct vmt_event sc_event(uint32_t op, int64_t result, int nargs, ...)
-{
-	struct vmt_event ev;
-	va_list ap;
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = VMT_EV_SYSCALL;
-	ev.proc = cur_proc;
-	ev.u.sc.op = op;
-	ev.u.sc.nargs = (uint32_t)nargs;
-	va_start(ap, nargs);
-	for (int i = 0; i < nargs; i++)
-		ev.u.sc.args[i] = va_arg(ap, uint64_t);
-	va_end(ap);
-	ev.u.sc.result = result;
-	ev.u.sc.stack_id = VMT_NONE;
-	return ev;
-}
 
 static int64_t res(long r)
 {
@@ -300,11 +283,9 @@ static void op_mmap(vmt_asmodel *m, int kind)
 			flags = MAP_FIXED | MAP_SHARED;
 		if (pick(8) == 0)
 			flags |= MAP_POPULATE;
-		struct vmt_event fe = { .kind = VMT_EV_MAP_FILE, .proc = cur_proc };
-		fe.u.file.path = which ? path_b : path_a;
-		fe.u.file.dev = which ? st_b.st_dev : st_a.st_dev;
-		fe.u.file.ino = which ? st_b.st_ino : st_a.st_ino;
-		fe.u.file.size = FILE_PAGES * pg;
+		const struct stat *st = which ? &st_b : &st_a;
+		struct vmt_event fe = tg_ev_file(cur_proc, 0, which ? path_b : path_a, st->st_dev,
+						 st->st_ino, FILE_PAGES * pg, 0, 0);
 		apply(m, &fe);
 	} else {
 		flags = MAP_FIXED | MAP_SHARED | MAP_ANONYMOUS;
@@ -312,8 +293,8 @@ static void op_mmap(vmt_asmodel *m, int kind)
 	void *r = mmap(a, len, prot, flags, fd, (off_t)off);
 	note("mmap(%td, %" PRIu64 ", prot=%u, flags=%#x, fd=%d, off=%" PRIu64 ") = %s",
 	     (a - region) / pg, len / pg, prot, flags, fd, off / pg, r == MAP_FAILED ? "fail" : "ok");
-	struct vmt_event ev = sc_event(VMT_OP_MMAP, resp(r), 6, (uint64_t)(uintptr_t)a, len,
-				       (uint64_t)prot, (uint64_t)flags, (uint64_t)(int64_t)fd, off);
+	struct vmt_event ev = TG_SC(cur_proc, 0, VMT_OP_MMAP, resp(r), (uint64_t)(uintptr_t)a, len,
+				    prot, flags, fd, off);
 	apply(m, &ev);
 }
 
@@ -324,7 +305,7 @@ static void op_munmap(vmt_asmodel *m)
 	rnd_range(&a, &len);
 	int r = munmap(a, len);
 	note("munmap(%td, %" PRIu64 ") = %d", (a - region) / pg, len / pg, r);
-	struct vmt_event ev = sc_event(VMT_OP_MUNMAP, res(r), 2, (uint64_t)(uintptr_t)a, len);
+	struct vmt_event ev = TG_SC(cur_proc, 0, VMT_OP_MUNMAP, res(r), (uint64_t)(uintptr_t)a, len);
 	apply(m, &ev);
 }
 
@@ -336,8 +317,8 @@ static void op_mprotect(vmt_asmodel *m)
 	uint32_t prot = prots[pick(5)];
 	int r = mprotect(a, len, (int)prot);
 	note("mprotect(%td, %" PRIu64 ", %u) = %d", (a - region) / pg, len / pg, prot, r ? -errno : 0);
-	struct vmt_event ev = sc_event(VMT_OP_MPROTECT, res(r), 3, (uint64_t)(uintptr_t)a, len,
-				       (uint64_t)prot);
+	struct vmt_event ev = TG_SC(cur_proc, 0, VMT_OP_MPROTECT, res(r), (uint64_t)(uintptr_t)a,
+				    len, prot);
 	apply(m, &ev);
 }
 
@@ -364,8 +345,8 @@ static void op_mremap(vmt_asmodel *m, int kind)
 	note("mremap(%td, %" PRIu64 ", %" PRIu64 ", %#x, %td) = %td", (a - region) / pg, olen / pg,
 	     nlen / pg, flags, dst ? (dst - region) / pg : -1,
 	     r == MAP_FAILED ? (ptrdiff_t)-errno : ((uint8_t *)r - region) / pg);
-	struct vmt_event ev = sc_event(VMT_OP_MREMAP, resp(r), 5, (uint64_t)(uintptr_t)a, olen, nlen,
-				       (uint64_t)flags, (uint64_t)(uintptr_t)dst);
+	struct vmt_event ev = TG_SC(cur_proc, 0, VMT_OP_MREMAP, resp(r), (uint64_t)(uintptr_t)a,
+				    olen, nlen, flags, (uint64_t)(uintptr_t)dst);
 	apply(m, &ev);
 }
 
@@ -379,13 +360,13 @@ static void op_mlock(vmt_asmodel *m)
 	struct vmt_event ev;
 	if (which == 0) {
 		r = syscall(SYS_mlock, a, len); /* ASan's mlock() does nothing */
-		ev = sc_event(VMT_OP_MLOCK, res(r), 2, (uint64_t)(uintptr_t)a, len);
+		ev = TG_SC(cur_proc, 0, VMT_OP_MLOCK, res(r), (uint64_t)(uintptr_t)a, len);
 	} else if (which == 1) {
 		r = syscall(SYS_mlock2, a, len, 1 /* MLOCK_ONFAULT */);
-		ev = sc_event(VMT_OP_MLOCK2, res(r), 3, (uint64_t)(uintptr_t)a, len, (uint64_t)1);
+		ev = TG_SC(cur_proc, 0, VMT_OP_MLOCK2, res(r), (uint64_t)(uintptr_t)a, len, 1);
 	} else {
 		r = syscall(SYS_munlock, a, len);
-		ev = sc_event(VMT_OP_MUNLOCK, res(r), 2, (uint64_t)(uintptr_t)a, len);
+		ev = TG_SC(cur_proc, 0, VMT_OP_MUNLOCK, res(r), (uint64_t)(uintptr_t)a, len);
 	}
 	note("%s(%td, %" PRIu64 ") = %" PRId64, which == 0 ? "mlock" : which == 1 ? "mlock2" : "munlock",
 	     (a - region) / pg, len / pg, ev.u.sc.result);
@@ -407,8 +388,8 @@ static void op_madvise(vmt_asmodel *m)
 	int adv = advices[pick(sizeof(advices) / sizeof(advices[0]))];
 	int r = madvise(a, len, adv);
 	note("madvise(%td, %" PRIu64 ", %d) = %d", (a - region) / pg, len / pg, adv, r ? -errno : 0);
-	struct vmt_event ev = sc_event(VMT_OP_MADVISE, res(r), 3, (uint64_t)(uintptr_t)a, len,
-				       (uint64_t)adv);
+	struct vmt_event ev = TG_SC(cur_proc, 0, VMT_OP_MADVISE, res(r), (uint64_t)(uintptr_t)a,
+				    len, adv);
 	apply(m, &ev);
 }
 
@@ -501,8 +482,8 @@ static void clear_region(vmt_asmodel *m, uint32_t proc)
 {
 	syscall(SYS_munlock, region, NPAGES * pg);
 	assert_int_equal(munmap(region, NPAGES * pg), 0);
-	struct vmt_event ev = sc_event(VMT_OP_MUNMAP, 0, 2, (uint64_t)(uintptr_t)region,
-				       (uint64_t)NPAGES * pg);
+	struct vmt_event ev = TG_SC(cur_proc, 0, VMT_OP_MUNMAP, 0, (uint64_t)(uintptr_t)region,
+				    (uint64_t)NPAGES * pg);
 	ev.proc = proc;
 	apply(m, &ev);
 }
@@ -611,8 +592,8 @@ static void test_mlockall(void **state)
 		for (int round = 0; round < 5; round++) {
 			int r = (int)(how[round] ? syscall(SYS_mlockall, how[round]) : syscall(SYS_munlockall));
 			struct vmt_event ev = how[round]
-				? sc_event(VMT_OP_MLOCKALL, res(r), 1, (uint64_t)how[round])
-				: sc_event(VMT_OP_MUNLOCKALL, res(r), 0);
+				? TG_SC(cur_proc, 0, VMT_OP_MLOCKALL, res(r), how[round])
+				: tg_ev_sc(cur_proc, 0, VMT_OP_MUNLOCKALL, res(r), 0, NULL);
 			note("mlockall(%#x) = %d", how[round], r);
 			apply(m, &ev);
 			for (int i = 0; i < 40; i++) {
@@ -654,9 +635,9 @@ static void test_synthetic(void **state)
 	apply(m, &ev);
 	count_is(m, 0, 3, 2 + 33 + 4);
 	/* brk grows the heap VMA in place, then shrinks it */
-	ev = sc_event(VMT_OP_BRK, (int64_t)(H + 0x21000), 1, (uint64_t)0);
+	ev = TG_SC(cur_proc, 0, VMT_OP_BRK, (int64_t)(H + 0x21000), 0);
 	apply(m, &ev);
-	ev = sc_event(VMT_OP_BRK, (int64_t)(H + 0x42800), 1, H + 0x42800);
+	ev = TG_SC(cur_proc, 0, VMT_OP_BRK, (int64_t)(H + 0x42800), H + 0x42800);
 	apply(m, &ev);
 	count_is(m, 0, 3, 2 + 67 + 4);
 	const struct vmt_vma *v = vmt_asmodel_lookup(m, 0, H + 0x40000);
@@ -664,28 +645,28 @@ static void test_synthetic(void **state)
 	assert_int_equal(v->start, H);
 	assert_int_equal(v->end, H + 0x43000);
 	assert_string_equal(v->path, "[heap]");
-	ev = sc_event(VMT_OP_BRK, (int64_t)(H + 0x10000), 1, H + 0x10000);
+	ev = TG_SC(cur_proc, 0, VMT_OP_BRK, (int64_t)(H + 0x10000), H + 0x10000);
 	apply(m, &ev);
 	count_is(m, 0, 3, 2 + 16 + 4);
 	/* a failed call changes nothing */
-	ev = sc_event(VMT_OP_MUNMAP, -EINVAL, 2, H, (uint64_t)4096);
+	ev = TG_SC(cur_proc, 0, VMT_OP_MUNMAP, -EINVAL, H, 4096);
 	apply(m, &ev);
 	count_is(m, 0, 3, 2 + 16 + 4);
 	/* shmat: the size comes from the map_file event; shmdt undoes it */
 	struct vmt_event fe = { .kind = VMT_EV_MAP_FILE };
 	fe.u.file = (struct vmt_map_file){ "/SYSV00000000 (deleted)", 0, 98306, 65536, 0, 0 };
 	apply(m, &fe);
-	ev = sc_event(VMT_OP_SHMAT, (int64_t)S, 3, (uint64_t)98306, (uint64_t)0, (uint64_t)0);
+	ev = TG_SC(cur_proc, 0, VMT_OP_SHMAT, (int64_t)S, 98306, 0, 0);
 	apply(m, &ev);
 	count_is(m, 0, 4, 2 + 16 + 4 + 16);
 	v = vmt_asmodel_lookup(m, 0, S);
 	assert_true(v && (v->flags & VMT_VMA_SYSV) && (v->flags & VMT_VMA_SHARED));
 	assert_int_equal(vmt_asmodel_inexact(m), 0);
-	ev = sc_event(VMT_OP_SHMDT, 0, 1, S);
+	ev = TG_SC(cur_proc, 0, VMT_OP_SHMDT, 0, S);
 	apply(m, &ev);
 	count_is(m, 0, 3, 2 + 16 + 4);
 	/* mlockall(MCL_CURRENT) locks all but the special mapping */
-	ev = sc_event(VMT_OP_MLOCKALL, 0, 1, (uint64_t)1);
+	ev = TG_SC(cur_proc, 0, VMT_OP_MLOCKALL, 0, 1);
 	apply(m, &ev);
 	struct vmt_as_counts c;
 	vmt_asmodel_counts(m, 0, &c);
@@ -694,8 +675,7 @@ static void test_synthetic(void **state)
 	struct vmt_event ps = { .kind = VMT_EV_PROCESS_START, .proc = 1, .thread = 1 };
 	ps.u.process_start = (struct vmt_process_start){ 0, 2, VMT_PROC_VFORK };
 	apply(m, &ps);
-	ev = sc_event(VMT_OP_MMAP, (int64_t)S, 6, (uint64_t)0, (uint64_t)8192, (uint64_t)3,
-		      (uint64_t)0x22, (uint64_t)-1, (uint64_t)0);
+	ev = TG_SC(cur_proc, 0, VMT_OP_MMAP, (int64_t)S, 0, 8192, 3, 0x22, FD_NONE, 0);
 	ev.proc = 1;
 	apply(m, &ev);
 	count_is(m, 0, 4, 2 + 16 + 4 + 2);
@@ -742,15 +722,12 @@ static void test_impossible_ranges(void **state)
 	count_is(m, 0, 1, 4);
 	const uint64_t huge = 0xffffff2600000001ull, A = S + 0x100000;
 	struct vmt_event bad[] = {
-		sc_event(VMT_OP_MMAP, (int64_t)A, 6, A, huge, (uint64_t)1, (uint64_t)0x32,
-			 (uint64_t)-1, (uint64_t)0),
-		sc_event(VMT_OP_MMAP, (int64_t)(1ull << 62), 6, (uint64_t)0, (uint64_t)4096,
-			 (uint64_t)3, (uint64_t)0x22, (uint64_t)-1, (uint64_t)0),
-		sc_event(VMT_OP_MREMAP, (int64_t)A, 5, S, (uint64_t)0x4000, huge, (uint64_t)1,
-			 (uint64_t)0),
-		sc_event(VMT_OP_MPROTECT, 0, 3, S, huge, (uint64_t)1),
-		sc_event(VMT_OP_MLOCK, 0, 2, S + 1, ~0ull),
-		sc_event(VMT_OP_MUNMAP, 0, 2, S, huge),
+		TG_SC(cur_proc, 0, VMT_OP_MMAP, (int64_t)A, A, huge, 1, 0x32, FD_NONE, 0),
+		TG_SC(cur_proc, 0, VMT_OP_MMAP, (int64_t)(1ull << 62), 0, 4096, 3, 0x22, FD_NONE, 0),
+		TG_SC(cur_proc, 0, VMT_OP_MREMAP, (int64_t)A, S, 0x4000, huge, 1, 0),
+		TG_SC(cur_proc, 0, VMT_OP_MPROTECT, 0, S, huge, 1),
+		TG_SC(cur_proc, 0, VMT_OP_MLOCK, 0, S + 1, ~0ull),
+		TG_SC(cur_proc, 0, VMT_OP_MUNMAP, 0, S, huge),
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		apply(m, &bad[i]);
@@ -759,17 +736,17 @@ static void test_impossible_ranges(void **state)
 	}
 	/* A range past the address space that does not wrap is walked: the
 	 * kernel changes its mapped part, then fails at the first hole. */
-	ev = sc_event(VMT_OP_MPROTECT, -ENOMEM, 3, S, 1ull << 60, (uint64_t)1);
+	ev = TG_SC(cur_proc, 0, VMT_OP_MPROTECT, -ENOMEM, S, 1ull << 60, 1);
 	apply(m, &ev);
 	const struct vmt_vma *v = vmt_asmodel_lookup(m, 0, S);
 	assert_non_null(v);
 	assert_int_equal(v->prot, VMT_PROT_R);
-	ev = sc_event(VMT_OP_MLOCK, -ENOMEM, 2, S, 1ull << 60);
+	ev = TG_SC(cur_proc, 0, VMT_OP_MLOCK, -ENOMEM, S, 1ull << 60);
 	apply(m, &ev);
 	struct vmt_as_counts c;
 	vmt_asmodel_counts(m, 0, &c);
 	assert_int_equal(c.locked_bytes, 4 * 4096);
-	ev = sc_event(VMT_OP_MLOCKALL, 0, 1, (uint64_t)1);
+	ev = TG_SC(cur_proc, 0, VMT_OP_MLOCKALL, 0, 1);
 	apply(m, &ev);
 	vmt_asmodel_counts(m, 0, &c);
 	assert_int_equal(c.locked_bytes, 4 * 4096);

@@ -21,10 +21,9 @@
 #include <unistd.h>
 
 #include "faults.h"
-#include "rptw.h"
+#include "tgen.h"
 #include "tpfind.h"
 
-#define PG 4096u
 
 static uint64_t now_ns(void)
 {
@@ -41,9 +40,9 @@ __attribute__((noinline)) void vmr_test_toucher(volatile char *p, size_t n,
 {
 	for (size_t i = 0; i < n; i++) {
 		if (write)
-			p[i * PG] = 1;
+			p[i * PAGE] = 1;
 		else
-			(void)p[i * PG];
+			(void)p[i * PAGE];
 	}
 }
 
@@ -55,7 +54,7 @@ __attribute__((noreturn)) static void child(volatile uint64_t *addr_out,
 {
 	if (ptrace(PTRACE_TRACEME, 0, 0, 0) < 0)
 		_exit(3);
-	size_t len = npages * (size_t)nphases * PG;
+	size_t len = npages * (size_t)nphases * PAGE;
 	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
@@ -64,7 +63,7 @@ __attribute__((noreturn)) static void child(volatile uint64_t *addr_out,
 	*addr_out = (uint64_t)(uintptr_t)p;
 	raise(SIGSTOP);
 	for (int ph = 0; ph < nphases; ph++) {
-		char *q = p + (size_t)ph * npages * PG;
+		char *q = p + (size_t)ph * npages * PAGE;
 		vmr_test_toucher(q, npages, 0);
 		if (mode == READ_THEN_WRITE)
 			vmr_test_toucher(q, npages, 1);
@@ -75,7 +74,7 @@ __attribute__((noreturn)) static void child(volatile uint64_t *addr_out,
 
 static volatile uint64_t *shared_words(void)
 {
-	void *p = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+	void *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(p != MAP_FAILED);
 	return p;
@@ -168,7 +167,7 @@ struct capture {
 static void capture_open(struct capture *c, uint32_t source, uint32_t ring_pages)
 {
 	c->f = open_or_skip(source, ring_pages);
-	c->w = tw_memfd_writer("faults", &c->fd);
+	c->w = tg_memfd_writer("faults", &c->fd);
 	c->slot = shared_words();
 }
 
@@ -183,7 +182,7 @@ static void capture_read(struct capture *c, struct evlist *l)
 static void capture_close(struct capture *c, struct evlist *l)
 {
 	free(l->ev);
-	munmap((void *)c->slot, PG);
+	munmap((void *)c->slot, PAGE);
 }
 
 /* Touch n pages reading then writing; check the trace holds n read faults
@@ -221,10 +220,10 @@ static void check_read_then_write(uint32_t source)
 		assert_int_equal(e->proc, 1);
 		assert_true(e->ts_ns >= prev && e->ts_ns >= t0 && e->ts_ns <= t1);
 		prev = e->ts_ns;
-		if (e->u.fault.addr < base || e->u.fault.addr >= base + n * PG)
+		if (e->u.fault.addr < base || e->u.fault.addr >= base + n * PAGE)
 			continue; /* the child's own stack, libc, ... */
 		assert_true(k < 2 * n);
-		uint64_t want = base + (k % n) * PG;
+		uint64_t want = base + (k % n) * PAGE;
 		assert_int_equal(e->u.fault.addr, want);
 		if (source == VMR_FAULTS_SOFTWARE)
 			assert_int_equal(e->u.fault.access, 0);
@@ -307,14 +306,14 @@ static void test_merge_up_to_and_remove(void **state)
 		int who = e->thread;
 		assert_int_equal(e->proc, (uint32_t)who);
 		uint64_t base = c.slot[who];
-		if (e->u.fault.addr < base || e->u.fault.addr >= base + 2 * n * PG)
+		if (e->u.fault.addr < base || e->u.fault.addr >= base + 2 * n * PAGE)
 			continue;
-		int ph = (int)((e->u.fault.addr - base) / (n * PG));
+		int ph = (int)((e->u.fault.addr - base) / (n * PAGE));
 		int order = ph * 2 + who; /* A1=0 B1=1 A2=2 B2=3 */
 		assert_true(order >= phase_of_prev);
 		phase_of_prev = order;
 		assert_int_equal(e->u.fault.addr,
-				 base + (size_t)ph * n * PG + seen[order] * PG);
+				 base + (size_t)ph * n * PAGE + seen[order] * PAGE);
 		seen[order]++;
 	}
 	for (int i = 0; i < 4; i++)
@@ -351,7 +350,7 @@ static void test_lost_samples(void **state)
 			continue;
 		}
 		assert_int_equal(e->kind, VMT_EV_FAULT);
-		if (e->u.fault.addr >= base && e->u.fault.addr < base + n * PG) {
+		if (e->u.fault.addr >= base && e->u.fault.addr < base + n * PAGE) {
 			assert_true(e->u.fault.addr >= last); /* in order */
 			last = e->u.fault.addr + 1;
 			in_range++;
@@ -372,7 +371,7 @@ static void test_add_errors(void **state)
 	assert_int_equal(vmr_faults_add_task(f, 0, 0, 0), -EINVAL);
 	vmr_faults_remove_task(f, 12345678); /* unknown: ignored */
 	int fd;
-	vmt_writer *w = tw_memfd_writer("faults", &fd);
+	vmt_writer *w = tg_memfd_writer("faults", &fd);
 	assert_int_equal(vmr_faults_drain(f, w, UINT64_MAX), 0);
 	vmt_writer_free(w);
 	close(fd);

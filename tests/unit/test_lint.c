@@ -16,34 +16,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "linux_abi.h"
 #include "lint.h"
 #include "tgen.h"
 #include "vmtrace.h"
 
-#define PAGE 4096ull
-#define MiB (1ull << 20)
-
-/* ---- trace builder ------------------------------------------------------ */
-
-struct tb {
-	vmt_writer *w;
-	int fd;
-	uint64_t now;
-	struct vmt_header h;
-	uint64_t index; /* of the next event */
-};
-
-static void put(struct tb *b, struct vmt_event *ev)
-{
-	ev->ts_ns = b->now += 1000;
-	assert_int_equal(vmt_writer_append(b->w, ev), 0);
-	b->index++;
-}
+/* ---- traces ------------------------------------------------------------- */
 
 /* A root process with one thread and a small address space (program,
  * heap, libc, stack): 6 VMAs. */
-static void tb_open(struct tb *b, const char *options)
+static void tb_open(struct tg_trace *b, const char *options)
 {
 	static const struct vmt_map_entry maps[] = {
 		{ 0x555555554000ull, 0x555555556000ull, 0, 0x801, 131, VMT_PROT_R, "/usr/bin/app" },
@@ -53,79 +34,40 @@ static void tb_open(struct tb *b, const char *options)
 		{ 0x7ffff7d28000ull, 0x7ffff7ebd000ull, 0x28000, 0x801, 77, VMT_PROT_R | VMT_PROT_X, "/usr/lib/libc.so.6" },
 		{ 0x7ffffffde000ull, 0x7ffffffff000ull, 0, 0, 0, VMT_PROT_R | VMT_PROT_W, "[stack]" },
 	};
-	int err;
-	memset(b, 0, sizeof(*b));
-	tg_header(&b->h);
-	if (options)
-		b->h.options = options;
-	b->fd = tg_memfd("lint");
-	b->w = vmt_writer_create(b->fd, &b->h, NULL, &err);
-	assert_non_null(b->w);
-	b->now = b->h.start_mono_ns;
-	struct vmt_event ev = { .kind = VMT_EV_PROCESS_START };
-	ev.u.process_start = (struct vmt_process_start){ VMT_NONE, 1000, VMT_PROC_ROOT };
-	put(b, &ev);
-	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_START };
-	ev.u.thread_start = (struct vmt_thread_start){ VMT_NONE, 1000 };
-	put(b, &ev);
-	ev = (struct vmt_event){ .kind = VMT_EV_MAPS };
-	ev.u.maps = (struct vmt_maps){ 6, maps };
-	put(b, &ev);
+	tg_trace_memfd(b, "lint", options);
+	tg_put(b, tg_ev_process_start(0, 0, VMT_NONE, 1000, VMT_PROC_ROOT));
+	tg_put(b, tg_ev_thread_start(0, 0, VMT_NONE, 1000));
+	tg_put(b, tg_ev_maps(0, 0, 6, maps));
 }
 
-/* Append a syscall; returns its event index. */
-static uint64_t sc(struct tb *b, uint32_t thread, uint32_t proc, uint32_t op, int64_t result,
-		   uint32_t stack, uint32_t nargs, uint64_t a0, uint64_t a1, uint64_t a2,
-		   uint64_t a3, uint64_t a4, uint64_t a5)
+static void thread_start(struct tg_trace *b, uint32_t proc, uint32_t thread)
 {
-	struct vmt_event ev = { .kind = VMT_EV_SYSCALL, .thread = thread, .proc = proc };
-	ev.u.sc = (struct vmt_syscall){ op, nargs, { a0, a1, a2, a3, a4, a5 }, result, 0, stack, 0 };
-	ev.ts_ns = b->now += 1000;
-	ev.u.sc.exit_ns = ev.ts_ns + 500;
-	assert_int_equal(vmt_writer_append(b->w, &ev), 0);
-	return b->index++;
+	tg_put(b, tg_ev_thread_start(proc, thread, 0, (int32_t)(1000 + thread)));
 }
 
-#define MMAP(b, t, p, res, addr, len, prot, flags, fd, off) \
-	sc(b, t, p, VMT_OP_MMAP, (int64_t)(res), VMT_NONE, 6, addr, len, prot, flags, (uint64_t)(fd), off)
-#define CALL(b, t, p, op, res, n, ...) sc(b, t, p, op, res, VMT_NONE, n, __VA_ARGS__)
-
-static void thread_start(struct tb *b, uint32_t thread, uint32_t proc)
+static void fork_child(struct tg_trace *b, uint32_t proc, uint32_t thread)
 {
-	struct vmt_event ev = { .kind = VMT_EV_THREAD_START, .thread = thread, .proc = proc };
-	ev.u.thread_start = (struct vmt_thread_start){ 0, (int32_t)(1000 + thread) };
-	put(b, &ev);
+	tg_put(b, tg_ev_process_start(proc, thread, 0, (int32_t)(2000 + proc), VMT_PROC_FORK));
+	thread_start(b, proc, thread);
 }
 
-static void fork_child(struct tb *b, uint32_t thread, uint32_t proc)
+/* A FAULT from the program's text. */
+static void fault(struct tg_trace *b, uint32_t proc, uint32_t thread, uint64_t addr, uint32_t access)
 {
-	struct vmt_event ev = { .kind = VMT_EV_PROCESS_START, .thread = thread, .proc = proc };
-	ev.u.process_start = (struct vmt_process_start){ 0, (int32_t)(2000 + proc), VMT_PROC_FORK };
-	put(b, &ev);
-	thread_start(b, thread, proc);
+	tg_put(b, tg_ev_fault(proc, thread, addr, 0x555555556100ull, access));
 }
 
-static void fault(struct tb *b, uint32_t thread, uint32_t proc, uint64_t addr, uint32_t access)
+/* The MAP_FILE of an mmap of /tmp/data, just before the mmap that follows. */
+static void map_file(struct tg_trace *b, uint32_t proc, uint32_t thread, uint64_t ino)
 {
-	struct vmt_event ev = { .kind = VMT_EV_FAULT, .thread = thread, .proc = proc };
-	ev.u.fault = (struct vmt_fault){ addr, 0x555555556100ull, access };
-	put(b, &ev);
-}
-
-static void map_file(struct tb *b, uint32_t thread, uint32_t proc, uint64_t ino)
-{
-	struct vmt_event ev = { .kind = VMT_EV_MAP_FILE, .thread = thread, .proc = proc };
-	ev.u.file = (struct vmt_map_file){ "/tmp/data", 0x801, ino, 1 << 30, 2, 0100644 };
-	ev.ts_ns = b->now + 1; /* same time as the mmap that follows */
-	assert_int_equal(vmt_writer_append(b->w, &ev), 0);
-	b->index++;
+	tg_put_at(b, tg_ev_file(proc, thread, "/tmp/data", 0x801, ino, 1 << 30, 2, 0100644),
+		  b->now + 1);
 }
 
 /* Finish the trace, read it back into a linter and decide. */
-static vmt_lint *tb_lint(struct tb *b, int *nfound)
+static vmt_lint *tb_lint(struct tg_trace *b, int *nfound)
 {
-	assert_int_equal(vmt_writer_finish(b->w), 0);
-	vmt_writer_free(b->w);
+	tg_finish(b);
 	assert_int_equal(lseek(b->fd, 0, SEEK_SET), 0);
 	int err;
 	vmt_reader *r = vmt_reader_open_fd(b->fd, &err, NULL, 0);
@@ -138,7 +80,7 @@ static vmt_lint *tb_lint(struct tb *b, int *nfound)
 	while ((rc = vmt_reader_next(r, &ev)) == 1)
 		assert_int_equal(vmt_lint_event(l, i++, &ev), 0);
 	assert_int_equal(rc, 0);
-	assert_int_equal(i, b->index);
+	assert_int_equal(i, b->count);
 	*nfound = vmt_lint_finish(l);
 	assert_true(*nfound >= 0);
 	vmt_reader_free(r);
@@ -184,7 +126,7 @@ static void none(vmt_lint *l, int n)
 }
 
 /* The trace has no finding. */
-static void expect_none(struct tb *b)
+static void expect_none(struct tg_trace *b)
 {
 	int n;
 	vmt_lint *l = tb_lint(b, &n);
@@ -198,23 +140,25 @@ enum pnf_variant { PNF_REAL, PNF_NO_MPROTECT, PNF_REMAP_RW, PNF_FAILED };
 /* Threads 1..nthreads each reserve a page PROT_NONE and cycle
  * mprotect(RW), touch, mmap(PROT_NONE, MAP_FIXED) `cycles` times, as
  * seed000 --mode old does.  Returns the index of the first cycle's mmap. */
-static uint64_t pnf_trace(struct tb *b, int nthreads, int cycles, enum pnf_variant v,
+static uint64_t pnf_trace(struct tg_trace *b, int nthreads, int cycles, enum pnf_variant v,
 			  uint32_t stack)
 {
 	const uint64_t R = 0x7f0000100000ull;
 	uint64_t first = 0;
 	for (int t = 1; t <= nthreads; t++) {
-		thread_start(b, (uint32_t)t, 0);
-		MMAP(b, (uint32_t)t, 0, R + (uint64_t)t * 0x10000, 0, PAGE, 0, (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
+		thread_start(b, 0, (uint32_t)t);
+		TG_PUT_SC(b, 0, (uint32_t)t, VMT_OP_MMAP, (int64_t)(R + (uint64_t)t * 0x10000), 0,
+			  PAGE, 0, PRIV_ANON, FD_NONE, 0);
 	}
 	for (int i = 0; i < cycles; i++)
 		for (int t = 1; t <= nthreads; t++) {
 			uint64_t a = R + (uint64_t)t * 0x10000;
 			if (v != PNF_NO_MPROTECT)
-				CALL(b, (uint32_t)t, 0, VMT_OP_MPROTECT, 0, 3, a, PAGE, (LX_PROT_READ | LX_PROT_WRITE), 0, 0, 0);
-			uint64_t k = sc(b, (uint32_t)t, 0, VMT_OP_MMAP, v == PNF_FAILED ? -12 : (int64_t)a,
-					stack, 6, a, PAGE, v == PNF_REMAP_RW ? (LX_PROT_READ | LX_PROT_WRITE) : 0,
-					(LX_MAP_PRIVATE | LX_MAP_ANONYMOUS | LX_MAP_FIXED), (uint64_t)-1, 0);
+				TG_PUT_SC(b, 0, (uint32_t)t, VMT_OP_MPROTECT, 0, a, PAGE, RW);
+			int64_t res = v == PNF_FAILED ? -12 : (int64_t)a;
+			uint64_t prot = v == PNF_REMAP_RW ? RW : 0;
+			uint64_t k = tg_put(b, tg_with_stack(TG_SC(0, (uint32_t)t, VMT_OP_MMAP, res, a, PAGE, prot,
+								   PRIV_ANON_FIXED, FD_NONE, 0), stack));
 			if (!first)
 				first = k;
 		}
@@ -223,7 +167,7 @@ static uint64_t pnf_trace(struct tb *b, int nthreads, int cycles, enum pnf_varia
 
 static void test_pnf_found(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	tb_open(&b, NULL);
 	uint64_t first = pnf_trace(&b, 2, 2000, PNF_REAL, VMT_NONE);
@@ -248,7 +192,7 @@ static void test_pnf_found(void **state)
 
 static void test_pnf_threshold_per_thread(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	/* PNF_MIN_CYCLES - 1 cycles in each of 3 threads: 9 in all, but no
 	 * thread has a free path. */
@@ -274,7 +218,7 @@ static void test_pnf_threshold_per_thread(void **state)
 
 static void test_pnf_near_misses(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	/* mmap(PROT_NONE, MAP_FIXED) over a range never made writable */
 	tb_open(&b, NULL);
 	pnf_trace(&b, 2, 100, PNF_NO_MPROTECT, VMT_NONE);
@@ -289,34 +233,26 @@ static void test_pnf_near_misses(void **state)
 	expect_none(&b);
 	/* the new way (seed000 --mode new): touch + madvise(DONTNEED) */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, 0x7f0000100000ull, 0, PAGE, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, 0x7f0000100000ull, 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
 	for (int i = 0; i < 2000; i++)
-		CALL(&b, 0, 0, VMT_OP_MADVISE, 0, 3, 0x7f0000100000ull, PAGE, 4, 0, 0, 0);
+		TG_PUT_SC(&b, 0, 0, VMT_OP_MADVISE, 0, 0x7f0000100000ull, PAGE, 4);
 	expect_none(&b);
 }
 
 static void test_call_site(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	tb_open(&b, "touch=resident stacks=32");
 	static const uint64_t ips[] = { 0x7ffff7d30010ull, 0x555555556120ull };
-	struct vmt_event ev = { .kind = VMT_EV_STACK };
-	ev.u.stack = (struct vmt_stack){ 0, 2, ips };
-	put(&b, &ev);
+	tg_put(&b, tg_ev_stack(0, 2, ips));
 	pnf_trace(&b, 1, 10, PNF_REAL, 0);
 	/* symbols come at the end of a recording */
 	static const char *const strs[] = { "/usr/lib/libc.so.6", "mmap64", "/usr/bin/app", "old_free" };
-	for (uint32_t i = 0; i < 4; i++) {
-		ev = (struct vmt_event){ .kind = VMT_EV_STRING };
-		ev.u.string = (struct vmt_string){ i, strs[i] };
-		put(&b, &ev);
-	}
-	for (uint32_t i = 0; i < 2; i++) {
-		ev = (struct vmt_event){ .kind = VMT_EV_SYMBOL };
-		ev.u.symbol = (struct vmt_symbol){ ips[i], 2 * i, 2 * i + 1, 0x10 + 0x10 * i };
-		put(&b, &ev);
-	}
+	for (uint32_t i = 0; i < 4; i++)
+		tg_put(&b, tg_ev_string(i, strs[i]));
+	for (uint32_t i = 0; i < 2; i++)
+		tg_put(&b, tg_ev_symbol(ips[i], 2 * i, 2 * i + 1, 0x10 + 0x10 * i));
 	vmt_lint *l = tb_lint(&b, &n);
 	const struct vmt_lint_finding *f = only(l, n, VMT_LINT_PROT_NONE_FREE);
 	assert_int_equal(f->nframes, 2);
@@ -330,22 +266,22 @@ static void test_call_site(void **state)
 
 /* seed001: `procs` forked children each mmap `size`, then `loops` times
  * madvise(advice) all of it, then munmap. */
-static void free_trace(struct tb *b, int procs, int loops, uint64_t size, int advice)
+static void free_trace(struct tg_trace *b, int procs, int loops, uint64_t size, int advice)
 {
 	for (int p = 1; p <= procs; p++) {
 		uint32_t t = (uint32_t)p;
 		uint64_t a = 0x7f1000000000ull + (uint64_t)p * (1ull << 32);
-		fork_child(b, t, (uint32_t)p);
-		MMAP(b, t, (uint32_t)p, a, 0, size, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
+		fork_child(b, (uint32_t)p, t);
+		TG_PUT_SC(b, (uint32_t)p, t, VMT_OP_MMAP, a, 0, size, RW, PRIV_ANON, FD_NONE, 0);
 		for (int i = 0; i < loops; i++)
-			CALL(b, t, (uint32_t)p, VMT_OP_MADVISE, 0, 3, a, size, (uint64_t)advice, 0, 0, 0);
-		CALL(b, t, (uint32_t)p, VMT_OP_MUNMAP, 0, 2, a, size, 0, 0, 0, 0);
+			TG_PUT_SC(b, (uint32_t)p, t, VMT_OP_MADVISE, 0, a, size, (uint64_t)advice);
+		TG_PUT_SC(b, (uint32_t)p, t, VMT_OP_MUNMAP, 0, a, size);
 	}
 }
 
 static void test_free_found(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	tb_open(&b, NULL);
 	free_trace(&b, 2, 5, 16 * MiB, 8);
@@ -369,7 +305,7 @@ static void test_free_found(void **state)
 
 static void test_free_near_misses(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	/* the same volume with MADV_DONTNEED (seed001 --advice dontneed) */
 	tb_open(&b, NULL);
 	free_trace(&b, 2, 5, 16 * MiB, 4);
@@ -390,7 +326,7 @@ enum frag_kind { FRAG_FILE, FRAG_ANON_ALT, FRAG_ANON_MERGE, FRAG_FILE_GAPS };
 
 /* seed002: `count` 4 KiB mappings placed top-down next to each other (or
  * one page apart for FRAG_FILE_GAPS), then unmapped. */
-static void frag_trace(struct tb *b, int count, enum frag_kind k)
+static void frag_trace(struct tg_trace *b, int count, enum frag_kind k)
 {
 	const uint64_t top = 0x7f2000000000ull;
 	uint64_t step = k == FRAG_FILE_GAPS ? 2 * PAGE : PAGE;
@@ -398,19 +334,20 @@ static void frag_trace(struct tb *b, int count, enum frag_kind k)
 		uint64_t a = top - (uint64_t)(i + 1) * step;
 		if (k == FRAG_FILE || k == FRAG_FILE_GAPS) {
 			map_file(b, 0, 0, 4711);
-			MMAP(b, 0, 0, a, 0, PAGE, (LX_PROT_READ | LX_PROT_WRITE), 0x2, 3, 0);
+			TG_PUT_SC(b, 0, 0, VMT_OP_MMAP, a, 0, PAGE, RW, 0x2, 3, 0);
 		} else {
-			int prot = k == FRAG_ANON_ALT && (i & 1) ? 1 : (LX_PROT_READ | LX_PROT_WRITE);
-			MMAP(b, 0, 0, a, 0, PAGE, (uint64_t)prot, (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
+			int prot = k == FRAG_ANON_ALT && (i & 1) ? 1 : RW;
+			TG_PUT_SC(b, 0, 0, VMT_OP_MMAP, a, 0, PAGE, (uint64_t)prot, PRIV_ANON,
+				  FD_NONE, 0);
 		}
 	}
 	for (int i = 0; i < count; i++)
-		CALL(b, 0, 0, VMT_OP_MUNMAP, 0, 2, top - (uint64_t)(i + 1) * step, PAGE, 0, 0, 0, 0);
+		TG_PUT_SC(b, 0, 0, VMT_OP_MUNMAP, 0, top - (uint64_t)(i + 1) * step, PAGE);
 }
 
 static void test_frag_found(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	tb_open(&b, NULL);
 	frag_trace(&b, 2000, FRAG_FILE);
@@ -438,7 +375,7 @@ static void test_frag_found(void **state)
 
 static void test_frag_near_misses(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	/* anonymous neighbours merge: one VMA (seed002 --kind anon-merge) */
 	tb_open(&b, NULL);
 	frag_trace(&b, 3000, FRAG_ANON_MERGE);
@@ -459,13 +396,13 @@ static const uint64_t L = 0x7f3000000000ull;
 
 static void test_locked_found(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	/* seed003 --mode locked: MAP_LOCKED file mapping, 2000 reads */
 	tb_open(&b, NULL);
 	map_file(&b, 0, 0, 99);
-	uint64_t k = MMAP(&b, 0, 0, L, 0, 64 * MiB, 1, 0x2 | LX_MAP_LOCKED, 3, 0);
-	CALL(&b, 0, 0, VMT_OP_MUNMAP, 0, 2, L, 64 * MiB, 0, 0, 0, 0);
+	uint64_t k = TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 64 * MiB, 1, 0x2 | LX_MAP_LOCKED, 3, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MUNMAP, 0, L, 64 * MiB);
 	vmt_lint *l = tb_lint(&b, &n);
 	const struct vmt_lint_finding *f = only(l, n, VMT_LINT_LOCKED_UNTOUCHED);
 	assert_int_equal(evidence(f, "locked_bytes"), 64 * MiB);
@@ -482,10 +419,10 @@ static void test_locked_found(void **state)
 
 	/* mlock after a quarter of the pages were faulted in */
 	tb_open(&b, "touch=faults");
-	MMAP(&b, 0, 0, L, 0, 32 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 32 * MiB, RW, PRIV_ANON, FD_NONE, 0);
 	for (uint64_t i = 0; i < 2048; i++)
 		fault(&b, 0, 0, L + i * PAGE + 8, VMT_FAULT_WRITE);
-	CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, L, 32 * MiB, 0, 0, 0, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCK, 0, L, 32 * MiB);
 	l = tb_lint(&b, &n);
 	f = only(l, n, VMT_LINT_LOCKED_UNTOUCHED);
 	assert_int_equal(evidence(f, "locked_pages"), 8192);
@@ -495,8 +432,8 @@ static void test_locked_found(void **state)
 
 	/* mlockall(MCL_CURRENT) over a large mapping */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, L, 0, 32 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
-	CALL(&b, 0, 0, VMT_OP_MLOCKALL, 0, 1, 1, 0, 0, 0, 0, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 32 * MiB, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCKALL, 0, 1);
 	l = tb_lint(&b, &n);
 	f = only(l, n, VMT_LINT_LOCKED_UNTOUCHED);
 	assert_true(evidence(f, "locked_bytes") >= 32 * MiB);
@@ -505,51 +442,51 @@ static void test_locked_found(void **state)
 
 static void test_locked_near_misses(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	/* seed003 --mode onfault: mlock2(MLOCK_ONFAULT) */
 	tb_open(&b, NULL);
 	map_file(&b, 0, 0, 99);
-	MMAP(&b, 0, 0, L, 0, 64 * MiB, 1, 0x2, 3, 0);
-	CALL(&b, 0, 0, VMT_OP_MLOCK2, 0, 3, L, 64 * MiB, 1, 0, 0, 0);
-	CALL(&b, 0, 0, VMT_OP_MUNLOCK, 0, 2, L, 64 * MiB, 0, 0, 0, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 64 * MiB, 1, 0x2, 3, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCK2, 0, L, 64 * MiB, 1);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MUNLOCK, 0, L, 64 * MiB);
 	expect_none(&b);
 	/* mlockall(MCL_CURRENT|MCL_ONFAULT) */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, L, 0, 64 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
-	CALL(&b, 0, 0, VMT_OP_MLOCKALL, 0, 1, 5, 0, 0, 0, 0, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 64 * MiB, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCKALL, 0, 5);
 	expect_none(&b);
 	/* a small MAP_LOCKED mapping: 4 MiB */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, L, 0, 4 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS) | LX_MAP_LOCKED, -1, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 4 * MiB, RW, PRIV_ANON | LX_MAP_LOCKED, FD_NONE, 0);
 	expect_none(&b);
 	/* locked after most pages were used: 3/4 faulted before mlock */
 	tb_open(&b, "touch=faults");
-	MMAP(&b, 0, 0, L, 0, 16 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 16 * MiB, RW, PRIV_ANON, FD_NONE, 0);
 	for (uint64_t i = 0; i < 3072; i++)
 		fault(&b, 0, 0, L + i * PAGE, VMT_FAULT_WRITE);
-	CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, L, 16 * MiB, 0, 0, 0, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCK, 0, L, 16 * MiB);
 	expect_none(&b);
 	/* a failed MAP_LOCKED mmap (RLIMIT_MEMLOCK) */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, -11, 0, 64 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS) | LX_MAP_LOCKED, -1, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, -11, 0, 64 * MiB, RW, PRIV_ANON | LX_MAP_LOCKED, FD_NONE, 0);
 	expect_none(&b);
 }
 
 static void test_mlock_per_page(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	/* seed003 --mode mlock: mlock of each page before reading it */
 	tb_open(&b, NULL);
 	map_file(&b, 0, 0, 99);
-	MMAP(&b, 0, 0, L, 0, 64 * MiB, 1, 0x2, 3, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 64 * MiB, 1, 0x2, 3, 0);
 	uint64_t first = 0;
 	for (uint64_t i = 0; i < 64; i++) {
-		uint64_t k = CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, L + (i * 37 % 16384) * PAGE, PAGE, 0, 0, 0, 0);
+		uint64_t k = TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCK, 0, L + (i * 37 % 16384) * PAGE, PAGE);
 		if (!i)
 			first = k;
 	}
-	CALL(&b, 0, 0, VMT_OP_MUNLOCK, 0, 2, L, 64 * MiB, 0, 0, 0, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MUNLOCK, 0, L, 64 * MiB);
 	vmt_lint *l = tb_lint(&b, &n);
 	const struct vmt_lint_finding *f = only(l, n, VMT_LINT_MLOCK_PER_PAGE);
 	assert_int_equal(evidence(f, "calls"), 64);
@@ -559,11 +496,11 @@ static void test_mlock_per_page(void **state)
 
 	/* 63 calls, or 100 calls of 8 pages each: no finding */
 	tb_open(&b, NULL);
-	MMAP(&b, 0, 0, L, 0, 64 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 64 * MiB, RW, PRIV_ANON, FD_NONE, 0);
 	for (uint64_t i = 0; i < 63; i++)
-		CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, L + i * 2 * PAGE, PAGE, 0, 0, 0, 0);
+		TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCK, 0, L + i * 2 * PAGE, PAGE);
 	for (uint64_t i = 0; i < 100; i++)
-		CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, L + MiB + i * 8 * PAGE, 8 * PAGE, 0, 0, 0, 0);
+		TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCK, 0, L + MiB + i * 8 * PAGE, 8 * PAGE);
 	expect_none(&b);
 }
 
@@ -574,13 +511,13 @@ enum rtw_variant { RTW_REAL, RTW_WRITE_ONLY, RTW_DISCARDED, RTW_FILE, RTW_WRITE_
 static const uint64_t A = 0x7f4000000000ull;
 
 /* seed004: a round maps `pages` anonymous pages, reads each, writes each. */
-static void rtw_trace(struct tb *b, uint64_t pages, enum rtw_variant v)
+static void rtw_trace(struct tg_trace *b, uint64_t pages, enum rtw_variant v)
 {
 	if (v == RTW_FILE) {
 		map_file(b, 0, 0, 5);
-		MMAP(b, 0, 0, A, 0, pages * PAGE, (LX_PROT_READ | LX_PROT_WRITE), 0x2, 3, 0);
+		TG_PUT_SC(b, 0, 0, VMT_OP_MMAP, A, 0, pages * PAGE, RW, 0x2, 3, 0);
 	} else {
-		MMAP(b, 0, 0, A, 0, pages * PAGE, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
+		TG_PUT_SC(b, 0, 0, VMT_OP_MMAP, A, 0, pages * PAGE, RW, PRIV_ANON, FD_NONE, 0);
 	}
 	if (v == RTW_WRITE_READ)
 		for (uint64_t i = 0; i < pages; i++)
@@ -589,16 +526,16 @@ static void rtw_trace(struct tb *b, uint64_t pages, enum rtw_variant v)
 		for (uint64_t i = 0; i < pages; i++)
 			fault(b, 0, 0, A + i * PAGE + 100, VMT_FAULT_READ);
 	if (v == RTW_DISCARDED)
-		CALL(b, 0, 0, VMT_OP_MADVISE, 0, 3, A, pages * PAGE, 4, 0, 0, 0);
+		TG_PUT_SC(b, 0, 0, VMT_OP_MADVISE, 0, A, pages * PAGE, 4);
 	if (v != RTW_WRITE_READ)
 		for (uint64_t i = 0; i < pages; i++)
 			fault(b, 0, 0, A + i * PAGE + 200, VMT_FAULT_WRITE);
-	CALL(b, 0, 0, VMT_OP_MUNMAP, 0, 2, A, pages * PAGE, 0, 0, 0, 0);
+	TG_PUT_SC(b, 0, 0, VMT_OP_MUNMAP, 0, A, pages * PAGE);
 }
 
 static void test_rtw_found(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	tb_open(&b, "touch=faults");
 	for (int round = 0; round < 3; round++)
@@ -619,7 +556,7 @@ static void test_rtw_found(void **state)
 static void test_rtw_near_misses(void **state)
 {
 	static const enum rtw_variant vs[] = { RTW_WRITE_ONLY, RTW_DISCARDED, RTW_FILE, RTW_WRITE_READ };
-	struct tb b;
+	struct tg_trace b;
 	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
 		tb_open(&b, "touch=faults");
 		rtw_trace(&b, 4096, vs[i]);
@@ -635,18 +572,18 @@ static void test_rtw_near_misses(void **state)
 
 static void test_clean(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	int n;
 	tb_open(&b, NULL);
 	/* an ordinary program: a few mappings, some protection changes, a
 	 * heap that grows, a small lock, a DONTNEED, unmaps */
-	MMAP(&b, 0, 0, A, 0, 1 * MiB, (LX_PROT_READ | LX_PROT_WRITE), (LX_MAP_PRIVATE | LX_MAP_ANONYMOUS), -1, 0);
-	CALL(&b, 0, 0, VMT_OP_MPROTECT, 0, 3, A, PAGE, 0, 0, 0, 0);
-	CALL(&b, 0, 0, VMT_OP_BRK, 0x55555559b000ll, 1, 0x55555559b000ull, 0, 0, 0, 0, 0);
-	CALL(&b, 0, 0, VMT_OP_MLOCK, 0, 2, A + PAGE, PAGE, 0, 0, 0, 0);
-	CALL(&b, 0, 0, VMT_OP_MADVISE, 0, 3, A + PAGE, 64 * PAGE, 4, 0, 0, 0);
-	CALL(&b, 0, 0, VMT_OP_MADVISE, 0, 3, A + PAGE, 64 * PAGE, 8, 0, 0, 0);
-	CALL(&b, 0, 0, VMT_OP_MUNMAP, 0, 2, A, 1 * MiB, 0, 0, 0, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, A, 0, 1 * MiB, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MPROTECT, 0, A, PAGE, 0);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_BRK, 0x55555559b000ll, 0x55555559b000ull);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCK, 0, A + PAGE, PAGE);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MADVISE, 0, A + PAGE, 64 * PAGE, 4);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MADVISE, 0, A + PAGE, 64 * PAGE, 8);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MUNMAP, 0, A, 1 * MiB);
 	vmt_lint *l = tb_lint(&b, &n);
 	assert_int_equal(n, 0);
 	assert_null(vmt_lint_get(l, 0));

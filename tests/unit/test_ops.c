@@ -9,19 +9,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "linux_abi.h"
+#include "tgen.h"
 #include "vmtrace.h"
 
-#define PG 4096ull
 #define A 0x7f0000001000ull
-
-static struct vmt_syscall call(uint32_t op, int64_t result, uint64_t a0, uint64_t a1,
-			       uint64_t a2, uint64_t a3, uint64_t a4)
-{
-	struct vmt_syscall sc = {.op = op, .nargs = VMT_MAX_ARGS, .result = result,
-				 .args = {a0, a1, a2, a3, a4, 0}};
-	return sc;
-}
 
 /* Every op's descriptor points at arguments of the right kinds. */
 static void test_table_consistent(void **state)
@@ -56,71 +47,74 @@ static void test_ranges(void **state)
 	struct vmt_syscall sc;
 
 	/* A plain range op: the end rounded up to a page. */
-	sc = call(VMT_OP_MPROTECT, 0, A, 100, LX_PROT_READ, 0, 0);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 1);
+	sc = TG_SC(0, 0, VMT_OP_MPROTECT, 0, A, 100, LX_PROT_READ).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 1);
 	assert_int_equal(r[0].start, A);
-	assert_int_equal(r[0].end, A + PG);
+	assert_int_equal(r[0].end, A + PAGE);
 
 	/* mlock rounds the start down. */
-	sc = call(VMT_OP_MLOCK, 0, A + 10, PG, 0, 0, 0);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 1);
+	sc = TG_SC(0, 0, VMT_OP_MLOCK, 0, A + 10, PAGE).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 1);
 	assert_int_equal(r[0].start, A);
-	assert_int_equal(r[0].end, A + 2 * PG);
+	assert_int_equal(r[0].end, A + 2 * PAGE);
 
 	/* mmap: at the result, or at the address with MAP_FIXED; a failed
 	 * hint-less mmap names no range. */
-	sc = call(VMT_OP_MMAP, (int64_t)A, 0, 2 * PG, LX_PROT_READ, LX_MAP_PRIVATE | LX_MAP_ANONYMOUS, -1);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 1);
+	sc = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, 0, 2 * PAGE, LX_PROT_READ,
+		   LX_MAP_PRIVATE | LX_MAP_ANONYMOUS, FD_NONE, 0).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 1);
 	assert_int_equal(r[0].start, A);
-	assert_int_equal(r[0].end, A + 2 * PG);
+	assert_int_equal(r[0].end, A + 2 * PAGE);
 	sc.result = -12;
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 0);
-	sc.args[0] = A + PG;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 0);
+	sc.args[0] = A + PAGE;
 	sc.args[3] |= LX_MAP_FIXED;
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 1);
-	assert_int_equal(r[0].start, A + PG);
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 1);
+	assert_int_equal(r[0].start, A + PAGE);
 
 	/* mremap: the old range and the new one. */
-	sc = call(VMT_OP_MREMAP, (int64_t)(A + 16 * PG), A, PG, 3 * PG, LX_MREMAP_MAYMOVE, 0);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 2);
-	assert_int_equal(r[0].end, A + PG);
-	assert_int_equal(r[1].start, A + 16 * PG);
-	assert_int_equal(r[1].end, A + 19 * PG);
+	sc = TG_SC(0, 0, VMT_OP_MREMAP, (int64_t)(A + 16 * PAGE), A, PAGE, 3 * PAGE,
+		   LX_MREMAP_MAYMOVE, 0).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 2);
+	assert_int_equal(r[0].end, A + PAGE);
+	assert_int_equal(r[1].start, A + 16 * PAGE);
+	assert_int_equal(r[1].end, A + 19 * PAGE);
 	sc.result = -12;
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 1);
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 1);
 
 	/* The whole address space; no range at all. */
-	sc = call(VMT_OP_MLOCKALL, 0, LX_MCL_CURRENT, 0, 0, 0, 0);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), -1);
-	sc = call(VMT_OP_BRK, (int64_t)A, A, 0, 0, 0, 0);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 0);
-	sc = call(VMT_OP_PROCESS_MADVISE, 0, 3, A, 1, LX_MADV_DONTNEED, 0);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 0);
+	sc = TG_SC(0, 0, VMT_OP_MLOCKALL, 0, LX_MCL_CURRENT).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), -1);
+	sc = TG_SC(0, 0, VMT_OP_BRK, (int64_t)A, A).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 0);
+	sc = TG_SC(0, 0, VMT_OP_PROCESS_MADVISE, 0, 3, A, 1, LX_MADV_DONTNEED, 0).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 0);
 
 	/* A range that wraps is clamped at the top of the address space. */
-	sc = call(VMT_OP_MUNMAP, 0, ~0ull - PG, 4 * PG, 0, 0, 0);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 1);
+	sc = TG_SC(0, 0, VMT_OP_MUNMAP, 0, ~0ull - PAGE, 4 * PAGE).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 1);
 	assert_true(r[0].end >= r[0].start);
 
 	/* An unknown op names nothing. */
-	sc = call(VMT_OP__COUNT, 0, A, PG, 0, 0, 0);
-	assert_int_equal(vmt_sc_ranges(&sc, PG, r), 0);
+	sc = tg_ev_sc(0, 0, VMT_OP__COUNT, 0, 2, (uint64_t[]){ A, PAGE }).u.sc;
+	assert_int_equal(vmt_sc_ranges(&sc, PAGE, r), 0);
 }
 
 static void test_discards(void **state)
 {
 	struct vmt_syscall sc;
 
-	sc = call(VMT_OP_MUNMAP, 0, A, PG, 0, 0, 0);
+	sc = TG_SC(0, 0, VMT_OP_MUNMAP, 0, A, PAGE).u.sc;
 	assert_true(vmt_sc_discards(&sc));
-	sc = call(VMT_OP_MMAP, (int64_t)A, A, PG, 0, LX_MAP_PRIVATE | LX_MAP_ANONYMOUS | LX_MAP_FIXED, -1);
+	sc = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, A, PAGE, 0,
+		   LX_MAP_PRIVATE | LX_MAP_ANONYMOUS | LX_MAP_FIXED, FD_NONE, 0).u.sc;
 	assert_true(vmt_sc_discards(&sc));
 	sc.args[3] = LX_MAP_PRIVATE | LX_MAP_ANONYMOUS | LX_MAP_FIXED_NOREPLACE;
 	assert_false(vmt_sc_discards(&sc));
 	sc.args[3] = LX_MAP_PRIVATE | LX_MAP_ANONYMOUS;
 	assert_false(vmt_sc_discards(&sc));
 	for (uint64_t adv = 0; adv < 128; adv++) {
-		sc = call(VMT_OP_MADVISE, 0, A, PG, adv, 0, 0);
+		sc = TG_SC(0, 0, VMT_OP_MADVISE, 0, A, PAGE, adv).u.sc;
 		int want = adv == LX_MADV_DONTNEED || adv == LX_MADV_FREE || adv == LX_MADV_REMOVE ||
 			   adv == LX_MADV_DONTNEED_LOCKED;
 		assert_int_equal(vmt_sc_discards(&sc), want);
@@ -128,15 +122,15 @@ static void test_discards(void **state)
 	}
 	/* mremap: a growth in place keeps its pages; a shrink or a move
 	 * takes them from the old addresses. */
-	sc = call(VMT_OP_MREMAP, (int64_t)A, A, PG, 2 * PG, 0, 0);
+	sc = TG_SC(0, 0, VMT_OP_MREMAP, (int64_t)A, A, PAGE, 2 * PAGE, 0, 0).u.sc;
 	assert_false(vmt_sc_discards(&sc));
 	sc.args[2] = 0;
 	assert_true(vmt_sc_discards(&sc));
-	sc = call(VMT_OP_MREMAP, (int64_t)A, A, PG, 2 * PG, LX_MREMAP_MAYMOVE, 0);
+	sc = TG_SC(0, 0, VMT_OP_MREMAP, (int64_t)A, A, PAGE, 2 * PAGE, LX_MREMAP_MAYMOVE, 0).u.sc;
 	assert_true(vmt_sc_discards(&sc));
-	sc = call(VMT_OP_MPROTECT, 0, A, PG, LX_PROT_NONE, 0, 0);
+	sc = TG_SC(0, 0, VMT_OP_MPROTECT, 0, A, PAGE, LX_PROT_NONE).u.sc;
 	assert_false(vmt_sc_discards(&sc));
-	sc = call(VMT_OP_MLOCK, 0, A, PG, 0, 0, 0);
+	sc = TG_SC(0, 0, VMT_OP_MLOCK, 0, A, PAGE).u.sc;
 	assert_false(vmt_sc_discards(&sc));
 }
 

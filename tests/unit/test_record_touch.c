@@ -18,8 +18,7 @@
 #include <unistd.h>
 
 #include "rec_internal.h"
-
-#define PS 4096ull
+#include "tgen.h"
 
 /* Collected emits, pages expanded into a state per page for checking. */
 struct got {
@@ -100,18 +99,18 @@ static void test_runs_split(void **state)
 	vmr_runs_init(&r, 12, 3, collect, &g);
 	vmr_runs_begin(&r);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(vmr_runs_add(&r, 0x100000 + (uint64_t)i * 2 * PS, 1,
+		assert_int_equal(vmr_runs_add(&r, 0x100000 + (uint64_t)i * 2 * PAGE, 1,
 					      i % 2 ? VMT_PAGE_READ : VMT_PAGE_WRITTEN), 0);
 	assert_int_equal(vmr_runs_end(&r), 0);
 	assert_int_equal(g.emits, 2);
 	assert_int_equal(g.start[0], 0x100000);
 	assert_int_equal(g.npages[0], 3);
-	assert_int_equal(g.start[1], 0x100000 + 4 * PS);
+	assert_int_equal(g.start[1], 0x100000 + 4 * PAGE);
 	assert_int_equal(g.npages[1], 3);
 	/* A run that only extends the last one never splits. */
 	vmr_runs_begin(&r);
 	for (int i = 0; i < 100; i++)
-		assert_int_equal(vmr_runs_add(&r, 0x200000 + (uint64_t)i * PS, 1,
+		assert_int_equal(vmr_runs_add(&r, 0x200000 + (uint64_t)i * PAGE, 1,
 					      VMT_PAGE_WRITTEN), 0);
 	assert_int_equal(vmr_runs_end(&r), 0);
 	assert_int_equal(g.emits, 3);
@@ -140,25 +139,25 @@ static void check_self(int use_scan)
 		skip(); /* kernel before 6.7 */
 	}
 	pm.scan = use_scan;
-	p = mmap(NULL, 12 * PS, PROT_READ | PROT_WRITE,
+	p = mmap(NULL, 12 * PAGE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(p != MAP_FAILED);
 	/* THP would turn one touch into 512 pages; keep pages small. */
-	madvise((void *)p, 12 * PS, MADV_NOHUGEPAGE);
-	(void)p[1 * PS];	   /* read: zero page */
-	p[2 * PS] = 1;		   /* written */
-	p[3 * PS] = 1;
-	(void)p[6 * PS];
-	p[7 * PS] = 1;
-	p[10 * PS] = 1;
+	madvise((void *)p, 12 * PAGE, MADV_NOHUGEPAGE);
+	(void)p[1 * PAGE];	   /* read: zero page */
+	p[2 * PAGE] = 1;		   /* written */
+	p[3 * PAGE] = 1;
+	(void)p[6 * PAGE];
+	p[7 * PAGE] = 1;
+	p[10 * PAGE] = 1;
 	fd = open("/proc/self/pagemap", O_RDONLY);
 	assert_true(fd >= 0);
 	vmr_runs_init(&r, 12, 0, collect, &g);
 	vmr_runs_begin(&r);
-	assert_int_equal(vmr_pagemap_scan(&pm, fd, (uintptr_t)p, (uintptr_t)p + 12 * PS, &r), 0);
+	assert_int_equal(vmr_pagemap_scan(&pm, fd, (uintptr_t)p, (uintptr_t)p + 12 * PAGE, &r), 0);
 	assert_int_equal(vmr_runs_end(&r), 0);
 	assert_int_equal(g.emits, 1);
-	assert_int_equal(g.start[0], (uintptr_t)p + PS);
+	assert_int_equal(g.start[0], (uintptr_t)p + PAGE);
 	assert_int_equal(g.npages[0], 10);
 	uint8_t R = VMT_PAGE_READ, W = VMT_PAGE_WRITTEN, A = VMT_PAGE_ABSENT;
 	if (!use_scan && !pm.zero_pfn) /* pfns hidden (not root) */
@@ -168,21 +167,21 @@ static void check_self(int use_scan)
 
 	/* Unaligned bounds cover the pages they touch. */
 	vmr_runs_begin(&r);
-	assert_int_equal(vmr_pagemap_scan(&pm, fd, (uintptr_t)p + 2 * PS + 5,
-					  (uintptr_t)p + 2 * PS + 6, &r), 0);
+	assert_int_equal(vmr_pagemap_scan(&pm, fd, (uintptr_t)p + 2 * PAGE + 5,
+					  (uintptr_t)p + 2 * PAGE + 6, &r), 0);
 	assert_int_equal(vmr_runs_end(&r), 0);
 	assert_int_equal(g.emits, 2);
 	assert_int_equal(g.npages[1], 1);
 	assert_int_equal(g.state[1][0], W);
 
 	/* After MADV_DONTNEED nothing is present. */
-	assert_int_equal(madvise((void *)p, 12 * PS, MADV_DONTNEED), 0);
+	assert_int_equal(madvise((void *)p, 12 * PAGE, MADV_DONTNEED), 0);
 	vmr_runs_begin(&r);
-	assert_int_equal(vmr_pagemap_scan(&pm, fd, (uintptr_t)p, (uintptr_t)p + 12 * PS, &r), 0);
+	assert_int_equal(vmr_pagemap_scan(&pm, fd, (uintptr_t)p, (uintptr_t)p + 12 * PAGE, &r), 0);
 	assert_int_equal(vmr_runs_end(&r), 0);
 	assert_int_equal(g.emits, 2);
 	close(fd);
-	munmap((void *)p, 12 * PS);
+	munmap((void *)p, 12 * PAGE);
 	vmr_runs_free(&r);
 	vmr_pagemap_free(&pm);
 }
@@ -212,10 +211,10 @@ static void test_file_pages(void **state)
 	(void)state;
 	assert_true(fd >= 0);
 	unlink(path);
-	assert_int_equal(ftruncate(fd, 4 * PS), 0);
-	p = mmap(NULL, 4 * PS, PROT_READ, MAP_SHARED, fd, 0);
+	assert_int_equal(ftruncate(fd, 4 * PAGE), 0);
+	p = mmap(NULL, 4 * PAGE, PROT_READ, MAP_SHARED, fd, 0);
 	assert_true(p != MAP_FAILED);
-	(void)p[2 * PS];
+	(void)p[2 * PAGE];
 	assert_int_equal(vmr_pagemap_init(&pm), 0);
 	pmfd = open("/proc/self/pagemap", O_RDONLY);
 	vmr_runs_init(&r, 12, 0, collect, &g);
@@ -224,13 +223,13 @@ static void test_file_pages(void **state)
 			continue;
 		pm.scan = scan;
 		vmr_runs_begin(&r);
-		assert_int_equal(vmr_pagemap_scan(&pm, pmfd, (uintptr_t)p, (uintptr_t)p + 4 * PS, &r), 0);
+		assert_int_equal(vmr_pagemap_scan(&pm, pmfd, (uintptr_t)p, (uintptr_t)p + 4 * PAGE, &r), 0);
 		assert_int_equal(vmr_runs_end(&r), 0);
 		/* Fault-around may map cached neighbours too: the page read
 		 * must be there, and every present page is PRESENT. */
 		int e = g.emits - 1;
-		uint64_t off = ((uintptr_t)p + 2 * PS - g.start[e]) / PS;
-		assert_true(g.start[e] <= (uintptr_t)p + 2 * PS);
+		uint64_t off = ((uintptr_t)p + 2 * PAGE - g.start[e]) / PAGE;
+		assert_true(g.start[e] <= (uintptr_t)p + 2 * PAGE);
 		assert_true(off < g.npages[e]);
 		assert_int_equal(g.state[e][off], VMT_PAGE_PRESENT);
 		for (uint64_t i = 0; i < g.npages[e]; i++)
@@ -239,7 +238,7 @@ static void test_file_pages(void **state)
 	}
 	close(pmfd);
 	close(fd);
-	munmap((void *)p, 4 * PS);
+	munmap((void *)p, 4 * PAGE);
 	vmr_runs_free(&r);
 	vmr_pagemap_free(&pm);
 }

@@ -12,31 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tgen.h"
 #include "vmtrace.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static struct vmt_event mk_sc(uint32_t op, int64_t result, uint32_t nargs,
-			      const uint64_t *args)
-{
-	struct vmt_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = VMT_EV_SYSCALL;
-	ev.ts_ns = 1000;
-	ev.u.sc.op = op;
-	ev.u.sc.nargs = nargs;
-	for (uint32_t i = 0; i < nargs && i < VMT_MAX_ARGS; i++)
-		ev.u.sc.args[i] = args[i];
-	ev.u.sc.result = result;
-	ev.u.sc.exit_ns = 1500;
-	ev.u.sc.stack_id = VMT_NONE;
-	return ev;
-}
-
-#define NARGS(...) (sizeof((uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t))
-#define SC(op, res, ...) \
-	mk_sc(VMT_OP_##op, res, NARGS(__VA_ARGS__), (uint64_t[]){__VA_ARGS__})
 
 static void check_text(const struct vmt_event *ev, const char *want)
 {
@@ -80,7 +59,6 @@ static void check_json_str(const char *in, const char *want)
 }
 
 #define A 0x7f3a2c000000ull
-#define NEG1 ((uint64_t)-1)
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -221,7 +199,7 @@ static void test_every_op_renders(void **state)
 	for (uint32_t op = 1; op < VMT_OP__COUNT; op++) {
 		const struct vmt_op_info *oi = vmt_op_info(op);
 		uint64_t args[VMT_MAX_ARGS] = {A, 4096, 1, 2, 3, 4};
-		struct vmt_event ev = mk_sc(op, 0, oi->nargs, args);
+		struct vmt_event ev = tg_ev_sc(0, 0, op, 0, oi->nargs, args);
 		struct vmt_buf b = {0};
 		size_t n = strlen(oi->name);
 
@@ -246,70 +224,70 @@ static void test_syscall_text(void **state)
 {
 	struct vmt_event ev;
 
-	ev = SC(MMAP, (int64_t)A, 0, 4096, 3, 0x22, NEG1, 0);
+	ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, 0, 4096, 3, 0x22, FD_NONE, 0);
 	check_text(&ev, "mmap(NULL, 4096, PROT_READ|PROT_WRITE, "
 			"MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f3a2c000000");
-	ev = SC(MMAP, (int64_t)A, 0, 8192, 5, 0x802, 3, 0x2000);
+	ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, 0, 8192, 5, 0x802, 3, 0x2000);
 	check_text(&ev, "mmap(NULL, 8192, PROT_READ|PROT_EXEC, "
 			"MAP_PRIVATE|MAP_DENYWRITE, 3, 0x2000) = 0x7f3a2c000000");
-	ev = SC(MMAP, -12, 0, 1ull << 40, 3, 0x22, NEG1, 0);
+	ev = TG_SC(0, 0, VMT_OP_MMAP, -12, 0, 1ull << 40, 3, 0x22, FD_NONE, 0);
 	check_text(&ev, "mmap(NULL, 1099511627776, PROT_READ|PROT_WRITE, "
 			"MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = -1 ENOMEM "
 			"(Cannot allocate memory)");
-	ev = SC(MMAP, (int64_t)A, A, 4096, 0, 0x32, NEG1, 0);
+	ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, A, 4096, 0, 0x32, FD_NONE, 0);
 	check_text(&ev, "mmap(0x7f3a2c000000, 4096, PROT_NONE, "
 			"MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = "
 			"0x7f3a2c000000");
-	ev = SC(MUNMAP, 0, A, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MUNMAP, 0, A, 4096);
 	check_text(&ev, "munmap(0x7f3a2c000000, 4096) = 0");
-	ev = SC(MUNMAP, -22, A + 1, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MUNMAP, -22, A + 1, 4096);
 	check_text(&ev, "munmap(0x7f3a2c000001, 4096) = -1 EINVAL "
 			"(Invalid argument)");
-	ev = SC(MPROTECT, 0, A, 4096, 0);
+	ev = TG_SC(0, 0, VMT_OP_MPROTECT, 0, A, 4096, 0);
 	check_text(&ev, "mprotect(0x7f3a2c000000, 4096, PROT_NONE) = 0");
-	ev = SC(MPROTECT, 0, A, 4096, 0x101);
+	ev = TG_SC(0, 0, VMT_OP_MPROTECT, 0, A, 4096, 0x101);
 	check_text(&ev, "mprotect(0x7f3a2c000000, 4096, PROT_READ|0x100) = 0");
-	ev = SC(PKEY_MPROTECT, 0, A, 4096, 1, 2);
+	ev = TG_SC(0, 0, VMT_OP_PKEY_MPROTECT, 0, A, 4096, 1, 2);
 	check_text(&ev, "pkey_mprotect(0x7f3a2c000000, 4096, PROT_READ, 2) = 0");
-	ev = SC(MADVISE, 0, A, 8192, 4);
+	ev = TG_SC(0, 0, VMT_OP_MADVISE, 0, A, 8192, 4);
 	check_text(&ev, "madvise(0x7f3a2c000000, 8192, MADV_DONTNEED) = 0");
-	ev = SC(MADVISE, -22, A, 8192, 77);
+	ev = TG_SC(0, 0, VMT_OP_MADVISE, -22, A, 8192, 77);
 	check_text(&ev, "madvise(0x7f3a2c000000, 8192, 77) = -1 EINVAL "
 			"(Invalid argument)");
-	ev = SC(PROCESS_MADVISE, 8192, 3, 0x7ffd1000, 2, 20, 0);
+	ev = TG_SC(0, 0, VMT_OP_PROCESS_MADVISE, 8192, 3, 0x7ffd1000, 2, 20, 0);
 	check_text(&ev, "process_madvise(3, 0x7ffd1000, 2, MADV_COLD, 0) = 8192");
-	ev = SC(MREMAP, (int64_t)(A + 0x1000000), A, 4096, 8192, 3,
-		A + 0x1000000);
+	ev = TG_SC(0, 0, VMT_OP_MREMAP, (int64_t)(A + 0x1000000), A, 4096, 8192, 3,
+		   A + 0x1000000);
 	check_text(&ev, "mremap(0x7f3a2c000000, 4096, 8192, "
 			"MREMAP_MAYMOVE|MREMAP_FIXED, 0x7f3a2d000000) = "
 			"0x7f3a2d000000");
-	ev = SC(MLOCK, -1, A, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MLOCK, -1, A, 4096);
 	check_text(&ev, "mlock(0x7f3a2c000000, 4096) = -1 EPERM "
 			"(Operation not permitted)");
-	ev = SC(MLOCK2, 0, A, 4096, 1);
+	ev = TG_SC(0, 0, VMT_OP_MLOCK2, 0, A, 4096, 1);
 	check_text(&ev, "mlock2(0x7f3a2c000000, 4096, MLOCK_ONFAULT) = 0");
-	ev = SC(MUNLOCK, 0, A, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MUNLOCK, 0, A, 4096);
 	check_text(&ev, "munlock(0x7f3a2c000000, 4096) = 0");
-	ev = SC(MLOCKALL, 0, 3);
+	ev = TG_SC(0, 0, VMT_OP_MLOCKALL, 0, 3);
 	check_text(&ev, "mlockall(MCL_CURRENT|MCL_FUTURE) = 0");
-	ev = mk_sc(VMT_OP_MUNLOCKALL, 0, 0, NULL);
+	ev = tg_ev_sc(0, 0, VMT_OP_MUNLOCKALL, 0, 0, NULL);
 	check_text(&ev, "munlockall() = 0");
-	ev = SC(BRK, 0x55d0c0a4e000, 0);
+	ev = TG_SC(0, 0, VMT_OP_BRK, 0x55d0c0a4e000, 0);
 	check_text(&ev, "brk(NULL) = 0x55d0c0a4e000");
-	ev = SC(BRK, 0x55d0c0a6f000, 0x55d0c0a6f000);
+	ev = TG_SC(0, 0, VMT_OP_BRK, 0x55d0c0a6f000, 0x55d0c0a6f000);
 	check_text(&ev, "brk(0x55d0c0a6f000) = 0x55d0c0a6f000");
-	ev = SC(MSYNC, 0, A, 4096, 6);
+	ev = TG_SC(0, 0, VMT_OP_MSYNC, 0, A, 4096, 6);
 	check_text(&ev, "msync(0x7f3a2c000000, 4096, MS_INVALIDATE|MS_SYNC) = 0");
-	ev = SC(MINCORE, 0, A, 4096, 0x7ffd2000);
+	ev = TG_SC(0, 0, VMT_OP_MINCORE, 0, A, 4096, 0x7ffd2000);
 	check_text(&ev, "mincore(0x7f3a2c000000, 4096, 0x7ffd2000) = 0");
-	ev = SC(REMAP_FILE_PAGES, 0, A, 8192, 0, 3, 0);
+	ev = TG_SC(0, 0, VMT_OP_REMAP_FILE_PAGES, 0, A, 8192, 0, 3, 0);
 	check_text(&ev, "remap_file_pages(0x7f3a2c000000, 8192, PROT_NONE, 3, "
 			"0) = 0");
-	ev = SC(SHMAT, (int64_t)A, 5, 0, 010000);
+	ev = TG_SC(0, 0, VMT_OP_SHMAT, (int64_t)A, 5, 0, 010000);
 	check_text(&ev, "shmat(5, NULL, SHM_RDONLY) = 0x7f3a2c000000");
-	ev = SC(SHMDT, 0, A);
+	ev = TG_SC(0, 0, VMT_OP_SHMDT, 0, A);
 	check_text(&ev, "shmdt(0x7f3a2c000000) = 0");
-	ev = SC(MSEAL, -38, A, 4096, 0);
+	ev = TG_SC(0, 0, VMT_OP_MSEAL, -38, A, 4096, 0);
 	check_text(&ev, "mseal(0x7f3a2c000000, 4096, 0) = -1 ENOSYS "
 			"(Function not implemented)");
 }
@@ -319,24 +297,25 @@ static void test_syscall_edge_cases(void **state)
 	struct vmt_event ev;
 	struct vmt_buf b = {0};
 
-	ev = SC(MUNMAP, 0, A, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MUNMAP, 0, A, 4096);
 	ev.u.sc.flags = VMT_SC_NO_RESULT;
 	check_text(&ev, "munmap(0x7f3a2c000000, 4096) = ?");
-	ev = SC(MUNMAP, -600, A, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MUNMAP, -600, A, 4096);
 	check_text(&ev, "munmap(0x7f3a2c000000, 4096) = -1 ERRNO_600 "
 			"(Unknown error 600)");
-	ev = SC(MUNMAP, -512, A, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MUNMAP, -512, A, 4096);
 	check_text(&ev, "munmap(0x7f3a2c000000, 4096) = -1 ERESTARTSYS "
 			"(To be restarted if SA_RESTART is set)");
 	/* An op from a newer version: raw arguments in hex. */
-	ev = mk_sc(99, 5, 2, (uint64_t[]){1, 0x20});
+	ev = tg_ev_sc(0, 0, 99, 5, 2, (uint64_t[]){1, 0x20});
 	check_text(&ev, "op99(0x1, 0x20) = 5");
 	/* A fd is an int: the kernel ignores the upper half. */
-	ev = SC(MMAP, (int64_t)A, 0, 4096, 1, 0x1, 0xffffffffull, 0);
+	ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, 0, 4096, 1, 0x1,
+		   0xffffffffull, 0);
 	check_text(&ev, "mmap(NULL, 4096, PROT_READ, MAP_SHARED, -1, 0) = "
 			"0x7f3a2c000000");
 	/* vmt_render_args alone. */
-	ev = SC(MPROTECT, 0, A, 4096, 3);
+	ev = TG_SC(0, 0, VMT_OP_MPROTECT, 0, A, 4096, 3);
 	vmt_render_args(&b, &ev.u.sc);
 	assert_string_equal(b.data, "0x7f3a2c000000, 4096, PROT_READ|PROT_WRITE");
 	vmt_buf_free(&b);
@@ -462,7 +441,7 @@ static void test_json_syscall(void **state)
 {
 	struct vmt_event ev;
 
-	ev = SC(MMAP, (int64_t)A, 0, 4096, 3, 0x22, NEG1, 0);
+	ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, 0, 4096, 3, 0x22, FD_NONE, 0);
 	ev.thread = 2;
 	ev.proc = 1;
 	check_json(&ev,
@@ -471,7 +450,7 @@ static void test_json_syscall(void **state)
 		   "\"result\":139887823028224,\"exit_ns\":1500,\"stack\":null,"
 		   "\"flags\":0,\"text\":\"mmap(NULL, 4096, PROT_READ|PROT_WRITE, "
 		   "MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f3a2c000000\"}");
-	ev = SC(MUNMAP, -22, 4097, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MUNMAP, -22, 4097, 4096);
 	ev.u.sc.stack_id = 7;
 	check_json(&ev,
 		   "{\"kind\":\"syscall\",\"ts_ns\":1000,\"thread\":0,\"proc\":0,"
@@ -605,32 +584,6 @@ static void test_buf(void **state)
 
 /* ---- symtab ------------------------------------------------------------- */
 
-static struct vmt_event ev_string(uint32_t id, const char *s)
-{
-	struct vmt_event ev = {.kind = VMT_EV_STRING};
-
-	ev.u.string = (struct vmt_string){id, s};
-	return ev;
-}
-
-static struct vmt_event ev_stack(uint32_t id, uint32_t depth,
-				 const uint64_t *ips)
-{
-	struct vmt_event ev = {.kind = VMT_EV_STACK};
-
-	ev.u.stack = (struct vmt_stack){id, depth, ips};
-	return ev;
-}
-
-static struct vmt_event ev_symbol(uint64_t ip, uint32_t mod, uint32_t fn,
-				  uint64_t off)
-{
-	struct vmt_event ev = {.kind = VMT_EV_SYMBOL};
-
-	ev.u.symbol = (struct vmt_symbol){ip, mod, fn, off};
-	return ev;
-}
-
 static void check_ip(const vmt_symtab *t, uint64_t ip, const char *want)
 {
 	struct vmt_buf b = {0};
@@ -651,34 +604,34 @@ static void test_symtab_ids(void **state)
 
 	assert_non_null(t);
 	assert_non_null(many);
-	ev = ev_string(0, "main");
+	ev = tg_ev_string(0, "main");
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
-	ev = ev_string(2, "gap");
+	ev = tg_ev_string(2, "gap");
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_string(0, "again");
+	ev = tg_ev_string(0, "again");
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_string(4000000000u, "hostile");
+	ev = tg_ev_string(4000000000u, "hostile");
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_string(VMT_NONE, "none");
+	ev = tg_ev_string(VMT_NONE, "none");
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_string(1, NULL);
+	ev = tg_ev_string(1, NULL);
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_string(1, "/usr/lib/libc.so.6");
+	ev = tg_ev_string(1, "/usr/lib/libc.so.6");
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
 
-	ev = ev_stack(0, 3, ips);
+	ev = tg_ev_stack(0, 3, ips);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
-	ev = ev_stack(5, 3, ips);
+	ev = tg_ev_stack(5, 3, ips);
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_stack(UINT32_MAX - 1, 3, ips);
+	ev = tg_ev_stack(UINT32_MAX - 1, 3, ips);
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_stack(1, VMT_MAX_STACK_DEPTH + 1, many);
+	ev = tg_ev_stack(1, VMT_MAX_STACK_DEPTH + 1, many);
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_stack(1, 2, NULL);
+	ev = tg_ev_stack(1, 2, NULL);
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
-	ev = ev_stack(1, VMT_MAX_STACK_DEPTH, many);
+	ev = tg_ev_stack(1, VMT_MAX_STACK_DEPTH, many);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
-	ev = ev_stack(2, 0, NULL);
+	ev = tg_ev_stack(2, 0, NULL);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
 
 	/* Stacks are copies. */
@@ -697,15 +650,15 @@ static void test_symtab_ids(void **state)
 	assert_null(vmt_symtab_stack(t, VMT_NONE, &depth));
 
 	/* Symbols: known strings, forward references, garbage ids. */
-	ev = ev_symbol(0x401234, 1, 0, 0x12);
+	ev = tg_ev_symbol(0x401234, 1, 0, 0x12);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
-	ev = ev_symbol(0x401300, VMT_NONE, 0, 0);
+	ev = tg_ev_symbol(0x401300, VMT_NONE, 0, 0);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
-	ev = ev_symbol(0x7f0000001234, 1, VMT_NONE, 0x1234);
+	ev = tg_ev_symbol(0x7f0000001234, 1, VMT_NONE, 0x1234);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
-	ev = ev_symbol(0x500000, 9, 8, 0);
+	ev = tg_ev_symbol(0x500000, 9, 8, 0);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
-	ev = ev_symbol(0x600000, 3000000000u, VMT_NONE, 0);
+	ev = tg_ev_symbol(0x600000, 3000000000u, VMT_NONE, 0);
 	assert_int_equal(vmt_symtab_add(t, &ev), VMT_E_CORRUPT);
 
 	check_ip(t, 0x401234, "main+0x12 (libc.so.6)");
@@ -718,7 +671,7 @@ static void test_symtab_ids(void **state)
 	assert_null(vmt_symtab_function(t, 0x999999));
 
 	/* Other kinds are ignored. */
-	ev = SC(MUNMAP, 0, A, 4096);
+	ev = TG_SC(0, 0, VMT_OP_MUNMAP, 0, A, 4096);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
 
 	free(many);
@@ -735,9 +688,9 @@ static void test_symtab_growth(void **state)
 	assert_non_null(t);
 	for (uint32_t i = 0; i < 20000; i++) {
 		snprintf(name, sizeof(name), "f%u", i);
-		ev = ev_string(i, name);
+		ev = tg_ev_string(i, name);
 		assert_int_equal(vmt_symtab_add(t, &ev), 0);
-		ev = ev_symbol(0x400000 + 16 * (uint64_t)i, VMT_NONE, i, i);
+		ev = tg_ev_symbol(0x400000 + 16 * (uint64_t)i, VMT_NONE, i, i);
 		assert_int_equal(vmt_symtab_add(t, &ev), 0);
 	}
 	for (uint32_t i = 0; i < 20000; i += 997) {
@@ -747,7 +700,7 @@ static void test_symtab_growth(void **state)
 			name);
 	}
 	/* A repeated ip replaces the earlier symbol. */
-	ev = ev_symbol(0x400000, VMT_NONE, 7, 0);
+	ev = tg_ev_symbol(0x400000, VMT_NONE, 7, 0);
 	assert_int_equal(vmt_symtab_add(t, &ev), 0);
 	assert_string_equal(vmt_symtab_function(t, 0x400000), "f7");
 	vmt_symtab_free(t);

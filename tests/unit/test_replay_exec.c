@@ -31,7 +31,7 @@
 
 static void test_every_op(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 	unsigned char vec[8];
@@ -39,43 +39,43 @@ static void test_every_op(void **state)
 
 	rr_begin(&t);
 	/* mmap, touch, discard, split and merge by mprotect, punch. */
-	SC(&t, 0, MMAP, A, 0, 16 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_touch(&t, 0, 0, A, 16, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MADVISE, 0, A, 16 * P, MADV_DONTNEED, 0, 0, 0);
-	SC(&t, 0, MPROTECT, 0, A + 4 * P, 4 * P, PROT_READ, 0, 0, 0);
-	SC(&t, 0, MPROTECT, 0, A, 16 * P, RW, 0, 0, 0);
-	SC(&t, 0, MUNMAP, 0, A + 8 * P, 2 * P, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 16 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_touch(&t, 0, 0, A, 16, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, A, 16 * PAGE, MADV_DONTNEED);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, A + 4 * PAGE, 4 * PAGE, PROT_READ);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, A, 16 * PAGE, RW);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A + 8 * PAGE, 2 * PAGE);
 	/* Across the hole: applied up to it, then ENOMEM. */
-	SC(&t, 0, MPROTECT, -ENOMEM, A + 7 * P, 4 * P, PROT_READ, 0, 0, 0);
-	SC(&t, 0, MADVISE, -ENOMEM, A + 6 * P, 6 * P, MADV_WILLNEED, 0, 0, 0);
-	SC(&t, 0, MUNMAP, -EINVAL, A + 3, P, 0, 0, 0, 0);
-	SC(&t, 0, MADVISE, -EINVAL, A, P, 12345, 0, 0, 0);
-	SC(&t, 0, MLOCK, 0, A, 4 * P, 0, 0, 0, 0);
-	SC(&t, 0, MUNLOCK, 0, A, 4 * P, 0, 0, 0, 0);
-	SC(&t, 0, MLOCK2, 0, A + 1, 4 * P, MLOCK_ONFAULT, 0, 0, 0);
-	SC(&t, 0, MUNLOCK, 0, A, 5 * P, 0, 0, 0, 0);
-	SC(&t, 0, MINCORE, 0, A, 4 * P, 0x1000, 0, 0, 0);
-	SC(&t, 0, MINCORE, -ENOMEM, A + 8 * P, P, 0x1000, 0, 0, 0);
-	SC(&t, 0, MSYNC, 0, A, 4 * P, MS_ASYNC, 0, 0, 0);
-	SC(&t, 0, PKEY_MPROTECT, 0, A, 2 * P, PROT_READ, (uint64_t)-1, 0, 0);
-	SC(&t, 0, REMAP_FILE_PAGES, -EINVAL, A, P, 0, 0, 0, 0);
-	SC(&t, 0, MLOCKALL, 0, MCL_CURRENT | MCL_ONFAULT, 0, 0, 0, 0, 0);
-	SC(&t, 0, MUNLOCKALL, 0, 0, 0, 0, 0, 0, 0);
-	SC(&t, 0, MUNMAP, 0, A, 16 * P, 0, 0, 0, 0); /* two pieces and a gap */
-	SC(&t, 0, MUNMAP, 0, A, 16 * P, 0, 0, 0, 0); /* all gap */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, -ENOMEM, A + 7 * PAGE, 4 * PAGE, PROT_READ);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, -ENOMEM, A + 6 * PAGE, 6 * PAGE, MADV_WILLNEED);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, -EINVAL, A + 3, PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, -EINVAL, A, PAGE, 12345);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MLOCK, 0, A, 4 * PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNLOCK, 0, A, 4 * PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MLOCK2, 0, A + 1, 4 * PAGE, MLOCK_ONFAULT);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNLOCK, 0, A, 5 * PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MINCORE, 0, A, 4 * PAGE, 0x1000);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MINCORE, -ENOMEM, A + 8 * PAGE, PAGE, 0x1000);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MSYNC, 0, A, 4 * PAGE, MS_ASYNC);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_PKEY_MPROTECT, 0, A, 2 * PAGE, PROT_READ, (uint64_t)-1);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_REMAP_FILE_PAGES, -EINVAL, A, PAGE, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MLOCKALL, 0, MCL_CURRENT | MCL_ONFAULT);
+	tg_put(&t, tg_ev_sc(0, 0, VMT_OP_MUNLOCKALL, 0, 0, NULL));
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 16 * PAGE); /* two pieces and a gap */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 16 * PAGE); /* all gap */
 	/* Sealing, then the seal holds. */
-	SC(&t, 0, MMAP, B, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	SC(&t, 0, MSEAL, 0, B, 4 * P, 0, 0, 0, 0);
-	SC(&t, 0, MUNMAP, -EPERM, B, 4 * P, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, B, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MSEAL, 0, B, 4 * PAGE, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, -EPERM, B, 4 * PAGE);
 	/* Ops the replay cannot reproduce are skipped, not failed. */
-	SC(&t, 0, PROCESS_MADVISE, 0, 3, 0x1000, 1, MADV_COLD, 0, 0);
-	SC(&t, 0, SHMAT, (int64_t)C, 5, 0, 0, 0, 0, 0);
-	SC(&t, 0, SHMDT, 0, C, 0, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_PROCESS_MADVISE, 0, 3, 0x1000, 1, MADV_COLD, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMAT, (int64_t)C, 5, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMDT, 0, C);
 	/* A recorded mmap failure that this machine reproduces. */
-	SC(&t, 0, MMAP, -EINVAL, 0, 0, RW, ANON, (uint64_t)-1, 0);
-	tw_thread_exit(&t, 0, 0);
-	tw_proc_exit(&t, 0, 0);
-	tw_close(&t);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, -EINVAL, 0, 0, RW, PRIV_ANON, FD_NONE, 0);
+	tg_thread_exit(&t, 0, 0);
+	tg_proc_exit(&t, 0, 0);
+	tg_finish(&t);
 
 	rr_opts(&o);
 	rp_trace *tr = rr_replay_clean(t.path, &o, &r);
@@ -94,46 +94,50 @@ static void test_every_op(void **state)
 	assert_true(r.minor_faults >= 16);
 	assert_true(r.wall_ns > 0);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* mremap: grow with a move, shrink in place, move onto part of another
  * region (MREMAP_FIXED), DONTUNMAP; MAP_FIXED replacing part of a region. */
 static void test_remap_and_fixed(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 
 	rr_begin(&t);
-	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MREMAP, B, A, 4 * P, 8 * P, MREMAP_MAYMOVE, 0, 0);
-	tw_touch(&t, 0, 0, B, 8, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MADVISE, 0, B, 8 * P, MADV_DONTNEED, 0, 0, 0);
-	SC(&t, 0, MREMAP, B, B, 8 * P, 2 * P, 0, 0, 0); /* shrink */
-	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);	/* the old place: gone */
-	SC(&t, 0, MMAP, C, 0, 8 * P, RW, ANON, (uint64_t)-1, 0);
-	SC(&t, 0, MREMAP, C + 2 * P, B, 2 * P, 2 * P, MREMAP_MAYMOVE | MREMAP_FIXED, C + 2 * P, 0);
-	tw_touch(&t, 0, 0, C, 8, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MADVISE, 0, C, 8 * P, MADV_DONTNEED, 0, 0, 0);
-	SC(&t, 0, MUNMAP, 0, B, 2 * P, 0, 0, 0, 0); /* moved away: nothing */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MREMAP, B, A, 4 * PAGE, 8 * PAGE, MREMAP_MAYMOVE, 0);
+	tg_touch(&t, 0, 0, B, 8, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, B, 8 * PAGE, MADV_DONTNEED);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MREMAP, B, B, 8 * PAGE, 2 * PAGE, 0, 0); /* shrink */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);	/* the old place: gone */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, C, 0, 8 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MREMAP, C + 2 * PAGE, B, 2 * PAGE, 2 * PAGE,
+		  MREMAP_MAYMOVE | MREMAP_FIXED, C + 2 * PAGE);
+	tg_touch(&t, 0, 0, C, 8, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, C, 8 * PAGE, MADV_DONTNEED);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, B, 2 * PAGE); /* moved away: nothing */
 	/* DONTUNMAP keeps the source mapped (empty). */
-	SC(&t, 0, MREMAP, D, C, 2 * P, 2 * P, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0, 0);
-	tw_touch(&t, 0, 0, D, 2, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MUNMAP, 0, D, 2 * P, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MREMAP, D, C, 2 * PAGE, 2 * PAGE,
+		  MREMAP_MAYMOVE | MREMAP_DONTUNMAP, 0);
+	tg_touch(&t, 0, 0, D, 2, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, D, 2 * PAGE);
 	/* MAP_FIXED over the middle of C, then the whole range as one. */
-	SC(&t, 0, MMAP, C + 3 * P, C + 3 * P, 2 * P, PROT_NONE, ANON | MAP_FIXED, (uint64_t)-1, 0);
-	SC(&t, 0, MPROTECT, 0, C, 8 * P, PROT_READ, 0, 0, 0);
-	SC(&t, 0, MPROTECT, 0, C, 8 * P, RW, 0, 0, 0);
-	tw_touch(&t, 0, 0, C, 8, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MUNMAP, 0, C, 8 * P, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, C + 3 * PAGE, C + 3 * PAGE, 2 * PAGE, PROT_NONE,
+		  PRIV_ANON_FIXED, FD_NONE, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, C, 8 * PAGE, PROT_READ);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, C, 8 * PAGE, RW);
+	tg_touch(&t, 0, 0, C, 8, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, C, 8 * PAGE);
 	/* MAP_FIXED where nothing was mapped: a new region. */
-	SC(&t, 0, MMAP, D + 16 * P, D + 16 * P, 2 * P, RW, ANON | MAP_FIXED, (uint64_t)-1, 0);
-	tw_touch(&t, 0, 0, D + 16 * P, 2, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MUNMAP, 0, D + 16 * P, 2 * P, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, D + 16 * PAGE, D + 16 * PAGE, 2 * PAGE, RW,
+		  PRIV_ANON_FIXED, FD_NONE, 0);
+	tg_touch(&t, 0, 0, D + 16 * PAGE, 2, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, D + 16 * PAGE, 2 * PAGE);
 	/* Failing mremap of an unmapped range. */
-	SC(&t, 0, MREMAP, -EFAULT, A, P, 2 * P, MREMAP_MAYMOVE, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MREMAP, -EFAULT, A, PAGE, 2 * PAGE, MREMAP_MAYMOVE, 0);
 	rr_finish(&t);
 
 	rr_opts(&o);
@@ -149,7 +153,7 @@ static void test_remap_and_fixed(void **state)
 	tr = rr_replay_clean(t.path, &o, &r);
 	assert_int_equal(r.fallbacks, 0);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* A temporary file of len bytes 'x' (path: a mkstemp template, filled
@@ -174,30 +178,30 @@ static int x_file(char *path, size_t len, struct stat *st)
  * element's touches, still replays its call, and goes on. */
 static void test_touch_traps(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
-	char path[] = "/tmp/rptw-small.XXXXXX";
+	char path[] = "/tmp/tgen-small.XXXXXX";
 	struct stat st;
-	close(x_file(path, P, &st));
+	close(x_file(path, PAGE, &st));
 
 	rr_begin(&t);
-	tw_file(&t, 0, 0, path, (uint64_t)st.st_ino, P, O_RDWR);
-	SC(&t, 0, MMAP, A, 0, 4 * P, RW, MAP_PRIVATE, 3, 0);
-	SC(&t, 0, MMAP, B, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_touch(&t, 0, 0, B, 2, VMT_PAGE_WRITTEN);	    /* before the trap: done */
-	tw_touch(&t, 0, 0, A + 2 * P, 2, VMT_PAGE_WRITTEN); /* beyond the end */
-	tw_touch(&t, 0, 0, B + 3 * P, 1, VMT_PAGE_WRITTEN); /* skipped */
-	SC(&t, 0, MADVISE, 0, B, 4 * P, MADV_DONTNEED, 0, 0, 0);
+	tg_file(&t, 0, 0, path, (uint64_t)st.st_ino, PAGE, O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 4 * PAGE, RW, MAP_PRIVATE, 3, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, B, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_touch(&t, 0, 0, B, 2, VMT_PAGE_WRITTEN);	    /* before the trap: done */
+	tg_touch(&t, 0, 0, A + 2 * PAGE, 2, VMT_PAGE_WRITTEN); /* beyond the end */
+	tg_touch(&t, 0, 0, B + 3 * PAGE, 1, VMT_PAGE_WRITTEN); /* skipped */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, B, 4 * PAGE, MADV_DONTNEED);
 	for (int i = 0; i < 3; i++) {
-		tw_touch(&t, 0, 0, A + P, 1, VMT_PAGE_PRESENT); /* a read beyond */
-		SC(&t, 0, MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
-		tw_touch(&t, 0, 0, A, 1, VMT_PAGE_WRITTEN);
-		tw_touch(&t, 0, 0, B, 4, VMT_PAGE_WRITTEN);
-		SC(&t, 0, MADVISE, 0, B, 4 * P, MADV_DONTNEED, 0, 0, 0);
+		tg_touch(&t, 0, 0, A + PAGE, 1, VMT_PAGE_PRESENT); /* a read beyond */
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, A, 4 * PAGE, MADV_DONTNEED);
+		tg_touch(&t, 0, 0, A, 1, VMT_PAGE_WRITTEN);
+		tg_touch(&t, 0, 0, B, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, B, 4 * PAGE, MADV_DONTNEED);
 	}
-	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
-	SC(&t, 0, MUNMAP, 0, B, 4 * P, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, B, 4 * PAGE);
 	rr_finish(&t);
 
 	rr_opts(&o);
@@ -218,20 +222,20 @@ static void test_touch_traps(void **state)
 		assert_int_equal(r.touched_pages, 2 + 3 * (1 + 4));
 		rr_release(&r, tr);
 	}
-	tw_remove(&t);
+	tg_remove(&t);
 
 	/* A trap in an element another thread waits for: it still posts
 	 * (else the main thread's munmap would wait forever: the alarm). */
 	rr_begin(&t);
-	tw_file(&t, 0, 0, path, (uint64_t)st.st_ino, P, O_RDWR);
-	SC(&t, 0, MMAP, A, 0, 4 * P, RW, MAP_PRIVATE, 3, 0);
-	SC(&t, 0, MMAP, B, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_thread(&t, 0, 1, 0);
-	tw_touch(&t, 0, 1, A + 2 * P, 1, VMT_PAGE_WRITTEN);
-	SC(&t, 1, MADVISE, 0, B, 4 * P, MADV_DONTNEED, 0, 0, 0);
-	tw_thread_exit(&t, 0, 1);
-	SC(&t, 0, MUNMAP, 0, B, 4 * P, 0, 0, 0, 0);
-	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
+	tg_file(&t, 0, 0, path, (uint64_t)st.st_ino, PAGE, O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 4 * PAGE, RW, MAP_PRIVATE, 3, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, B, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_thread(&t, 0, 1, 0);
+	tg_touch(&t, 0, 1, A + 2 * PAGE, 1, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 1, VMT_OP_MADVISE, 0, B, 4 * PAGE, MADV_DONTNEED);
+	tg_thread_exit(&t, 0, 1);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, B, 4 * PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);
 	rr_finish(&t);
 	o.speed = 0;
 	alarm(20);
@@ -247,7 +251,7 @@ static void test_touch_traps(void **state)
 	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 1);
 	assert_int_equal(r.ops[VMT_OP_MUNMAP].count, 2);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 	unlink(path);
 }
 
@@ -258,18 +262,18 @@ static void test_touch_traps(void **state)
  * up with one sleep). */
 static void test_speed(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 
 	rr_begin(&t);
-	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
 	for (int i = 0; i < 2; i++) {
-		tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
-		SC(&t, 0, MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
-		t.ts += 60000000;
+		tg_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, A, 4 * PAGE, MADV_DONTNEED);
+		t.now += 60000000;
 	}
-	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);
 	rr_finish(&t);
 
 	rr_opts(&o);
@@ -291,7 +295,7 @@ static void test_speed(void **state)
 	tr = rr_replay_clean(t.path, &o, &r);
 	assert_true(r.wall_ns >= 30000000 && r.wall_ns < 120000000);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* What a display of progress is told: the load's bytes read out of the
@@ -318,7 +322,7 @@ static void note_progress(void *arg, int what, uint64_t done, uint64_t total)
 
 static void test_progress(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 	struct progress_seen seen = {0};
@@ -333,11 +337,11 @@ static void test_progress(void **state)
 		close(pfd);
 
 	rr_begin(&t);
-	SC(&t, 0, MMAP, A, 0, P, RW, ANON, (uint64_t)-1, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
 	for (int i = 0; i < 40000; i++)
-		SC(&t, 0, MADVISE, 0, A, P, MADV_DONTNEED, 0, 0, 0);
-	t.ts += 600000000; /* 0.6 s before the last call */
-	SC(&t, 0, MUNMAP, 0, A, P, 0, 0, 0, 0);
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, A, PAGE, MADV_DONTNEED);
+	t.now += 600000000; /* 0.6 s before the last call */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, PAGE);
 	rr_finish(&t);
 	struct stat st;
 	assert_int_equal(stat(t.path, &st), 0);
@@ -358,29 +362,29 @@ static void test_progress(void **state)
 	assert_true(seen.run_done >= 250000000);
 	assert_false(seen.backwards);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* brk on the emulated heap; stand-ins for snapshot mappings ops use. */
 static void test_brk_and_standins(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 
 	rr_begin(&t);
-	SC(&t, 0, BRK, (int64_t)(HEAP + 4 * P), 0, 0, 0, 0, 0, 0);
-	SC(&t, 0, BRK, (int64_t)(HEAP + 20 * P + 100), HEAP + 20 * P + 100, 0, 0, 0, 0, 0);
-	tw_touch(&t, 0, 0, HEAP, 21, VMT_PAGE_WRITTEN);
-	SC(&t, 0, BRK, (int64_t)(HEAP + 8 * P), HEAP + 8 * P, 0, 0, 0, 0, 0);
-	SC(&t, 0, BRK, (int64_t)(HEAP + 8 * P), 1, 0, 0, 0, 0, 0); /* below start: fails */
-	SC(&t, 0, BRK, (int64_t)(HEAP + 8 * P), 0, 0, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, (int64_t)(HEAP + 4 * PAGE), 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, (int64_t)(HEAP + 20 * PAGE + 100), HEAP + 20 * PAGE + 100);
+	tg_touch(&t, 0, 0, HEAP, 21, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, (int64_t)(HEAP + 8 * PAGE), HEAP + 8 * PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, (int64_t)(HEAP + 8 * PAGE), 1); /* below start: fails */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, (int64_t)(HEAP + 8 * PAGE), 0);
 	/* Ops on the binary and the stack from the snapshot. */
-	SC(&t, 0, MPROTECT, 0, 0x555400004000ull, P, PROT_READ, 0, 0, 0);
-	tw_touch(&t, 0, 0, 0x7ffd00020000ull, 1, VMT_PAGE_WRITTEN);
-	tw_touch(&t, 0, 0, 0x555400000000ull, 2, VMT_PAGE_PRESENT);
-	SC(&t, 0, MADVISE, 0, 0x7ffd00000000ull, 0x21000, MADV_DONTNEED, 0, 0, 0);
-	SC(&t, 0, MADVISE, 0, 0x555400000000ull, 4 * P, MADV_WILLNEED, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, 0x555400004000ull, PAGE, PROT_READ);
+	tg_touch(&t, 0, 0, 0x7ffd00020000ull, 1, VMT_PAGE_WRITTEN);
+	tg_touch(&t, 0, 0, 0x555400000000ull, 2, VMT_PAGE_PRESENT);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, 0x7ffd00000000ull, 0x21000, MADV_DONTNEED);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, 0x555400000000ull, 4 * PAGE, MADV_WILLNEED);
 	rr_finish(&t);
 
 	rr_opts(&o);
@@ -389,38 +393,38 @@ static void test_brk_and_standins(void **state)
 	assert_int_equal(r.touched_pages, 21 + 1 + 2);
 	assert_int_equal(r.touch_faults, 0);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* File mappings: scratch by default; --files=original maps the real file
  * read-only and never changes it. */
 static void test_files(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
-	char path[] = "/tmp/rptw-file.XXXXXX";
+	char path[] = "/tmp/tgen-file.XXXXXX";
 	char buf[3 * 4096];
 	memset(buf, 'x', sizeof(buf));
 	struct stat st0;
 	int fd = x_file(path, sizeof(buf), &st0);
 
 	rr_begin(&t);
-	tw_file(&t, 0, 0, path, (uint64_t)st0.st_ino, sizeof(buf), O_RDWR);
-	SC(&t, 0, MMAP, A, 0, 3 * P, RW, MAP_PRIVATE, 3, 0);
-	tw_touch(&t, 0, 0, A, 3, VMT_PAGE_WRITTEN);
-	tw_file(&t, 0, 0, "/gone/away.db", 99, 8 * P, O_RDWR);
-	SC(&t, 0, MMAP, B, 0, 8 * P, RW, MAP_SHARED, 4, 0);
-	tw_touch(&t, 0, 0, B, 8, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MSYNC, 0, B, 8 * P, MS_SYNC, 0, 0, 0);
-	tw_file(&t, 0, 0, path, (uint64_t)st0.st_ino, sizeof(buf), O_RDONLY);
-	SC(&t, 0, MMAP, C, 0, P, PROT_READ, MAP_SHARED, 5, P);
-	tw_touch(&t, 0, 0, C, 1, VMT_PAGE_PRESENT);
+	tg_file(&t, 0, 0, path, (uint64_t)st0.st_ino, sizeof(buf), O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 3 * PAGE, RW, MAP_PRIVATE, 3, 0);
+	tg_touch(&t, 0, 0, A, 3, VMT_PAGE_WRITTEN);
+	tg_file(&t, 0, 0, "/gone/away.db", 99, 8 * PAGE, O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, B, 0, 8 * PAGE, RW, MAP_SHARED, 4, 0);
+	tg_touch(&t, 0, 0, B, 8, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MSYNC, 0, B, 8 * PAGE, MS_SYNC);
+	tg_file(&t, 0, 0, path, (uint64_t)st0.st_ino, sizeof(buf), O_RDONLY);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, C, 0, PAGE, PROT_READ, MAP_SHARED, 5, PAGE);
+	tg_touch(&t, 0, 0, C, 1, VMT_PAGE_PRESENT);
 	/* A shared mapping of a read-only fd cannot become writable. */
-	SC(&t, 0, MPROTECT, -EACCES, C, P, RW, 0, 0, 0);
-	SC(&t, 0, MUNMAP, 0, A, 3 * P, 0, 0, 0, 0);
-	SC(&t, 0, MUNMAP, 0, B, 8 * P, 0, 0, 0, 0);
-	SC(&t, 0, MUNMAP, 0, C, P, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, -EACCES, C, PAGE, RW);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 3 * PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, B, 8 * PAGE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, C, PAGE);
 	rr_finish(&t);
 
 	rr_opts(&o);
@@ -449,7 +453,7 @@ static void test_files(void **state)
 	assert_int_equal(st1.st_mtim.tv_nsec, st0.st_mtim.tv_nsec);
 	close(fd);
 	unlink(path);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* SysV shared memory: each attach maps the segment (a memfd stands in),
@@ -458,37 +462,38 @@ static void test_files(void **state)
  * skipped. */
 static void test_shm(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 
 	rr_begin(&t);
-	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDWR);
-	SC(&t, 0, SHMAT, (int64_t)C, 7, 0, 0, 0, 0, 0);
-	tw_touch(&t, 0, 0, C, 4, VMT_PAGE_WRITTEN);
-	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDONLY);
-	SC(&t, 0, SHMAT, (int64_t)D, 7, 0, SHM_RDONLY, 0, 0, 0);
-	tw_touch(&t, 0, 0, D, 4, VMT_PAGE_READ);
-	SC(&t, 0, MPROTECT, -EACCES, D, 4 * P, RW, 0, 0, 0);
-	SC(&t, 0, MMAP, (int64_t)E, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDWR);
-	SC(&t, 0, SHMAT, (int64_t)E, 7, E, SHM_REMAP, 0, 0, 0);
-	tw_touch(&t, 0, 0, E, 4, VMT_PAGE_WRITTEN);
+	tg_file(&t, 0, 0, "shm:7", 7, 4 * PAGE, O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMAT, (int64_t)C, 7, 0, 0);
+	tg_touch(&t, 0, 0, C, 4, VMT_PAGE_WRITTEN);
+	tg_file(&t, 0, 0, "shm:7", 7, 4 * PAGE, O_RDONLY);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMAT, (int64_t)D, 7, 0, SHM_RDONLY);
+	tg_touch(&t, 0, 0, D, 4, VMT_PAGE_READ);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, -EACCES, D, 4 * PAGE, RW);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, (int64_t)E, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_file(&t, 0, 0, "shm:7", 7, 4 * PAGE, O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMAT, (int64_t)E, 7, E, SHM_REMAP);
+	tg_touch(&t, 0, 0, E, 4, VMT_PAGE_WRITTEN);
 	/* No identity (the recorder could not stat the segment): skipped. */
-	SC(&t, 0, SHMAT, -EINVAL, 99, 0, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMAT, -EINVAL, 99, 0, 0);
 	/* A neighbour right after the first attach, and a detach whose
 	 * segment size is stale (the recorder's table): only the attach's own
 	 * mapping goes. */
-	SC(&t, 0, MMAP, (int64_t)(C + 4 * P), 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_file(&t, 0, 0, "shm:7", 7, 8 * P, O_RDWR);
-	SC(&t, 0, SHMDT, 0, C, 0, 0, 0, 0, 0);
-	SC(&t, 0, MPROTECT, 0, C + 4 * P, 4 * P, PROT_READ, 0, 0, 0);
-	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDONLY);
-	SC(&t, 0, SHMDT, 0, D, 0, 0, 0, 0, 0);
-	tw_file(&t, 0, 0, "shm:7", 7, 4 * P, O_RDWR);
-	SC(&t, 0, SHMDT, 0, E, 0, 0, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, (int64_t)(C + 4 * PAGE), 0, 4 * PAGE, RW, PRIV_ANON,
+		  FD_NONE, 0);
+	tg_file(&t, 0, 0, "shm:7", 7, 8 * PAGE, O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMDT, 0, C);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, C + 4 * PAGE, 4 * PAGE, PROT_READ);
+	tg_file(&t, 0, 0, "shm:7", 7, 4 * PAGE, O_RDONLY);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMDT, 0, D);
+	tg_file(&t, 0, 0, "shm:7", 7, 4 * PAGE, O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_SHMDT, 0, E);
 	/* Detached: the range is free again. */
-	SC(&t, 0, MPROTECT, -ENOMEM, C, P, PROT_READ, 0, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, -ENOMEM, C, PAGE, PROT_READ);
 	rr_finish(&t);
 
 	rr_opts(&o);
@@ -508,12 +513,12 @@ static void test_shm(void **state)
 		assert_int_equal(segs, 1);
 		rr_release(&r, tr);
 	}
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* Op latencies are timed with the TSC where the kernel keeps time with it
  * and converted to nanoseconds against CLOCK_MONOTONIC; with
- * VMREPLAY_CLOCK=monotonic, with clock_gettime.  A thread doing nothing
+ * RP_CLOCK_MONOTONIC (VMREPLAY_CLOCK=monotonic), with clock_gettime.  A thread doing nothing
  * but calls spends most of its busy time inside them: the ops' summed
  * latency must lie between a quarter of its busy time and all of it.  A
  * conversion left out (ticks of a clock above 1.3 GHz) or inverted fails
@@ -530,24 +535,22 @@ static uint64_t op_time_sum(const struct rp_run_result *r)
 
 static void test_op_clock(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 	rr_begin(&t);
-	SC(&t, 0, MMAP, A, 0, P, RW, ANON, (uint64_t)-1, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
 	for (int i = 0; i < 10000; i++) {
-		SC(&t, 0, MPROTECT, 0, A, P, PROT_READ, 0, 0, 0);
-		SC(&t, 0, MPROTECT, 0, A, P, RW, 0, 0, 0);
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, A, PAGE, PROT_READ);
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, A, PAGE, RW);
 	}
 	rr_finish(&t);
 	if (!rp_tsc_usable())
 		fprintf(stderr, "(the clocksource is not tsc: both runs time with CLOCK_MONOTONIC)\n");
 	rr_opts(&o);
 	for (int mono = 0; mono < 2; mono++) {
-		if (mono)
-			setenv("VMREPLAY_CLOCK", "monotonic", 1);
+		o.clock = mono ? RP_CLOCK_MONOTONIC : RP_CLOCK_AUTO;
 		rp_trace *tr = rr_replay(t.path, &o, &r);
-		unsetenv("VMREPLAY_CLOCK");
 		assert_int_equal(r.nthreads, 1);
 		uint64_t busy = r.threads[0].busy_ns, ops = op_time_sum(&r);
 		fprintf(stderr, "%s: calls %" PRIu64 " ns of %" PRIu64 " ns busy\n",
@@ -557,20 +560,20 @@ static void test_op_clock(void **state)
 		assert_true(r.ops[VMT_OP_MPROTECT].p50_ns <= r.ops[VMT_OP_MPROTECT].max_ns);
 		rr_release(&r, tr);
 	}
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* A replay that cannot do what was recorded reports it. */
 static void test_divergences(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 
 	rr_begin(&t);
 	for (int i = 0; i < 12; i++) /* "failed" there, works here */
-		SC(&t, 0, MMAP, -ENOMEM, 0, P, RW, ANON, (uint64_t)-1, 0);
-	SC(&t, 0, MADVISE, 0, A, P, MADV_DONTNEED, 0, 0, 0); /* nothing mapped */
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, -ENOMEM, 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, A, PAGE, MADV_DONTNEED); /* nothing mapped */
 	rr_finish(&t);
 
 	rr_opts(&o);
@@ -586,23 +589,23 @@ static void test_divergences(void **state)
 	assert_true(r.div[0].replayed > 0);
 	assert_true(r.div[0].event < r.div[1].event);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* --touch=faults traces: each fault in order, read as read. */
 static void test_fault_touches(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 
 	rr_begin(&t);
-	SC(&t, 0, MMAP, A, 0, 64 * P, RW, ANON, (uint64_t)-1, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 64 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
 	for (int i = 0; i < 64; i++)
-		tw_fault(&t, 0, 0, A + i * P + 8, VMT_FAULT_READ);
+		tg_fault(&t, 0, 0, A + i * PAGE + 8, VMT_FAULT_READ);
 	for (int i = 0; i < 64; i++)
-		tw_fault(&t, 0, 0, A + i * P + 16, VMT_FAULT_WRITE);
-	SC(&t, 0, MUNMAP, 0, A, 64 * P, 0, 0, 0, 0);
+		tg_fault(&t, 0, 0, A + i * PAGE + 16, VMT_FAULT_WRITE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 64 * PAGE);
 	rr_finish(&t);
 
 	rr_opts(&o);
@@ -611,7 +614,7 @@ static void test_fault_touches(void **state)
 	/* Read faults map the zero page, writes then copy: 2 per page. */
 	assert_true(r.rusage_minor >= 128);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 int main(void)

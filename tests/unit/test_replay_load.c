@@ -19,7 +19,6 @@
 #include "model.h"
 #include "replay.h"
 #include "rprun.h"
-#include "tgen.h"
 
 static void opts(struct rp_options *o)
 {
@@ -43,22 +42,23 @@ static void load_fails(const char *path, const struct rp_options *o, const char 
 		assert_non_null(strstr(msg, want));
 }
 
-static void small_trace(struct tw *t)
+static void small_trace(struct tg_trace *t)
 {
-	tw_open(t);
-	tw_proc(t, 0, N, 0, N);
+	tg_trace_file(t);
+	tg_proc(t, 0, 0, VMT_NONE, VMT_NONE);
 	for (int i = 0; i < 50; i++) {
-		tw_sc(t, 0, 0, VMT_OP_MMAP, (int64_t)(A + i * 16 * P), 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-		tw_touch(t, 0, 0, A + i * 16 * P, 4, VMT_PAGE_WRITTEN);
-		tw_sc(t, 0, 0, VMT_OP_MUNMAP, 0, A + i * 16 * P, 4 * P, 0, 0, 0, 0);
+		TG_PUT_SC(t, 0, 0, VMT_OP_MMAP, (int64_t)(A + i * 16 * PAGE), 0, 4 * PAGE, RW,
+			  PRIV_ANON, FD_NONE, 0);
+		tg_touch(t, 0, 0, A + i * 16 * PAGE, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(t, 0, 0, VMT_OP_MUNMAP, 0, A + i * 16 * PAGE, 4 * PAGE);
 	}
-	tw_thread_exit(t, 0, 0);
-	tw_close(t);
+	tg_thread_exit(t, 0, 0);
+	tg_finish(t);
 }
 
 static void test_truncated_and_garbage(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	opts(&o);
 	small_trace(&t);
@@ -68,7 +68,7 @@ static void test_truncated_and_garbage(void **state)
 	size_t len = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
 	assert_true(len > 100);
-	char cut[] = "/tmp/rptw-cut.XXXXXX";
+	char cut[] = "/tmp/tgen-cut.XXXXXX";
 	int fd = mkstemp(cut);
 	assert_true(fd >= 0);
 	/* Every prefix that ends inside the data is an error, never a crash. */
@@ -85,64 +85,64 @@ static void test_truncated_and_garbage(void **state)
 	close(fd);
 	unlink(cut);
 	load_fails("/nonexistent/trace.zst", &o, "No such file");
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 static void test_impossible_results(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	opts(&o);
 
 	/* An mmap "succeeding" at an unaligned address. */
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_sc(&t, 0, 0, VMT_OP_MMAP, (int64_t)(A + 12), 0, P, RW, ANON, (uint64_t)-1, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, (int64_t)(A + 12), 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_finish(&t);
 	load_fails(t.path, &o, "not a possible mapping");
-	tw_remove(&t);
+	tg_remove(&t);
 
 	/* MAP_FIXED succeeding somewhere else than asked. */
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_sc(&t, 0, 0, VMT_OP_MMAP, (int64_t)A, A + P, P, RW, ANON | MAP_FIXED, (uint64_t)-1, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, (int64_t)A, A + PAGE, PAGE, RW, PRIV_ANON_FIXED, FD_NONE, 0);
+	tg_finish(&t);
 	load_fails(t.path, &o, "not a possible mapping");
-	tw_remove(&t);
+	tg_remove(&t);
 
 	/* brk below the heap it started. */
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_sc(&t, 0, 0, VMT_OP_BRK, 0x555500100000ll, 0, 0, 0, 0, 0, 0);
-	tw_sc(&t, 0, 0, VMT_OP_BRK, 0x555500000000ll, 0x555500000000ull, 0, 0, 0, 0, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, 0x555500100000ll, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, 0x555500000000ll, 0x555500000000ull);
+	tg_finish(&t);
 	load_fails(t.path, &o, "outside the heap");
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 static void test_absurd_sizes(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	opts(&o);
 
 	/* 64 TiB mapped and accessible: refused up front. */
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_sc(&t, 0, 0, VMT_OP_MMAP, 0x100000000000ll, 0, 1ull << 46, RW, ANON, (uint64_t)-1, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, 0x100000000000ll, 0, 1ull << 46, RW, PRIV_ANON, FD_NONE, 0);
+	tg_finish(&t);
 	load_fails(t.path, &o, "max-memory");
-	tw_remove(&t);
+	tg_remove(&t);
 
 	/* Many small mappings adding up; --scale multiplies. */
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
 	for (int i = 0; i < 40; i++) {
-		tw_sc(&t, 0, 0, VMT_OP_MMAP, (int64_t)(A + (uint64_t)i * (8ull << 20)), 0, 8ull << 20, RW, ANON,
-		      (uint64_t)-1, 0);
-		tw_touch(&t, 0, 0, A + (uint64_t)i * (8ull << 20), 2048, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, (int64_t)(A + (uint64_t)i * (8ull << 20)), 0,
+			  8ull << 20, RW, PRIV_ANON, FD_NONE, 0);
+		tg_touch(&t, 0, 0, A + (uint64_t)i * (8ull << 20), 2048, VMT_PAGE_WRITTEN);
 	}
-	tw_close(&t);
+	tg_finish(&t);
 	char msg[256];
 	rp_trace *tr;
 	o.max_memory = 1ull << 30; /* 320 MiB fit */
@@ -153,107 +153,99 @@ static void test_absurd_sizes(void **state)
 	o.max_memory = 1ull << 30;
 	o.scale = 8;
 	load_fails(t.path, &o, "exceeds --max-memory");
-	tw_remove(&t);
+	tg_remove(&t);
 
 	/* PROT_NONE reservations cost nothing: accepted. */
 	opts(&o);
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_sc(&t, 0, 0, VMT_OP_MMAP, 0x100000000000ll, 0, 1ull << 40, PROT_NONE,
-	      ANON | MAP_NORESERVE, (uint64_t)-1, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, 0x100000000000ll, 0, 1ull << 40, PROT_NONE,
+		  PRIV_ANON | MAP_NORESERVE, FD_NONE, 0);
+	tg_finish(&t);
 	assert_int_equal(rp_trace_load(t.path, &o, &tr, msg, sizeof(msg)), 0);
 	rp_trace_free(tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 static void test_bad_structure(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	opts(&o);
 
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_thread_exit(&t, 0, 0);
-	tw_sc(&t, 0, 0, VMT_OP_MUNMAP, 0, A, P, 0, 0, 0, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	tg_thread_exit(&t, 0, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, PAGE);
+	tg_finish(&t);
 	load_fails(t.path, &o, "after its exit");
-	tw_remove(&t);
+	tg_remove(&t);
 
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_sc(&t, 7, 3, VMT_OP_MUNMAP, 0, A, P, 0, 0, 0, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	TG_PUT_SC(&t, 7, 3, VMT_OP_MUNMAP, 0, A, PAGE);
+	tg_finish(&t);
 	load_fails(t.path, &o, "never started");
-	tw_remove(&t);
+	tg_remove(&t);
 
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_thread(&t, 0, 0, N);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	tg_thread(&t, 0, 0, VMT_NONE);
+	tg_finish(&t);
 	load_fails(t.path, &o, "started twice");
-	tw_remove(&t);
+	tg_remove(&t);
 
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	tw_proc(&t, 1, 5, 1, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	tg_proc(&t, 1, 1, 5, 0);
+	tg_finish(&t);
 	load_fails(t.path, &o, "unknown parent");
-	tw_remove(&t);
+	tg_remove(&t);
 
-	tw_open(&t);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_finish(&t);
 	load_fails(t.path, &o, "no threads");
-	tw_remove(&t);
+	tg_remove(&t);
 
 	/* A second root process whose thread never starts: it has no place
 	 * in the run (the run used to start it as thread "none" and crash;
 	 * found by fuzz_replay). */
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
-	struct vmt_event ev;
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = VMT_EV_PROCESS_START;
-	ev.proc = 1;
-	ev.thread = 1;
-	ev.ts_ns = t.ts += 1000;
-	ev.u.process_start.parent_proc = N;
-	ev.u.process_start.os_pid = 1001;
-	tw_event(&t, &ev);
-	tw_sc(&t, 0, 0, VMT_OP_MUNMAP, 0, A, P, 0, 0, 0, 0);
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	tg_put(&t, tg_ev_process_start(1, 1, VMT_NONE, 1001, VMT_PROC_ROOT));
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, PAGE);
+	tg_thread_exit(&t, 0, 0);
+	tg_finish(&t);
 	load_fails(t.path, &o, "process 1 never had a thread");
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* Ops and touches on addresses the trace never mapped replay on nothing
  * (the void) and are reported; nothing of the replayer is hit. */
 static void test_unmapped_addresses(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 	char msg[256];
 	rp_trace *tr;
 	opts(&o);
 
-	tw_open(&t);
-	tw_proc(&t, 0, N, 0, N);
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
 	/* What a hostile trace might aim at: everything. */
-	tw_sc(&t, 0, 0, VMT_OP_MUNMAP, 0, 0, 1ull << 47, 0, 0, 0, 0);
-	tw_sc(&t, 0, 0, VMT_OP_MADVISE, 0, 0x1000, (1ull << 47) - 0x1000, MADV_DONTNEED, 0, 0, 0);
-	tw_sc(&t, 0, 0, VMT_OP_MPROTECT, 0, 0x400000, 1ull << 40, PROT_NONE, 0, 0, 0);
-	tw_sc(&t, 0, 0, VMT_OP_MMAP, 0x400000, 0x400000, P, RW, ANON | MAP_FIXED, (uint64_t)-1, 0);
-	tw_touch(&t, 0, 0, 0x400000, 1, VMT_PAGE_WRITTEN);
-	tw_touch(&t, 0, 0, 0x7fff00000000ull, 1000, VMT_PAGE_WRITTEN);
-	tw_sc(&t, 0, 0, VMT_OP_MUNMAP, 0, 0xffffffffffff0000ull, 0x20000, 0, 0, 0, 0);
-	tw_sc(&t, 0, 0, VMT_OP_MREMAP, (int64_t)A, 0x400000, P, 2 * P, MREMAP_MAYMOVE, 0, 0);
-	tw_sc(&t, 0, 0, VMT_OP_MSYNC, 0, UINT64_MAX - P + 1, P, MS_SYNC, 0, 0, 0);
-	tw_sc(&t, 0, 0, VMT_OP_MLOCK, 0, 0x10, 1ull << 50, 0, 0, 0, 0);
-	tw_thread_exit(&t, 0, 0);
-	tw_close(&t);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, 0, 1ull << 47);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, 0x1000, (1ull << 47) - 0x1000, MADV_DONTNEED);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MPROTECT, 0, 0x400000, 1ull << 40, PROT_NONE);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, 0x400000, 0x400000, PAGE, RW, PRIV_ANON_FIXED, FD_NONE, 0);
+	tg_touch(&t, 0, 0, 0x400000, 1, VMT_PAGE_WRITTEN);
+	tg_touch(&t, 0, 0, 0x7fff00000000ull, 1000, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, 0xffffffffffff0000ull, 0x20000);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MREMAP, (int64_t)A, 0x400000, PAGE, 2 * PAGE, MREMAP_MAYMOVE, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MSYNC, 0, UINT64_MAX - PAGE + 1, PAGE, MS_SYNC);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MLOCK, 0, 0x10, 1ull << 50);
+	tg_thread_exit(&t, 0, 0);
+	tg_finish(&t);
 	assert_int_equal(rp_trace_load(t.path, &o, &tr, msg, sizeof(msg)), 0);
 	assert_true(tr->touch_unmapped_pages >= 1000);
 	assert_int_equal(rp_run(tr, &o, &r, msg, sizeof(msg)), 0);
@@ -261,7 +253,7 @@ static void test_unmapped_addresses(void **state)
 	assert_int_equal(r.touched_pages, 1);
 	rp_run_result_free(&r);
 	rp_trace_free(tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* Random op streams over a few overlapping addresses, with random
@@ -278,16 +270,16 @@ static void test_random_streams(void **state)
 	opts(&o);
 	int loaded = 0, rounds = getenv("RP_ROUNDS") ? atoi(getenv("RP_ROUNDS")) : 60;
 	for (int round = 0; round < rounds; round++) {
-		struct tw t;
-		tw_open(&t);
-		tw_proc(&t, 0, N, 0, N);
+		struct tg_trace t;
+		tg_trace_file(&t);
+		tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
 		int threads = 1 + (int)(tg_rand(&rng) % 3);
 		for (int k = 1; k < threads; k++)
-			tw_thread(&t, 0, (uint32_t)k, 0);
+			tg_thread(&t, 0, (uint32_t)k, 0);
 		for (int i = 0; i < 80; i++) {
 			uint32_t op = ops[tg_rand(&rng) % (sizeof(ops) / sizeof(ops[0]))];
 			uint32_t th = (uint32_t)(tg_rand(&rng) % (uint64_t)threads);
-			uint64_t a = A + (tg_rand(&rng) % 32) * P, len = (1 + tg_rand(&rng) % 8) * P;
+			uint64_t a = A + (tg_rand(&rng) % 32) * PAGE, len = (1 + tg_rand(&rng) % 8) * PAGE;
 			uint64_t x = tg_rand(&rng);
 			if (x % 7 == 0)
 				a += x % 100; /* unaligned */
@@ -295,29 +287,30 @@ static void test_random_streams(void **state)
 			uint64_t a2 = tg_rand(&rng) % 8, a3 = tg_rand(&rng) % 64;
 			if (op == VMT_OP_MMAP) {
 				a2 = RW;
-				a3 = ANON | (x % 2 ? MAP_FIXED : 0);
+				a3 = PRIV_ANON | (x % 2 ? MAP_FIXED : 0);
 				if (!res)
-					res = (int64_t)a & ~(int64_t)(P - 1);
+					res = (int64_t)a & ~(int64_t)(PAGE - 1);
 				if (a3 & MAP_FIXED)
 					a = (uint64_t)res;
 			} else if (op == VMT_OP_MREMAP) {
 				a3 = MREMAP_MAYMOVE;
 				if (!res)
-					res = (int64_t)(A + (tg_rand(&rng) % 64) * P);
+					res = (int64_t)(A + (tg_rand(&rng) % 64) * PAGE);
 			} else if (op == VMT_OP_BRK) {
-				a = 0x555500000000ull + (tg_rand(&rng) % 16) * P;
+				a = 0x555500000000ull + (tg_rand(&rng) % 16) * PAGE;
 				res = (int64_t)(x % 2 ? a : 0x555500000000ull);
 			} else if (op == VMT_OP_MADVISE) {
 				static const uint64_t adv[] = {MADV_DONTNEED, MADV_WILLNEED, MADV_FREE,
 							       MADV_NORMAL, 100, 101, 12345};
 				a2 = adv[tg_rand(&rng) % 7];
 			}
-			tw_sc(&t, 0, th, op, res, a, len, a2, a3, tg_rand(&rng) % 2 ? A : 0, 0);
+			uint64_t args[] = {a, len, a2, a3, tg_rand(&rng) % 2 ? A : 0, 0};
+			tg_put(&t, tg_ev_sc(0, th, op, res, vmt_op_info(op)->nargs, args));
 			if (tg_rand(&rng) % 4 == 0)
-				tw_touch(&t, 0, th, A + (tg_rand(&rng) % 32) * P, 1 + tg_rand(&rng) % 4,
+				tg_touch(&t, 0, th, A + (tg_rand(&rng) % 32) * PAGE, 1 + tg_rand(&rng) % 4,
 					 (uint32_t)(1 + tg_rand(&rng) % 3));
 		}
-		tw_close(&t);
+		tg_finish(&t);
 		char msg[512];
 		rp_trace *tr;
 		o.order = (int)(tg_rand(&rng) % 3);
@@ -334,7 +327,7 @@ static void test_random_streams(void **state)
 		} else {
 			assert_true(msg[0] != 0);
 		}
-		tw_remove(&t);
+		tg_remove(&t);
 	}
 	assert_true(loaded > 10);
 }

@@ -19,52 +19,31 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "replay.h"
-#include "rptw.h"
-
-#define P TW_P
-#define A 0x7f1000000000ull
-#define ANON (MAP_PRIVATE | MAP_ANONYMOUS)
-#define RW (PROT_READ | PROT_WRITE)
-
-/* A SYSCALL with flags (tw_sc writes none). */
-static void sc_flags(struct tw *t, uint32_t op, int64_t result, uint32_t flags, uint64_t a0,
-		     uint64_t a1, uint64_t a2)
-{
-	struct vmt_event ev;
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = VMT_EV_SYSCALL;
-	ev.ts_ns = t->ts += 1000;
-	ev.u.sc.op = op;
-	ev.u.sc.nargs = vmt_op_info(op)->nargs;
-	ev.u.sc.args[0] = a0;
-	ev.u.sc.args[1] = a1;
-	ev.u.sc.args[2] = a2;
-	ev.u.sc.result = result;
-	ev.u.sc.exit_ns = ev.ts_ns + 500;
-	ev.u.sc.stack_id = VMT_NONE;
-	ev.u.sc.flags = flags;
-	tw_event(t, &ev);
-}
+#include "rprun.h"
 
 /* The seed-000 rewrite in small: mprotect(RW) of a PROT_NONE reservation,
  * touch, then frees as madvise(MADV_DONTNEED) flagged as rewritten with
  * result `rew_result`, and a call without a result. */
-static void write_trace(struct tw *t, int64_t rew_result)
+static void write_trace(struct tg_trace *t, int64_t rew_result)
 {
-	tw_open(t);
-	tw_proc(t, 0, VMT_NONE, 0, VMT_NONE);
-	tw_sc(t, 0, 0, VMT_OP_MMAP, (int64_t)A, 0, 4 * P, PROT_NONE, ANON, (uint64_t)-1, 0);
-	tw_sc(t, 0, 0, VMT_OP_MPROTECT, 0, A, 4 * P, RW, 0, 0, 0);
+	tg_trace_file(t);
+	tg_proc(t, 0, 0, VMT_NONE, VMT_NONE);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MMAP, (int64_t)A, 0, 4 * PAGE, PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MPROTECT, 0, A, 4 * PAGE, RW);
+	struct vmt_event ev = TG_SC(0, 0, VMT_OP_MADVISE, rew_result, A, 4 * PAGE, MADV_DONTNEED);
+	ev.u.sc.flags = VMT_SC_REWRITTEN;
 	for (int i = 0; i < 3; i++) {
-		tw_touch(t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
-		sc_flags(t, VMT_OP_MADVISE, rew_result, VMT_SC_REWRITTEN, A, 4 * P, MADV_DONTNEED);
+		tg_touch(t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+		tg_put(t, ev);
 	}
 	/* No exit stop seen: whatever result is stored means nothing. */
-	sc_flags(t, VMT_OP_MADVISE, -EPERM, VMT_SC_NO_RESULT, A, P, MADV_WILLNEED);
-	tw_sc(t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
-	tw_thread_exit(t, 0, 0);
-	tw_proc_exit(t, 0, 0);
-	tw_close(t);
+	ev = TG_SC(0, 0, VMT_OP_MADVISE, -EPERM, A, PAGE, MADV_WILLNEED);
+	ev.u.sc.flags = VMT_SC_NO_RESULT;
+	tg_put(t, ev);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);
+	tg_thread_exit(t, 0, 0);
+	tg_proc_exit(t, 0, 0);
+	tg_finish(t);
 }
 
 static void run(const char *path, struct rp_run_result *r, int by_fd)
@@ -98,7 +77,7 @@ static void run(const char *path, struct rp_run_result *r, int by_fd)
 
 static void test_expected_result_matches(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_run_result r;
 	write_trace(&t, 0);
 	run(t.path, &r, 0);
@@ -107,12 +86,12 @@ static void test_expected_result_matches(void **state)
 	assert_int_equal(r.ops[VMT_OP_MADVISE].errors, 0);
 	assert_int_equal(r.touched_pages, 12);
 	rp_run_result_free(&r);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 static void test_expected_result_differs(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_run_result r;
 	/* A rule that claimed the madvise fails: each replayed success is a
 	 * divergence, with the event's rendering. */
@@ -124,12 +103,12 @@ static void test_expected_result_differs(void **state)
 	assert_int_equal(r.div[0].recorded, -EINVAL);
 	assert_int_equal(r.div[0].replayed, 0);
 	rp_run_result_free(&r);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 static void test_load_fd(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_run_result r;
 	write_trace(&t, 0);
 	run(t.path, &r, 1);
@@ -148,7 +127,7 @@ static void test_load_fd(void **state)
 	assert_null(tr);
 	assert_true(msg[0] != 0);
 	close(fd);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 int main(void)

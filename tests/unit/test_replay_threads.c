@@ -27,29 +27,29 @@
 
 /* Three threads: two work on halves of the main thread's region, which
  * the main thread unmaps at the end. */
-static void threads_trace(struct tw *t, int rounds)
+static void threads_trace(struct tg_trace *t, int rounds)
 {
 	rr_begin(t);
-	SC(t, 0, MMAP, A, 0, 8 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_thread(t, 0, 1, 0);
-	tw_thread(t, 0, 2, 0);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MMAP, A, 0, 8 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_thread(t, 0, 1, 0);
+	tg_thread(t, 0, 2, 0);
 	for (int i = 0; i < rounds; i++) {
-		tw_touch(t, 0, 1, A, 4, VMT_PAGE_WRITTEN);
-		SC(t, 1, MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
-		tw_touch(t, 0, 2, A + 4 * P, 4, VMT_PAGE_WRITTEN);
-		SC(t, 2, MADVISE, 0, A + 4 * P, 4 * P, MADV_DONTNEED, 0, 0, 0);
+		tg_touch(t, 0, 1, A, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(t, 0, 1, VMT_OP_MADVISE, 0, A, 4 * PAGE, MADV_DONTNEED);
+		tg_touch(t, 0, 2, A + 4 * PAGE, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(t, 0, 2, VMT_OP_MADVISE, 0, A + 4 * PAGE, 4 * PAGE, MADV_DONTNEED);
 	}
-	tw_thread_exit(t, 0, 1);
-	SC(t, 0, MPROTECT, 0, A, 8 * P, PROT_READ, 0, 0, 0);
-	tw_touch(t, 0, 0, A, 8, VMT_PAGE_READ);
-	SC(t, 0, MUNMAP, 0, A, 8 * P, 0, 0, 0, 0);
-	tw_thread_exit(t, 0, 2);
+	tg_thread_exit(t, 0, 1);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MPROTECT, 0, A, 8 * PAGE, PROT_READ);
+	tg_touch(t, 0, 0, A, 8, VMT_PAGE_READ);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MUNMAP, 0, A, 8 * PAGE);
+	tg_thread_exit(t, 0, 2);
 	rr_finish(t);
 }
 
 static void test_thread_orders(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 	threads_trace(&t, 200);
@@ -136,30 +136,30 @@ static void test_thread_orders(void **state)
 	assert_int_equal(r.nthreads, 6);
 	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 800);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 /* Two threads that sleep on one counter, for different elements: the
  * main thread madvises two ranges in turn, each of the others works on
  * one of them and waits (resource order) for the main thread's next
  * madvise of its range. */
-static void two_sleepers_trace(struct tw *t, int rounds)
+static void two_sleepers_trace(struct tg_trace *t, int rounds)
 {
 	rr_begin(t);
-	SC(t, 0, MMAP, A, 0, 8 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_thread(t, 0, 1, 0);
-	tw_thread(t, 0, 2, 0);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MMAP, A, 0, 8 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_thread(t, 0, 1, 0);
+	tg_thread(t, 0, 2, 0);
 	for (int i = 0; i < rounds; i++) {
-		SC(t, 0, MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
-		SC(t, 0, MADVISE, 0, A + 4 * P, 4 * P, MADV_DONTNEED, 0, 0, 0);
-		tw_touch(t, 0, 1, A, 4, VMT_PAGE_WRITTEN);
-		SC(t, 1, MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
-		tw_touch(t, 0, 2, A + 4 * P, 4, VMT_PAGE_WRITTEN);
-		SC(t, 2, MADVISE, 0, A + 4 * P, 4 * P, MADV_DONTNEED, 0, 0, 0);
+		TG_PUT_SC(t, 0, 0, VMT_OP_MADVISE, 0, A, 4 * PAGE, MADV_DONTNEED);
+		TG_PUT_SC(t, 0, 0, VMT_OP_MADVISE, 0, A + 4 * PAGE, 4 * PAGE, MADV_DONTNEED);
+		tg_touch(t, 0, 1, A, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(t, 0, 1, VMT_OP_MADVISE, 0, A, 4 * PAGE, MADV_DONTNEED);
+		tg_touch(t, 0, 2, A + 4 * PAGE, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(t, 0, 2, VMT_OP_MADVISE, 0, A + 4 * PAGE, 4 * PAGE, MADV_DONTNEED);
 	}
-	tw_thread_exit(t, 0, 1);
-	tw_thread_exit(t, 0, 2);
-	SC(t, 0, MUNMAP, 0, A, 8 * P, 0, 0, 0, 0);
+	tg_thread_exit(t, 0, 1);
+	tg_thread_exit(t, 0, 2);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MUNMAP, 0, A, 8 * PAGE);
 	rr_finish(t);
 }
 
@@ -176,7 +176,7 @@ static void two_sleepers_trace(struct tw *t, int rounds)
  * path, it cannot force the narrow race). */
 static void test_no_lost_wakeups(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 	threads_trace(&t, 3000);
@@ -192,7 +192,7 @@ static void test_no_lost_wakeups(void **state)
 		assert_true(wakes <= 4);
 		rr_release(&r, tr);
 	}
-	tw_remove(&t);
+	tg_remove(&t);
 
 	two_sleepers_trace(&t, 2000);
 	o.order = RP_ORDER_RESOURCE;
@@ -201,7 +201,7 @@ static void test_no_lost_wakeups(void **state)
 		assert_int_equal(r.ops[VMT_OP_MADVISE].count, 8000);
 		rr_release(&r, tr);
 	}
-	tw_remove(&t);
+	tg_remove(&t);
 	alarm(0);
 }
 
@@ -297,27 +297,27 @@ static void test_killed_ends_run(void **state)
 /* A vfork's parent thread is suspended until the child's exec (or exit):
  * its next element waits for the child's RK_EXEC (or RK_END); a fork's
  * parent does not wait. */
-static void vfork_trace(struct tw *t, uint32_t how, int exec)
+static void vfork_trace(struct tg_trace *t, uint32_t how, int exec)
 {
-	static const struct tw_map after_exec[] = {
+	static const struct tg_map after_exec[] = {
 		{0x561100000000ull, 0x561100003000ull, VMT_PROT_R | VMT_PROT_X, "/usr/bin/other"},
 		{0x7ffe00000000ull, 0x7ffe00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
 	};
 	rr_begin(t);
-	SC(t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_proc_how(t, 1, 0, 1, 0, how);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MMAP, A, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_proc_how(t, 1, 1, 0, 0, how);
 	for (int i = 0; i < 300; i++) { /* the child's own work first */
-		tw_touch(t, 1, 1, A, 4, VMT_PAGE_WRITTEN);
-		tw_sc(t, 1, 1, VMT_OP_MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
+		tg_touch(t, 1, 1, A, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(t, 1, 1, VMT_OP_MADVISE, 0, A, 4 * PAGE, MADV_DONTNEED);
 	}
 	if (exec) {
-		tw_exec(t, 1, 1, "/usr/bin/other");
-		tw_maps(t, 1, 1, after_exec, 2);
+		tg_exec(t, 1, 1, "/usr/bin/other");
+		tg_maps(t, 1, 1, after_exec, 2);
 	}
-	tw_proc_exit(t, 1, 1);
-	SC(t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
-	tw_proc_exit(t, 0, 0);
-	tw_close(t);
+	tg_proc_exit(t, 1, 1);
+	TG_PUT_SC(t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);
+	tg_proc_exit(t, 0, 0);
+	tg_finish(t);
 }
 
 /* How many waits the elements of thread th have on thread u; *seq: the
@@ -339,7 +339,7 @@ static uint32_t waits_on(const rp_trace *tr, uint32_t th, uint32_t u, uint32_t *
 
 static void test_vfork_waits(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
 
@@ -365,23 +365,23 @@ static void test_vfork_waits(void **state)
 		tr = rr_replay_clean(t.path, &o, &r);
 		assert_int_equal(waits_on(tr, parent, child, &waited), 1);
 		rr_release(&r, tr);
-		tw_remove(&t);
+		tg_remove(&t);
 	}
 	/* An exec by another thread of the child releases the parent too. */
-	static const struct tw_map after[] = {
+	static const struct tg_map after[] = {
 		{0x7ffe00000000ull, 0x7ffe00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
 	};
 	rr_begin(&t);
-	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_proc_how(&t, 1, 0, 1, 0, VMT_PROC_VFORK);
-	tw_thread(&t, 1, 2, 1);
-	tw_sc(&t, 1, 2, VMT_OP_MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
-	tw_exec(&t, 1, 2, "/usr/bin/other");
-	tw_maps(&t, 1, 2, after, 1);
-	tw_proc_exit(&t, 1, 2);
-	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
-	tw_proc_exit(&t, 0, 0);
-	tw_close(&t);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_proc_how(&t, 1, 1, 0, 0, VMT_PROC_VFORK);
+	tg_thread(&t, 1, 2, 1);
+	TG_PUT_SC(&t, 1, 2, VMT_OP_MADVISE, 0, A, 4 * PAGE, MADV_DONTNEED);
+	tg_exec(&t, 1, 2, "/usr/bin/other");
+	tg_maps(&t, 1, 2, after, 1);
+	tg_proc_exit(&t, 1, 2);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);
+	tg_proc_exit(&t, 0, 0);
+	tg_finish(&t);
 	rr_opts(&o);
 	rp_trace *tr = rr_replay_clean(t.path, &o, &r);
 	uint32_t execer = tr->procs[1].first_thread + 1, waited;
@@ -389,7 +389,7 @@ static void test_vfork_waits(void **state)
 	assert_true(waited > 0);
 	assert_int_equal(tr->threads[execer].elem[waited - 1].kind, RK_EXEC);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 
 	vfork_trace(&t, VMT_PROC_FORK, 1);
 	rr_opts(&o);
@@ -397,7 +397,7 @@ static void test_vfork_waits(void **state)
 	assert_int_equal(waits_on(tr, tr->procs[0].first_thread, tr->procs[1].first_thread, &waited),
 			 0);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 	alarm(0);
 }
 
@@ -405,35 +405,35 @@ static void test_vfork_waits(void **state)
  * inherited mapping. */
 static void test_processes(void **state)
 {
-	struct tw t;
+	struct tg_trace t;
 	struct rp_options o;
 	struct rp_run_result r;
-	static const struct tw_map after_exec[] = {
+	static const struct tg_map after_exec[] = {
 		{0x561100000000ull, 0x561100003000ull, VMT_PROT_R | VMT_PROT_X, "/usr/bin/other"},
 		{0x561100003000ull, 0x561100004000ull, VMT_PROT_R | VMT_PROT_W, "/usr/bin/other"},
 		{0x7ffe00000000ull, 0x7ffe00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
 	};
 
 	rr_begin(&t);
-	SC(&t, 0, MMAP, A, 0, 4 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
-	tw_proc(&t, 1, 0, 1, 0); /* fork */
-	tw_sc(&t, 1, 1, VMT_OP_MADVISE, 0, A, 4 * P, MADV_DONTNEED, 0, 0, 0);
-	tw_thread(&t, 1, 2, 1);
-	tw_sc(&t, 1, 2, VMT_OP_MMAP, (int64_t)B, 0, 2 * P, RW, ANON, (uint64_t)-1, 0);
-	tw_touch(&t, 1, 2, B, 2, VMT_PAGE_WRITTEN);
-	tw_sc(&t, 1, 2, VMT_OP_MUNMAP, 0, B, 2 * P, 0, 0, 0, 0);
-	tw_thread_exit(&t, 1, 2);
-	tw_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
-	SC(&t, 0, MUNMAP, 0, A, 4 * P, 0, 0, 0, 0);
-	tw_exec(&t, 1, 1, "/usr/bin/other");
-	tw_maps(&t, 1, 1, after_exec, 3);
-	tw_sc(&t, 1, 1, VMT_OP_MUNMAP, 0, A, 4 * P, 0, 0, 0, 0); /* gone with the exec */
-	tw_sc(&t, 1, 1, VMT_OP_MPROTECT, 0, 0x561100003000ull, P, PROT_READ, 0, 0, 0);
-	tw_touch(&t, 1, 1, 0x7ffe00020000ull, 1, VMT_PAGE_WRITTEN);
-	tw_proc_exit(&t, 1, 1);
-	tw_proc_exit(&t, 0, 0);
-	tw_close(&t);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+	tg_proc(&t, 1, 1, 0, 0); /* fork */
+	TG_PUT_SC(&t, 1, 1, VMT_OP_MADVISE, 0, A, 4 * PAGE, MADV_DONTNEED);
+	tg_thread(&t, 1, 2, 1);
+	TG_PUT_SC(&t, 1, 2, VMT_OP_MMAP, (int64_t)B, 0, 2 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_touch(&t, 1, 2, B, 2, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 1, 2, VMT_OP_MUNMAP, 0, B, 2 * PAGE);
+	tg_thread_exit(&t, 1, 2);
+	tg_touch(&t, 0, 0, A, 4, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);
+	tg_exec(&t, 1, 1, "/usr/bin/other");
+	tg_maps(&t, 1, 1, after_exec, 3);
+	TG_PUT_SC(&t, 1, 1, VMT_OP_MUNMAP, 0, A, 4 * PAGE); /* gone with the exec */
+	TG_PUT_SC(&t, 1, 1, VMT_OP_MPROTECT, 0, 0x561100003000ull, PAGE, PROT_READ);
+	tg_touch(&t, 1, 1, 0x7ffe00020000ull, 1, VMT_PAGE_WRITTEN);
+	tg_proc_exit(&t, 1, 1);
+	tg_proc_exit(&t, 0, 0);
+	tg_finish(&t);
 
 	rr_opts(&o);
 	rp_trace *tr = rr_replay_clean(t.path, &o, &r);
@@ -450,7 +450,7 @@ static void test_processes(void **state)
 	o.order = RP_ORDER_STRICT;
 	tr = rr_replay_clean(t.path, &o, &r);
 	rr_release(&r, tr);
-	tw_remove(&t);
+	tg_remove(&t);
 }
 
 int main(void)

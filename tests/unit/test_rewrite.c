@@ -24,120 +24,21 @@
 #include "tgen.h"
 #include "vmtrace.h"
 
-#define PAGE 4096ull
-#define NONE (uint64_t)LX_PROT_NONE
-#define RW (uint64_t)(LX_PROT_READ | LX_PROT_WRITE)
-#define RO (uint64_t)LX_PROT_READ
-#define PRIV_ANON (uint64_t)(LX_MAP_PRIVATE | LX_MAP_ANONYMOUS)
-#define PRIV_ANON_FIXED (PRIV_ANON | LX_MAP_FIXED)
-#define SHARED_ANON (uint64_t)(LX_MAP_SHARED | LX_MAP_ANONYMOUS)
-#define FD_NONE ((uint64_t)-1)
-#define DONTNEED (uint64_t)LX_MADV_DONTNEED
-#define FREE (uint64_t)LX_MADV_FREE
-#define R1 0x100000ull
-#define R2 0x200000ull
-
-/* ---- trace builder ------------------------------------------------------ */
-
-struct tb {
-	vmt_writer *w;
-	int fd;
-	uint64_t now;
-	struct vmt_header h;
-};
-
-static void put(struct tb *b, uint32_t proc, uint32_t thread, struct vmt_event *ev)
-{
-	ev->proc = proc;
-	ev->thread = thread;
-	ev->ts_ns = b->now += 1000;
-	if (ev->kind == VMT_EV_SYSCALL) {
-		ev->u.sc.exit_ns = ev->ts_ns + 500;
-		ev->u.sc.stack_id = VMT_NONE;
-	}
-	assert_int_equal(vmt_writer_append(b->w, ev), 0);
-}
+/* ---- traces ------------------------------------------------------------- */
 
 /* Process 0 with threads 0, 1 and 2. */
-static void tb_open(struct tb *b)
+static void tb_open(struct tg_trace *b)
 {
-	int err;
-	memset(b, 0, sizeof(*b));
-	tg_header(&b->h);
-	b->fd = tg_memfd("rewrite-in");
-	b->w = vmt_writer_create(b->fd, &b->h, NULL, &err);
-	assert_non_null(b->w);
-	b->now = b->h.start_mono_ns;
-	struct vmt_event ev = { .kind = VMT_EV_PROCESS_START };
-	ev.u.process_start = (struct vmt_process_start){ VMT_NONE, 1000, VMT_PROC_ROOT };
-	put(b, 0, 0, &ev);
-	for (uint32_t t = 0; t < 3; t++) {
-		ev = (struct vmt_event){ .kind = VMT_EV_THREAD_START };
-		ev.u.thread_start = (struct vmt_thread_start){ t ? 0 : VMT_NONE, 1000 + (int)t };
-		put(b, 0, t, &ev);
-	}
+	tg_trace_memfd(b, "rewrite-in", NULL);
+	tg_put(b, tg_ev_process_start(0, 0, VMT_NONE, 1000, VMT_PROC_ROOT));
+	for (uint32_t t = 0; t < 3; t++)
+		tg_put(b, tg_ev_thread_start(0, t, t ? 0 : VMT_NONE, 1000 + (int)t));
 }
 
-static void scp(struct tb *b, uint32_t proc, uint32_t thread, uint32_t op, int64_t result,
-		uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
-{
-	struct vmt_event ev = { .kind = VMT_EV_SYSCALL };
-	ev.u.sc.op = op;
-	ev.u.sc.nargs = vmt_op_info(op)->nargs;
-	uint64_t a[6] = { a0, a1, a2, a3, a4, a5 };
-	memcpy(ev.u.sc.args, a, ev.u.sc.nargs * sizeof(uint64_t));
-	ev.u.sc.result = result;
-	put(b, proc, thread, &ev);
-}
-
-static void sc(struct tb *b, uint32_t thread, uint32_t op, int64_t result, uint64_t a0, uint64_t a1,
-	       uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
-{
-	scp(b, 0, thread, op, result, a0, a1, a2, a3, a4, a5);
-}
-
-#define MMAP(b, t, res, addr, len, prot, fl) \
-	sc(b, t, VMT_OP_MMAP, (int64_t)(res), addr, len, prot, fl, FD_NONE, 0)
-#define MPROTECT(b, t, addr, len, prot) sc(b, t, VMT_OP_MPROTECT, 0, addr, len, prot, 0, 0, 0)
-#define MUNMAP(b, t, addr, len) sc(b, t, VMT_OP_MUNMAP, 0, addr, len, 0, 0, 0, 0)
-#define MADVISE(b, t, res, addr, len, adv) sc(b, t, VMT_OP_MADVISE, res, addr, len, adv, 0, 0, 0)
 /* glibc's free: mmap(a, len, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED, -1, 0) */
-#define FREE_RANGE(b, t, addr, len) MMAP(b, t, addr, addr, len, NONE, PRIV_ANON_FIXED)
-
-static void touchp(struct tb *b, uint32_t proc, uint32_t thread, uint64_t start, uint64_t npages,
-		   uint32_t state, uint32_t reason)
-{
-	struct vmt_touch_run run = { npages, state };
-	struct vmt_event ev = { .kind = VMT_EV_TOUCH };
-	ev.u.touch = (struct vmt_touch){ start, npages, reason, 1, &run };
-	put(b, proc, thread, &ev);
-}
-
-static void touch(struct tb *b, uint32_t thread, uint64_t start, uint64_t npages)
-{
-	touchp(b, 0, thread, start, npages, VMT_PAGE_WRITTEN, VMT_TOUCH_BEFORE_OP);
-}
-
-static void fault(struct tb *b, uint32_t thread, uint64_t addr)
-{
-	struct vmt_event ev = { .kind = VMT_EV_FAULT };
-	ev.u.fault = (struct vmt_fault){ addr, 0x401000, VMT_FAULT_WRITE };
-	put(b, 0, thread, &ev);
-}
-
-static void map_file(struct tb *b, uint32_t thread, const char *path)
-{
-	struct vmt_event ev = { .kind = VMT_EV_MAP_FILE };
-	ev.u.file = (struct vmt_map_file){ path, 0x801, 42, 1 << 20, 0, 0100644 };
-	put(b, 0, thread, &ev);
-}
-
-static void proc_exit(struct tb *b, uint32_t proc)
-{
-	struct vmt_event ev = { .kind = VMT_EV_PROCESS_EXIT };
-	ev.u.process_exit.status = 0;
-	put(b, proc, 0, &ev);
-}
+#define FREE_RANGE(b, proc, thread, addr, len)                                                \
+	TG_PUT_SC(b, proc, thread, VMT_OP_MMAP, addr, addr, len, LX_PROT_NONE, PRIV_ANON_FIXED, \
+		  FD_NONE, 0)
 
 /* ---- running the rules -------------------------------------------------- */
 
@@ -178,12 +79,11 @@ static char *render_all(int fd)
 }
 
 /* Finish b's trace and rewrite it with `rules`. */
-static struct result run(struct tb *b, const char *rules)
+static struct result run(struct tg_trace *b, const char *rules)
 {
 	struct result res = { 0 };
 	char err[256];
-	assert_int_equal(vmt_writer_finish(b->w), 0);
-	vmt_writer_free(b->w);
+	tg_finish(b);
 	vmt_rewrite *rw = vmt_rewrite_new(rules, err, sizeof(err));
 	assert_non_null(rw);
 	int out = tg_memfd("rewrite-out");
@@ -221,7 +121,7 @@ static void expect_text(const char *got, const char *want)
 
 /* The trace rewritten by `rules` must be exactly `want`, the rule applied
  * `applied` times. */
-static void check(struct tb *b, const char *rules, const char *want, uint64_t applied)
+static void check(struct tg_trace *b, const char *rules, const char *want, uint64_t applied)
 {
 	struct result r = run(b, rules);
 	expect_text(r.text, want);
@@ -233,11 +133,11 @@ static void check(struct tb *b, const char *rules, const char *want, uint64_t ap
 
 /* tb_open, then thread 1 reserves `len` bytes at R1 (PROT_NONE) and
  * enables the first `enable` of them (mprotect PROT_READ|PROT_WRITE). */
-static void pnf_open(struct tb *b, uint64_t len, uint64_t enable)
+static void pnf_open(struct tg_trace *b, uint64_t len, uint64_t enable)
 {
 	tb_open(b);
-	MMAP(b, 1, R1, 0, len, NONE, PRIV_ANON);
-	MPROTECT(b, 1, R1, enable, RW);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MMAP, R1, 0, len, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MPROTECT, 0, R1, enable, RW);
 }
 
 /* The stream's lines for thread 1's reservation of len bytes at R1 and
@@ -249,22 +149,22 @@ static void pnf_open(struct tb *b, uint64_t len, uint64_t enable)
 
 /* A one-page reservation and two cycles of touch / free, the page
  * enabled again between them, then munmap. */
-static void pnf_two_cycles(struct tb *b)
+static void pnf_two_cycles(struct tg_trace *b)
 {
 	pnf_open(b, PAGE, PAGE);
-	touch(b, 1, R1, 1);
-	FREE_RANGE(b, 1, R1, PAGE);
-	MPROTECT(b, 1, R1, PAGE, RW);
-	touch(b, 1, R1, 1);
-	FREE_RANGE(b, 1, R1, PAGE);
-	MUNMAP(b, 1, R1, PAGE);
+	tg_touch(b, 0, 1, R1, 1, VMT_PAGE_WRITTEN);
+	FREE_RANGE(b, 0, 1, R1, PAGE);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	tg_touch(b, 0, 1, R1, 1, VMT_PAGE_WRITTEN);
+	FREE_RANGE(b, 0, 1, R1, PAGE);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MUNMAP, 0, R1, PAGE);
 }
 
 /* Two cycles of enable / touch / free: the first enable stays, each free
  * becomes madvise, the second enable goes. */
 static void test_pnf_basic(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	pnf_two_cycles(&b);
 	struct result r = run(&b, NULL); /* NULL: the default rule */
 	expect_text(r.text,
@@ -286,26 +186,26 @@ static void test_pnf_basic(void **state)
  * while a free is held back. */
 static void test_pnf_threads_multipage(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	tb_open(&b);
-	MMAP(&b, 1, R1, 0, 4 * PAGE, NONE, PRIV_ANON);
-	MMAP(&b, 2, R2, 0, 4 * PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, 4 * PAGE, RW);
-	MPROTECT(&b, 2, R2, 4 * PAGE, RW);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, 4 * PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, R2, 0, 4 * PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, 4 * PAGE, RW);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MPROTECT, 0, R2, 4 * PAGE, RW);
 	for (int i = 0; i < 2; i++) {
-		touch(&b, 1, R1, 4);
-		FREE_RANGE(&b, 1, R1, 4 * PAGE);
-		touch(&b, 2, R2, 4);
-		FREE_RANGE(&b, 2, R2, 4 * PAGE);
-		MPROTECT(&b, 1, R1, 4 * PAGE, RW);
-		MPROTECT(&b, 2, R2, 4 * PAGE, RW);
+		tg_touch(&b, 0, 1, R1, 4, VMT_PAGE_WRITTEN);
+		FREE_RANGE(&b, 0, 1, R1, 4 * PAGE);
+		tg_touch(&b, 0, 2, R2, 4, VMT_PAGE_WRITTEN);
+		FREE_RANGE(&b, 0, 2, R2, 4 * PAGE);
+		TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, 4 * PAGE, RW);
+		TG_PUT_SC(&b, 0, 2, VMT_OP_MPROTECT, 0, R2, 4 * PAGE, RW);
 	}
-	touch(&b, 2, R2, 4);
-	FREE_RANGE(&b, 2, R2, 4 * PAGE);
-	touch(&b, 1, R1, 4);
-	FREE_RANGE(&b, 1, R1, 4 * PAGE);
-	MUNMAP(&b, 1, R1, 4 * PAGE);
-	MUNMAP(&b, 2, R2, 4 * PAGE);
+	tg_touch(&b, 0, 2, R2, 4, VMT_PAGE_WRITTEN);
+	FREE_RANGE(&b, 0, 2, R2, 4 * PAGE);
+	tg_touch(&b, 0, 1, R1, 4, VMT_PAGE_WRITTEN);
+	FREE_RANGE(&b, 0, 1, R1, 4 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, 4 * PAGE);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MUNMAP, 0, R2, 4 * PAGE);
 	check(&b, "prot-none-free",
 	      "t1 mmap(NULL, 16384, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t2 mmap(NULL, 16384, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x200000\n"
@@ -332,12 +232,12 @@ static void test_pnf_threads_multipage(void **state)
  * (the free releases a read-only range). */
 static void test_pnf_not_prot_changed_before_free(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	pnf_open(&b, 2 * PAGE, 2 * PAGE);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RO);
-	FREE_RANGE(&b, 1, R1, 2 * PAGE);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
-	MUNMAP(&b, 1, R1, 2 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, 2 * PAGE, LX_PROT_READ);
+	FREE_RANGE(&b, 0, 1, R1, 2 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, 2 * PAGE, RW);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, 2 * PAGE);
 	check(&b, "prot-none-free",
 	      PNF_HEAD(8192, 8192)
 	      "t1 mprotect(0x100000, 8192, PROT_READ) = 0\n"
@@ -351,12 +251,12 @@ static void test_pnf_not_prot_changed_before_free(void **state)
  * PROT_NONE state was observed, so the free stays. */
 static void test_pnf_not_prot_changed_after_free(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	pnf_open(&b, 2 * PAGE, 2 * PAGE);
-	FREE_RANGE(&b, 1, R1, 2 * PAGE);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RO);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
-	MUNMAP(&b, 1, R1, 2 * PAGE);
+	FREE_RANGE(&b, 0, 1, R1, 2 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, 2 * PAGE, LX_PROT_READ);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, 2 * PAGE, RW);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, 2 * PAGE);
 	check(&b, "prot-none-free",
 	      PNF_HEAD(8192, 8192)
 	      "t1 mmap(0x100000, 8192, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
@@ -370,14 +270,14 @@ static void test_pnf_not_prot_changed_after_free(void **state)
  * than it.  Either would leave a different protection somewhere. */
 static void test_pnf_not_partial(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	pnf_open(&b, 4 * PAGE, 2 * PAGE);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	MPROTECT(&b, 1, R1, PAGE, RW);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
-	FREE_RANGE(&b, 1, R1, 3 * PAGE);
-	MPROTECT(&b, 1, R1, 2 * PAGE, RW);
-	MUNMAP(&b, 1, R1, 4 * PAGE);
+	FREE_RANGE(&b, 0, 1, R1, PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, 2 * PAGE, RW);
+	FREE_RANGE(&b, 0, 1, R1, 3 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, 2 * PAGE, RW);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, 4 * PAGE);
 	check(&b, "prot-none-free",
 	      PNF_HEAD(16384, 8192)
 	      "t1 mmap(0x100000, 4096, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
@@ -392,12 +292,13 @@ static void test_pnf_not_partial(void **state)
 /* The MAP_FIXED maps a file over the range: not a free. */
 static void test_pnf_not_file(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	pnf_open(&b, PAGE, PAGE);
-	map_file(&b, 1, "/data/f");
-	sc(&b, 1, VMT_OP_MMAP, (int64_t)R1, R1, PAGE, NONE, 0x12 /* PRIVATE|FIXED */, 3, 0);
-	MPROTECT(&b, 1, R1, PAGE, RW);
-	MUNMAP(&b, 1, R1, PAGE);
+	tg_file(&b, 0, 1, "/data/f", 42, 1 << 20, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, (int64_t)R1, R1, PAGE, LX_PROT_NONE,
+		  0x12 /* PRIVATE|FIXED */, 3, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, PAGE);
 	check(&b, "prot-none-free",
 	      PNF_HEAD(4096, 4096)
 	      "t1 map_file(\"/data/f\", dev=8:1, ino=42, size=1048576, flags=O_RDONLY)\n"
@@ -411,17 +312,17 @@ static void test_pnf_not_file(void **state)
  * with it, or the trace ends) may be a guard: the free stays. */
 static void test_pnf_not_never_reenabled(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	tb_open(&b);
-	MMAP(&b, 1, R1, 0, PAGE, NONE, PRIV_ANON);
-	MMAP(&b, 2, R2, 0, PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, PAGE, RW);
-	MPROTECT(&b, 2, R2, PAGE, RW);
-	touch(&b, 1, R1, 1);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	touch(&b, 2, R2, 1);
-	FREE_RANGE(&b, 2, R2, PAGE);
-	proc_exit(&b, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, R2, 0, PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MPROTECT, 0, R2, PAGE, RW);
+	tg_touch(&b, 0, 1, R1, 1, VMT_PAGE_WRITTEN);
+	FREE_RANGE(&b, 0, 1, R1, PAGE);
+	tg_touch(&b, 0, 2, R2, 1, VMT_PAGE_WRITTEN);
+	FREE_RANGE(&b, 0, 2, R2, PAGE);
+	tg_proc_exit(&b, 0, 0);
 	check(&b, "prot-none-free",
 	      "t1 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t2 mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x200000\n"
@@ -435,7 +336,7 @@ static void test_pnf_not_never_reenabled(void **state)
 	      0);
 	/* The same without the exit: the trace just ends. */
 	pnf_open(&b, PAGE, PAGE);
-	FREE_RANGE(&b, 1, R1, PAGE);
+	FREE_RANGE(&b, 0, 1, R1, PAGE);
 	check(&b, "prot-none-free",
 	      PNF_HEAD(4096, 4096)
 	      "t1 mmap(0x100000, 4096, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n",
@@ -447,12 +348,12 @@ static void test_pnf_not_never_reenabled(void **state)
  * range leaves the rest PROT_NONE. */
 static void test_pnf_not_other_thread_or_partial_unmap(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	pnf_open(&b, 2 * PAGE, 2 * PAGE);
-	FREE_RANGE(&b, 1, R1, 2 * PAGE);
-	MPROTECT(&b, 2, R1, 2 * PAGE, RW);
-	FREE_RANGE(&b, 2, R1, 2 * PAGE);
-	MUNMAP(&b, 2, R1, PAGE);
+	FREE_RANGE(&b, 0, 1, R1, 2 * PAGE);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MPROTECT, 0, R1, 2 * PAGE, RW);
+	FREE_RANGE(&b, 0, 2, R1, 2 * PAGE);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MUNMAP, 0, R1, PAGE);
 	check(&b, "prot-none-free",
 	      PNF_HEAD(8192, 8192)
 	      "t1 mmap(0x100000, 8192, PROT_NONE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
@@ -467,21 +368,22 @@ static void test_pnf_not_other_thread_or_partial_unmap(void **state)
  * range touched while PROT_NONE (the rule does not understand it). */
 static void test_pnf_not_locked_or_touched(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	tb_open(&b);
-	sc(&b, 0, VMT_OP_MLOCKALL, 0, 3 /* MCL_CURRENT|MCL_FUTURE */, 0, 0, 0, 0, 0);
-	MMAP(&b, 1, R1, 0, PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, PAGE, RW);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	MPROTECT(&b, 1, R1, PAGE, RW);
-	MUNMAP(&b, 1, R1, PAGE);
-	sc(&b, 0, VMT_OP_MUNLOCKALL, 0, 0, 0, 0, 0, 0, 0);
-	MMAP(&b, 2, R2, 0, PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 2, R2, PAGE, RW);
-	FREE_RANGE(&b, 2, R2, PAGE);
-	touchp(&b, 0, 0, R2, 1, VMT_PAGE_PRESENT, VMT_TOUCH_SNAPSHOT);
-	MPROTECT(&b, 2, R2, PAGE, RW);
-	MUNMAP(&b, 2, R2, PAGE);
+	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCKALL, 0, 3 /* MCL_CURRENT|MCL_FUTURE */);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	FREE_RANGE(&b, 0, 1, R1, PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, PAGE);
+	tg_put(&b, tg_ev_sc(0, 0, VMT_OP_MUNLOCKALL, 0, 0, NULL));
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, R2, 0, PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MPROTECT, 0, R2, PAGE, RW);
+	FREE_RANGE(&b, 0, 2, R2, PAGE);
+	tg_put(&b, tg_ev_touch(0, 0, R2, 1, VMT_TOUCH_SNAPSHOT, 1,
+			       &(struct vmt_touch_run){ 1, VMT_PAGE_PRESENT }));
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MPROTECT, 0, R2, PAGE, RW);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MUNMAP, 0, R2, PAGE);
 	check(&b, "prot-none-free",
 	      "t0 mlockall(MCL_CURRENT|MCL_FUTURE) = 0\n"
 	      PNF_HEAD(4096, 4096)
@@ -503,23 +405,21 @@ static void test_pnf_not_locked_or_touched(void **state)
  * the same addresses in another. */
 static void test_pnf_held_copies_and_procs(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	tb_open(&b);
-	struct vmt_event ev = { .kind = VMT_EV_PROCESS_START };
-	ev.u.process_start = (struct vmt_process_start){ 0, 2000, VMT_PROC_FORK };
-	put(&b, 1, 3, &ev);
-	MMAP(&b, 1, R1, 0, PAGE, NONE, PRIV_ANON);
-	MPROTECT(&b, 1, R1, PAGE, RW);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	map_file(&b, 2, "/lib/a-rather-long-library-name.so");
-	sc(&b, 2, VMT_OP_MMAP, 0x300000, 0, PAGE, RO, 0x2 /* PRIVATE */, 3, 0);
-	touch(&b, 2, 0x300000, 1);
-	MPROTECT(&b, 1, R1, PAGE, RW);
+	tg_put(&b, tg_ev_process_start(1, 3, 0, 2000, VMT_PROC_FORK));
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	FREE_RANGE(&b, 0, 1, R1, PAGE);
+	tg_file(&b, 0, 2, "/lib/a-rather-long-library-name.so", 42, 1 << 20, 0);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, 0x300000, 0, PAGE, LX_PROT_READ, 0x2 /* PRIVATE */, 3, 0);
+	tg_touch(&b, 0, 2, 0x300000, 1, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
 	/* Process 1 at the same address: its own story. */
-	scp(&b, 1, 3, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0, 0, 0);
-	FREE_RANGE(&b, 1, R1, PAGE);
-	scp(&b, 1, 3, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0, 0, 0);
-	MUNMAP(&b, 1, R1, PAGE);
+	TG_PUT_SC(&b, 1, 3, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	FREE_RANGE(&b, 0, 1, R1, PAGE);
+	TG_PUT_SC(&b, 1, 3, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, PAGE);
 	check(&b, "prot-none-free",
 	      PNF_HEAD(4096, 4096)
 	      "t1 madvise(0x100000, 4096, MADV_DONTNEED) = 0 (rewritten)\n"
@@ -535,25 +435,25 @@ static void test_pnf_held_copies_and_procs(void **state)
 
 /* ---- madvise rules ------------------------------------------------------ */
 
-static void madv_trace(struct tb *b, uint64_t adv)
+static void madv_trace(struct tg_trace *b, uint64_t adv)
 {
 	tb_open(b);
-	MMAP(b, 1, R1, 0, 4 * PAGE, RW, PRIV_ANON);
-	MADVISE(b, 1, 0, R1, 4 * PAGE, adv);	    /* private anonymous: yes */
-	MADVISE(b, 1, -EINVAL, R1 + 1, PAGE, adv); /* failed: no */
-	MMAP(b, 1, R2, 0, PAGE, RW, SHARED_ANON);
-	MADVISE(b, 1, 0, R2, PAGE, adv); /* shared: no */
-	map_file(b, 1, "/data/f");
-	sc(b, 1, VMT_OP_MMAP, 0x300000, 0, PAGE, RW, 0x2, 3, 0);
-	MADVISE(b, 1, 0, 0x300000, PAGE, adv); /* file: no */
-	MADVISE(b, 1, 0, R1, 8 * PAGE, adv);   /* past the mapping: no */
-	MADVISE(b, 1, 0, R1 + PAGE, PAGE, adv); /* part of it: yes */
+	TG_PUT_SC(b, 0, 1, VMT_OP_MMAP, R1, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, R1, 4 * PAGE, adv); /* private anonymous: yes */
+	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, -EINVAL, R1 + 1, PAGE, adv); /* failed: no */
+	TG_PUT_SC(b, 0, 1, VMT_OP_MMAP, R2, 0, PAGE, RW, SHARED_ANON, FD_NONE, 0);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, R2, PAGE, adv); /* shared: no */
+	tg_file(b, 0, 1, "/data/f", 42, 1 << 20, 0);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MMAP, 0x300000, 0, PAGE, RW, 0x2, 3, 0);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, 0x300000, PAGE, adv); /* file: no */
+	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, R1, 8 * PAGE, adv); /* past the mapping: no */
+	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, R1 + PAGE, PAGE, adv); /* part of it: yes */
 }
 
 static void test_dontneed_to_free(void **state)
 {
-	struct tb b;
-	madv_trace(&b, DONTNEED);
+	struct tg_trace b;
+	madv_trace(&b, LX_MADV_DONTNEED);
 	check(&b, "dontneed-to-free",
 	      "t1 mmap(NULL, 16384, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 madvise(0x100000, 16384, MADV_FREE) = 0 (rewritten)\n"
@@ -570,8 +470,8 @@ static void test_dontneed_to_free(void **state)
 
 static void test_free_to_dontneed(void **state)
 {
-	struct tb b;
-	madv_trace(&b, FREE);
+	struct tg_trace b;
+	madv_trace(&b, LX_MADV_FREE);
 	check(&b, "free-to-dontneed",
 	      "t1 mmap(NULL, 16384, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 madvise(0x100000, 16384, MADV_DONTNEED) = 0 (rewritten)\n"
@@ -590,20 +490,20 @@ static void test_free_to_dontneed(void **state)
 
 static void test_mlock_onfault(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	tb_open(&b);
-	MMAP(&b, 1, R1, 0, 4 * PAGE, RW, PRIV_ANON);
-	sc(&b, 1, VMT_OP_MLOCK, 0, R1, PAGE, 0, 0, 0, 0);
-	sc(&b, 1, VMT_OP_MLOCK, -ENOMEM, R1, 64 * PAGE, 0, 0, 0, 0); /* failed: stays */
-	sc(&b, 1, VMT_OP_MLOCK2, 0, R1, PAGE, 0, 0, 0, 0);
-	sc(&b, 1, VMT_OP_MLOCK2, 0, R1, PAGE, 1, 0, 0, 0); /* on fault already */
-	sc(&b, 1, VMT_OP_MLOCKALL, 0, 1, 0, 0, 0, 0, 0);
-	sc(&b, 1, VMT_OP_MLOCKALL, 0, 5, 0, 0, 0, 0, 0); /* on fault already */
-	MMAP(&b, 2, R2, 0, 2 * PAGE, RW, PRIV_ANON | LX_MAP_LOCKED);
-	map_file(&b, 2, "/data/f");
-	sc(&b, 2, VMT_OP_MMAP, 0x300000, 0, PAGE, RO, 0x2 | LX_MAP_LOCKED, 3, 0);
-	touch(&b, 2, 0x300000, 1);
-	MUNMAP(&b, 2, 0x300000, PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCK, 0, R1, PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCK, -ENOMEM, R1, 64 * PAGE); /* failed: stays */
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCK2, 0, R1, PAGE, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCK2, 0, R1, PAGE, 1); /* on fault already */
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCKALL, 0, 1);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCKALL, 0, 5); /* on fault already */
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, R2, 0, 2 * PAGE, RW, PRIV_ANON | LX_MAP_LOCKED, FD_NONE, 0);
+	tg_file(&b, 0, 2, "/data/f", 42, 1 << 20, 0);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, 0x300000, 0, PAGE, LX_PROT_READ, 0x2 | LX_MAP_LOCKED, 3, 0);
+	tg_touch(&b, 0, 2, 0x300000, 1, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MUNMAP, 0, 0x300000, PAGE);
 	check(&b, "mlock-onfault",
 	      "t1 mmap(NULL, 16384, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
 	      "t1 mlock2(0x100000, 4096, MLOCK_ONFAULT) = 0 (rewritten)\n"
@@ -626,37 +526,39 @@ static void test_mlock_onfault(void **state)
 
 static void test_populate(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	tb_open(&b);
 	/* all 3 pages touched before the munmap: yes */
-	MMAP(&b, 1, R1, 0, 3 * PAGE, RW, PRIV_ANON);
-	touch(&b, 1, R1, 3);
-	MUNMAP(&b, 1, R1, 3 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, 3 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_touch(&b, 0, 1, R1, 3, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, 3 * PAGE);
 	/* 2 of 3: no */
-	MMAP(&b, 1, R1, 0, 3 * PAGE, RW, PRIV_ANON);
-	touch(&b, 1, R1, 2);
-	MUNMAP(&b, 1, R1, 3 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, 3 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_touch(&b, 0, 1, R1, 2, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, 3 * PAGE);
 	/* faults of every page, interleaved with another thread: yes */
-	MMAP(&b, 1, R2, 0, 2 * PAGE, RW, PRIV_ANON);
-	fault(&b, 1, R2 + 10);
-	MMAP(&b, 2, 0x400000, 0, PAGE, RW, SHARED_ANON); /* shared: no */
-	fault(&b, 1, R2 + PAGE + 20);
-	MUNMAP(&b, 1, R2, 2 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R2, 0, 2 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_fault(&b, 0, 1, R2 + 10, VMT_FAULT_WRITE);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, 0x400000, 0, PAGE, RW, SHARED_ANON, FD_NONE, 0); /* shared: no */
+	tg_fault(&b, 0, 1, R2 + PAGE + 20, VMT_FAULT_WRITE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R2, 2 * PAGE);
 	/* the madvise ends the watch before the second page is seen: no */
-	MMAP(&b, 1, R1, 0, 2 * PAGE, RW, PRIV_ANON);
-	touch(&b, 1, R1, 1);
-	MADVISE(&b, 1, 0, R1, PAGE, DONTNEED);
-	touch(&b, 1, R1, 2);
-	MUNMAP(&b, 1, R1, 2 * PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, 2 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_touch(&b, 0, 1, R1, 1, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MADVISE, 0, R1, PAGE, LX_MADV_DONTNEED);
+	tg_touch(&b, 0, 1, R1, 2, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, 2 * PAGE);
 	/* PROT_NONE and MAP_NORESERVE are never populated */
-	MMAP(&b, 1, R2, 0, PAGE, NONE, PRIV_ANON);
-	MMAP(&b, 1, 0x500000, 0, PAGE, RW, PRIV_ANON | LX_MAP_NORESERVE);
-	touch(&b, 1, 0x500000, 1);
-	MUNMAP(&b, 1, 0x500000, PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R2, 0, PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, 0x500000, 0, PAGE, RW, PRIV_ANON | LX_MAP_NORESERVE,
+		  FD_NONE, 0);
+	tg_touch(&b, 0, 1, 0x500000, 1, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, 0x500000, PAGE);
 	/* touched entirely by exit: yes */
-	MMAP(&b, 2, 0x600000, 0, PAGE, RW, PRIV_ANON);
-	touchp(&b, 0, 0, 0x600000, 1, VMT_PAGE_READ, VMT_TOUCH_EXIT);
-	proc_exit(&b, 0);
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, 0x600000, 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_put(&b, tg_ev_touch(0, 0, 0x600000, 1, VMT_TOUCH_EXIT, 1,
+			       &(struct vmt_touch_run){ 1, VMT_PAGE_READ }));
+	tg_proc_exit(&b, 0, 0);
 	check(&b, "populate",
 	      "t1 mmap(NULL, 12288, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x100000 (rewritten)\n"
 	      "t1 touch(0x100000, 3 pages: 3 written, before op)\n"
@@ -690,7 +592,7 @@ static void test_populate(void **state)
  * own applications. */
 static void test_compose(void **state)
 {
-	struct tb b;
+	struct tg_trace b;
 	pnf_two_cycles(&b);
 	struct result r = run(&b, "prot-none-free,dontneed-to-free");
 	expect_text(r.text,

@@ -16,16 +16,8 @@
 
 #include "linux_abi.h"
 #include "rewrite.h"
+#include "tgen.h"
 #include "vmtrace.h"
-
-#define PAGE 4096ull
-#define NONE (uint64_t)LX_PROT_NONE
-#define RW (uint64_t)(LX_PROT_READ | LX_PROT_WRITE)
-#define PRIV_ANON (uint64_t)(LX_MAP_PRIVATE | LX_MAP_ANONYMOUS)
-#define PRIV_ANON_FIXED (PRIV_ANON | LX_MAP_FIXED)
-#define FD_NONE ((uint64_t)-1)
-#define R1 0x100000ull
-#define R2 0x200000ull
 
 /* ---- API ---------------------------------------------------------------- */
 
@@ -94,23 +86,6 @@ static int collect(void *arg, const struct vmt_event *ev)
 	return 0;
 }
 
-static struct vmt_event sc_ev(uint32_t thread, uint32_t op, int64_t res, uint64_t a0, uint64_t a1,
-			      uint64_t a2, uint64_t a3)
-{
-	struct vmt_event ev = { .kind = VMT_EV_SYSCALL, .thread = thread, .ts_ns = 1000 };
-	ev.u.sc.op = op;
-	ev.u.sc.nargs = vmt_op_info(op)->nargs;
-	ev.u.sc.args[0] = a0;
-	ev.u.sc.args[1] = a1;
-	ev.u.sc.args[2] = a2;
-	ev.u.sc.args[3] = a3;
-	ev.u.sc.args[4] = FD_NONE;
-	ev.u.sc.result = res;
-	ev.u.sc.exit_ns = 2000;
-	ev.u.sc.stack_id = VMT_NONE;
-	return ev;
-}
-
 /* A prot-none-free rewriter that was pushed a reservation, an enable and
  * a free of R1 by thread 1: the free is held. */
 static vmt_rewrite *pnf_held_free(struct sink *s)
@@ -118,11 +93,12 @@ static vmt_rewrite *pnf_held_free(struct sink *s)
 	char err[128];
 	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
 	assert_non_null(rw);
-	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, NONE, PRIV_ANON);
+	struct vmt_event ev = TG_SC(0, 1, VMT_OP_MMAP, R1, 0, PAGE, LX_PROT_NONE, PRIV_ANON,
+				    FD_NONE, 0);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, s), 0);
-	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
+	ev = TG_SC(0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, s), 0);
-	ev = sc_ev(1, VMT_OP_MMAP, R1, R1, PAGE, NONE, PRIV_ANON_FIXED);
+	ev = TG_SC(0, 1, VMT_OP_MMAP, R1, R1, PAGE, LX_PROT_NONE, PRIV_ANON_FIXED, FD_NONE, 0);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, s), 0);
 	return rw;
 }
@@ -137,18 +113,16 @@ static void test_stream_deep_copy(void **state)
 
 	char path[32] = "/tmp/first";
 	struct vmt_touch_run runs[2] = { { 1, VMT_PAGE_WRITTEN }, { 1, VMT_PAGE_ABSENT } };
-	ev = (struct vmt_event){ .kind = VMT_EV_MAP_FILE, .thread = 2 };
-	ev.u.file.path = path;
+	ev = tg_ev_file(0, 2, path, 0, 0, 0, 0, 0);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
 	strcpy(path, "/tmp/changed");
-	ev = (struct vmt_event){ .kind = VMT_EV_TOUCH, .thread = 2 };
-	ev.u.touch = (struct vmt_touch){ R2, 2, VMT_TOUCH_BEFORE_OP, 2, runs };
+	ev = tg_ev_touch(0, 2, R2, 2, VMT_TOUCH_BEFORE_OP, 2, runs);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
 	runs[0].state = VMT_PAGE_ABSENT;
 	assert_int_equal(s.n, 2);
 	assert_int_equal(vmt_rewrite_counts(rw)->max_held, 3);
 
-	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
+	ev = TG_SC(0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
 	assert_int_equal(vmt_rewrite_finish(rw, collect, &s), 0);
 	assert_int_equal(s.n, 5);
@@ -168,11 +142,10 @@ static void test_stream_overflow(void **state)
 	vmt_rewrite *rw = pnf_held_free(&s);
 	const int many = 200000;
 	for (int i = 0; i < many; i++) {
-		ev = (struct vmt_event){ .kind = VMT_EV_FAULT, .thread = 2 };
-		ev.u.fault.addr = R2;
+		ev = tg_ev_fault(0, 2, R2, 0, 0);
 		assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
 	}
-	ev = sc_ev(1, VMT_OP_MPROTECT, 0, R1, PAGE, RW, 0);
+	ev = TG_SC(0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), 0);
 	assert_int_equal(vmt_rewrite_finish(rw, collect, &s), 0);
 	const struct vmt_rewrite_counts *c = vmt_rewrite_counts(rw);
@@ -193,10 +166,11 @@ static void test_stream_emit_error(void **state)
 	vmt_rewrite *rw = vmt_rewrite_new("mlock-onfault", err, sizeof(err));
 	assert_non_null(rw);
 	struct sink s = { .fail_at = 2 };
-	struct vmt_event ev = sc_ev(1, VMT_OP_MMAP, R1, 0, PAGE, RW, PRIV_ANON | LX_MAP_LOCKED);
+	struct vmt_event ev = TG_SC(0, 1, VMT_OP_MMAP, R1, 0, PAGE, RW, PRIV_ANON | LX_MAP_LOCKED,
+				    FD_NONE, 0);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), -EIO);
 	assert_int_equal(s.n, 1);
-	ev = sc_ev(1, VMT_OP_MUNMAP, 0, R1, PAGE, 0, 0);
+	ev = TG_SC(0, 1, VMT_OP_MUNMAP, 0, R1, PAGE);
 	assert_int_equal(vmt_rewrite_push(rw, &ev, collect, &s), -EIO);
 	assert_int_equal(vmt_rewrite_finish(rw, collect, &s), -EIO);
 	vmt_rewrite_free(rw);

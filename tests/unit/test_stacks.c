@@ -26,7 +26,6 @@
 
 #include "ehframe.h"
 #include "elfsym.h"
-#include "rptw.h"
 #include "stacks.h"
 #include "tgen.h"
 #include "u64map.h"
@@ -207,8 +206,8 @@ static void test_capture_intern_symbolize(void **state)
 	struct vmr_stacks *s8 = vmr_stacks_new(8, &err);
 	assert_non_null(s);
 	assert_non_null(s8);
-	vmt_writer *w = tw_memfd_writer("stacks", &fd);
-	vmt_writer *w8 = tw_memfd_writer("stacks", &fd8);
+	vmt_writer *w = tg_memfd_writer("stacks", &fd);
+	vmt_writer *w8 = tg_memfd_writer("stacks", &fd8);
 
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -338,7 +337,7 @@ static void test_exec_invalidate(void **state)
 {
 	int err, fd, st;
 	struct vmr_stacks *s = vmr_stacks_new(64, &err);
-	vmt_writer *w = tw_memfd_writer("stacks", &fd);
+	vmt_writer *w = tg_memfd_writer("stacks", &fd);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
@@ -386,7 +385,7 @@ static void test_capture_failure_is_not_error(void **state)
 {
 	int err, fd;
 	struct vmr_stacks *s = vmr_stacks_new(32, &err);
-	vmt_writer *w = tw_memfd_writer("stacks", &fd);
+	vmt_writer *w = tg_memfd_writer("stacks", &fd);
 	uint32_t id = 0;
 	assert_int_equal(vmr_stacks_capture(s, w, getpid(), 0, 0, 1, &id), 0);
 	assert_int_equal(id, VMT_NONE);

@@ -5,8 +5,337 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "tgen.h"
+
+/* ---- events ------------------------------------------------------------- */
+
+static struct vmt_event ev_of(uint32_t kind, uint32_t proc, uint32_t thread)
+{
+	struct vmt_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = kind;
+	ev.proc = proc;
+	ev.thread = thread;
+	ev.ts_ns = TG_EV_NS;
+	return ev;
+}
+
+struct vmt_event tg_ev_sc(uint32_t proc, uint32_t thread, uint32_t op, int64_t result,
+			  uint32_t nargs, const uint64_t *args)
+{
+	const struct vmt_op_info *oi = vmt_op_info(op);
+	if ((oi && nargs != oi->nargs) || nargs > VMT_MAX_ARGS) {
+		fprintf(stderr, "tgen: %u arguments for %s\n", nargs, oi ? oi->name : "an op");
+		abort();
+	}
+	struct vmt_event ev = ev_of(VMT_EV_SYSCALL, proc, thread);
+	ev.u.sc.op = op;
+	ev.u.sc.nargs = nargs;
+	for (uint32_t i = 0; i < nargs; i++)
+		ev.u.sc.args[i] = args[i];
+	ev.u.sc.result = result;
+	ev.u.sc.exit_ns = ev.ts_ns + 500;
+	ev.u.sc.stack_id = VMT_NONE;
+	return ev;
+}
+
+struct vmt_event tg_with_stack(struct vmt_event ev, uint32_t stack)
+{
+	ev.u.sc.stack_id = stack;
+	return ev;
+}
+
+struct vmt_event tg_ev_file(uint32_t proc, uint32_t thread, const char *path, uint64_t dev,
+			    uint64_t ino, uint64_t size, uint32_t open_flags, uint32_t mode)
+{
+	struct vmt_event ev = ev_of(VMT_EV_MAP_FILE, proc, thread);
+	ev.u.file = (struct vmt_map_file){ path, dev, ino, size, open_flags, mode };
+	return ev;
+}
+
+struct vmt_event tg_ev_thread_start(uint32_t proc, uint32_t thread, uint32_t parent_thread,
+				    int32_t os_tid)
+{
+	struct vmt_event ev = ev_of(VMT_EV_THREAD_START, proc, thread);
+	ev.u.thread_start = (struct vmt_thread_start){ parent_thread, os_tid };
+	return ev;
+}
+
+struct vmt_event tg_ev_thread_exit(uint32_t proc, uint32_t thread, int32_t status)
+{
+	struct vmt_event ev = ev_of(VMT_EV_THREAD_EXIT, proc, thread);
+	ev.u.thread_exit.status = status;
+	return ev;
+}
+
+struct vmt_event tg_ev_process_start(uint32_t proc, uint32_t thread, uint32_t parent_proc,
+				     int32_t os_pid, uint32_t how)
+{
+	struct vmt_event ev = ev_of(VMT_EV_PROCESS_START, proc, thread);
+	ev.u.process_start = (struct vmt_process_start){ parent_proc, os_pid, how };
+	return ev;
+}
+
+struct vmt_event tg_ev_exec(uint32_t proc, uint32_t thread, const char *path)
+{
+	struct vmt_event ev = ev_of(VMT_EV_EXEC, proc, thread);
+	ev.u.exec.path = path;
+	return ev;
+}
+
+struct vmt_event tg_ev_process_exit(uint32_t proc, uint32_t thread, int32_t status)
+{
+	struct vmt_event ev = ev_of(VMT_EV_PROCESS_EXIT, proc, thread);
+	ev.u.process_exit.status = status;
+	return ev;
+}
+
+struct vmt_event tg_ev_maps(uint32_t proc, uint32_t thread, uint32_t count,
+			    const struct vmt_map_entry *entries)
+{
+	struct vmt_event ev = ev_of(VMT_EV_MAPS, proc, thread);
+	ev.u.maps = (struct vmt_maps){ count, entries };
+	return ev;
+}
+
+struct vmt_event tg_ev_touch(uint32_t proc, uint32_t thread, uint64_t start, uint64_t npages,
+			     uint32_t reason, uint32_t nruns, const struct vmt_touch_run *runs)
+{
+	struct vmt_event ev = ev_of(VMT_EV_TOUCH, proc, thread);
+	ev.u.touch = (struct vmt_touch){ start, npages, reason, nruns, runs };
+	return ev;
+}
+
+struct vmt_event tg_ev_fault(uint32_t proc, uint32_t thread, uint64_t addr, uint64_t ip,
+			     uint32_t access)
+{
+	struct vmt_event ev = ev_of(VMT_EV_FAULT, proc, thread);
+	ev.u.fault = (struct vmt_fault){ addr, ip, access };
+	return ev;
+}
+
+struct vmt_event tg_ev_lost(uint32_t proc, uint32_t thread, uint64_t count, uint32_t what)
+{
+	struct vmt_event ev = ev_of(VMT_EV_LOST, proc, thread);
+	ev.u.lost = (struct vmt_lost){ count, what };
+	return ev;
+}
+
+struct vmt_event tg_ev_stack(uint32_t id, uint32_t depth, const uint64_t *ips)
+{
+	struct vmt_event ev = ev_of(VMT_EV_STACK, 0, 0);
+	ev.u.stack = (struct vmt_stack){ id, depth, ips };
+	return ev;
+}
+
+struct vmt_event tg_ev_symbol(uint64_t ip, uint32_t module, uint32_t function, uint64_t offset)
+{
+	struct vmt_event ev = ev_of(VMT_EV_SYMBOL, 0, 0);
+	ev.u.symbol = (struct vmt_symbol){ ip, module, function, offset };
+	return ev;
+}
+
+struct vmt_event tg_ev_string(uint32_t id, const char *str)
+{
+	struct vmt_event ev = ev_of(VMT_EV_STRING, 0, 0);
+	ev.u.string = (struct vmt_string){ id, str };
+	return ev;
+}
+
+/* ---- traces ------------------------------------------------------------- */
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "tgen: %s: %s\n", what, vmt_strerror(err));
+	abort();
+}
+
+void tg_trace_open(struct tg_trace *t, int fd, const struct vmt_header *h)
+{
+	int err = 0;
+	memset(t, 0, sizeof(*t));
+	t->fd = fd;
+	t->h = *h;
+	t->now = h->start_mono_ns;
+	t->w = vmt_writer_create(fd, &t->h, NULL, &err);
+	if (!t->w)
+		die("cannot start a trace", err);
+}
+
+void tg_trace_memfd(struct tg_trace *t, const char *name, const char *options)
+{
+	struct vmt_header h;
+	tg_header(&h);
+	if (options)
+		h.options = options;
+	tg_trace_open(t, tg_memfd(name), &h);
+}
+
+void tg_trace_file(struct tg_trace *t)
+{
+	static const char *const argv[] = { "./synthetic" };
+	char path[sizeof(t->path)] = "/tmp/tgen.XXXXXX";
+	struct vmt_header h;
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		perror("tgen: mkstemp");
+		abort();
+	}
+	vmt_header_from_host(&h);
+	h.argc = 1;
+	h.argv = argv;
+	h.options = "touch=resident";
+	h.recorder = "tgen";
+	tg_trace_open(t, fd, &h);
+	memcpy(t->path, path, sizeof(path));
+	t->now = 1000;
+}
+
+uint64_t tg_put_at(struct tg_trace *t, struct vmt_event ev, uint64_t ts)
+{
+	ev.ts_ns = ts;
+	if (ev.kind == VMT_EV_SYSCALL)
+		ev.u.sc.exit_ns = ts + 500;
+	int rc = vmt_writer_append(t->w, &ev);
+	if (rc) {
+		char what[64];
+		snprintf(what, sizeof(what), "event %llu (kind %u)", (unsigned long long)t->count,
+			 ev.kind);
+		die(what, rc);
+	}
+	return t->count++;
+}
+
+uint64_t tg_put(struct tg_trace *t, struct vmt_event ev)
+{
+	return tg_put_at(t, ev, t->now += 1000);
+}
+
+void tg_proc_how(struct tg_trace *t, uint32_t proc, uint32_t thread, uint32_t parent_proc,
+		 uint32_t parent_thread, uint32_t how)
+{
+	tg_put(t, tg_ev_process_start(proc, thread, parent_proc, 1000 + (int32_t)proc, how));
+	tg_thread(t, proc, thread, parent_thread);
+}
+
+void tg_proc(struct tg_trace *t, uint32_t proc, uint32_t thread, uint32_t parent_proc,
+	     uint32_t parent_thread)
+{
+	tg_proc_how(t, proc, thread, parent_proc, parent_thread,
+		    parent_proc == VMT_NONE ? VMT_PROC_ROOT : VMT_PROC_FORK);
+}
+
+void tg_thread(struct tg_trace *t, uint32_t proc, uint32_t thread, uint32_t parent_thread)
+{
+	tg_put(t, tg_ev_thread_start(proc, thread, parent_thread, 2000 + (int32_t)thread));
+}
+
+void tg_thread_exit(struct tg_trace *t, uint32_t proc, uint32_t thread)
+{
+	tg_put(t, tg_ev_thread_exit(proc, thread, 0));
+}
+
+void tg_proc_exit(struct tg_trace *t, uint32_t proc, uint32_t thread)
+{
+	tg_put(t, tg_ev_process_exit(proc, thread, 0));
+}
+
+void tg_exec(struct tg_trace *t, uint32_t proc, uint32_t thread, const char *path)
+{
+	tg_put(t, tg_ev_exec(proc, thread, path));
+}
+
+void tg_maps(struct tg_trace *t, uint32_t proc, uint32_t thread, const struct tg_map *m,
+	     uint32_t n)
+{
+	struct vmt_map_entry *e = calloc(n ? n : 1, sizeof(*e));
+	if (!e)
+		abort();
+	for (uint32_t i = 0; i < n; i++) {
+		e[i].start = m[i].start;
+		e[i].end = m[i].end;
+		e[i].perms = m[i].perms;
+		e[i].path = m[i].path ? m[i].path : "";
+		if (e[i].path[0] == '/') {
+			e[i].dev = 0x801;
+			e[i].ino = 4242 + i;
+		}
+	}
+	tg_put(t, tg_ev_maps(proc, thread, n, e));
+	free(e);
+}
+
+void tg_file(struct tg_trace *t, uint32_t proc, uint32_t thread, const char *path, uint64_t ino,
+	     uint64_t size, uint32_t open_flags)
+{
+	tg_put(t, tg_ev_file(proc, thread, path, 0x801, ino, size, open_flags, S_IFREG | 0644));
+}
+
+void tg_touch(struct tg_trace *t, uint32_t proc, uint32_t thread, uint64_t start,
+	      uint64_t npages, uint32_t state)
+{
+	struct vmt_touch_run run = { npages, state };
+	tg_put(t, tg_ev_touch(proc, thread, start, npages, VMT_TOUCH_BEFORE_OP, 1, &run));
+}
+
+void tg_fault(struct tg_trace *t, uint32_t proc, uint32_t thread, uint64_t addr,
+	      uint32_t access)
+{
+	tg_put(t, tg_ev_fault(proc, thread, addr, 0x401000, access));
+}
+
+void tg_finish(struct tg_trace *t)
+{
+	int rc = vmt_writer_finish(t->w);
+	if (rc)
+		die("cannot finish the trace", rc);
+	vmt_writer_free(t->w);
+	t->w = NULL;
+	if (t->path[0]) {
+		close(t->fd);
+		t->fd = -1;
+	} else if (lseek(t->fd, 0, SEEK_SET) != 0) {
+		perror("tgen: lseek");
+		abort();
+	}
+}
+
+void tg_remove(struct tg_trace *t)
+{
+	unlink(t->path);
+}
+
+vmt_writer *tg_memfd_writer(const char *name, int *fd)
+{
+	struct vmt_header h;
+	int err = 0;
+	vmt_header_from_host(&h);
+	*fd = tg_memfd(name);
+	vmt_writer *w = vmt_writer_create(*fd, &h, NULL, &err);
+	if (!w)
+		die("cannot start a trace", err);
+	return w;
+}
+
+void tg_header(struct vmt_header *h)
+{
+	static const char *const argv[] = { "./app", "--flag", "arg with space" };
+	memset(h, 0, sizeof(*h));
+	h->arch = "x86_64";
+	h->page_size = 4096;
+	h->kernel = "6.18.0-test";
+	h->hostname = "testhost";
+	h->argc = 3;
+	h->argv = argv;
+	h->options = "touch=resident";
+	h->recorder = "vmrec test";
+	h->start_realtime_ns = 1764470000000000000ull;
+	h->start_mono_ns = TG_START_NS;
+}
+
+/* ---- random events ------------------------------------------------------ */
 
 uint64_t tg_rand(uint64_t *s)
 {
@@ -216,21 +545,7 @@ int tg_event_equal(const struct vmt_event *a, const struct vmt_event *b)
 	return 0;
 }
 
-void tg_header(struct vmt_header *h)
-{
-	static const char *const argv[] = { "./app", "--flag", "arg with space" };
-	memset(h, 0, sizeof(*h));
-	h->arch = "x86_64";
-	h->page_size = 4096;
-	h->kernel = "6.18.0-test";
-	h->hostname = "testhost";
-	h->argc = 3;
-	h->argv = argv;
-	h->options = "touch=resident";
-	h->recorder = "vmrec test";
-	h->start_realtime_ns = 1764470000000000000ull;
-	h->start_mono_ns = 1000000000ull;
-}
+/* ---- files -------------------------------------------------------------- */
 
 int tg_memfd(const char *name)
 {
