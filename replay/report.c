@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 #include "model.h"
 #include "replay.h"
 
@@ -198,6 +200,12 @@ void rp_json_trace_keys(struct vmt_buf *b, const rp_trace *t, const struct rp_op
 			  "\"threads\":%u,\"processes\":%u,\"trace_events\":%" PRIu64,
 		       order_name(t->opt.order), placement_name(o->placement),
 		       o->scale ? o->scale : 1, o->speed, t->nthreads, t->nprocs, t->events);
+	/* Where it ran: results of one trace on two kernels are compared. */
+	struct utsname u;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	vmt_buf_puts(b, ",\"kernel\":");
+	vmt_buf_json_str(b, uname(&u) == 0 ? u.release : "");
+	vmt_buf_printf(b, ",\"cpus\":%ld", cpus > 0 ? cpus : 0);
 }
 
 void rp_json_runs(struct vmt_buf *b, const struct rp_run_result *runs, unsigned n,

@@ -7,15 +7,19 @@
  * pages found present (they depend on the page cache and fault-around).
  * So `any` in --fail-on covers the deterministic metrics only; the others
  * are shown apart and checked only when named.
+ *
+ * Two vmreplay --json results instead of two traces are compared by
+ * diffres.c: medians, ratios and significance over the runs.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cmd.h"
+#include "diffres.h"
+#include "failon.h"
 #include "stats.h"
 
 static const char diff_usage[] =
@@ -30,6 +34,15 @@ static const char diff_usage[] =
 	"timing (duration_ns, *_at_ns, ops.*.time_ns, ops_per_sec) and page-cache\n"
 	"dependent ones (touched_pages, touched_file_pages; touched_anon_pages is\n"
 	"deterministic).\n"
+	"\n"
+	"BASE and NEW may instead be two `vmreplay --json` results (of one trace\n"
+	"on two kernels, say; told apart from traces by their content): one row\n"
+	"per metric (wall_ns, minor_faults, voluntary_cs, wait_ns, ...,\n"
+	"ops.OP.count|errors|p50_ns|p99_ns) with the two medians over the runs,\n"
+	"their ratio, the p-value of a two-sided Mann-Whitney U test and whether\n"
+	"the difference is significant (p < 0.05), or \"too few runs\" to tell.\n"
+	"There, 'any' is every metric, and a condition holds only where the\n"
+	"difference is significant or there are too few runs to tell.\n"
 	"\n"
 	"  --json              one JSON object instead\n"
 	"  --fail-on=EXPR      exit 1 when a condition holds; EXPR is a comma-\n"
@@ -47,95 +60,7 @@ static const char diff_usage[] =
 	"  -h, --help          this help\n"
 	"\n"
 	"Exit status: 0 no condition holds, 1 a condition holds (each is printed),\n"
-	"2 usage error, bad expression or unreadable trace.\n";
-
-struct cond {
-	char metric[48];
-	char text[96];
-	int greater;   /* '>' or '<' */
-	int percent;
-	double limit;  /* signed */
-};
-
-struct conds {
-	struct cond *c;
-	size_t n;
-};
-
-/* Parse "METRIC>+N%" etc.  Returns 0 or -1 with *why set. */
-static int parse_cond(const char *s, size_t len, struct cond *c, const char **why)
-{
-	memset(c, 0, sizeof(*c));
-	if (len >= sizeof(c->text)) {
-		*why = "expression too long";
-		return -1;
-	}
-	memcpy(c->text, s, len);
-	char *t = c->text;
-	char *op = strpbrk(t, "<>");
-	if (!op) {
-		*why = "expected METRIC>+N[%] or METRIC<-N[%]";
-		return -1;
-	}
-	size_t ml = (size_t)(op - t);
-	while (ml && t[ml - 1] == ' ')
-		ml--;
-	size_t skip = strspn(t, " ");
-	if (ml <= skip || ml - skip >= sizeof(c->metric)) {
-		*why = ml <= skip ? "no metric name" : "metric name too long";
-		return -1;
-	}
-	memcpy(c->metric, t + skip, ml - skip);
-	c->greater = *op == '>';
-	const char *v = op + 1;
-	while (*v == ' ')
-		v++;
-	if (*v != '+' && *v != '-') {
-		*why = "the amount needs a sign: +N for an increase, -N for a decrease";
-		return -1;
-	}
-	char *end;
-	c->limit = strtod(v, &end);
-	if (end == v + 1 || !isfinite(c->limit)) {
-		*why = "bad number";
-		return -1;
-	}
-	if (*end == '%') {
-		c->percent = 1;
-		end++;
-	}
-	while (*end == ' ')
-		end++;
-	if (*end) {
-		*why = "unexpected text after the amount";
-		return -1;
-	}
-	return 0;
-}
-
-static int add_conds(struct conds *cs, const char *arg)
-{
-	const char *p = arg;
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		const char *why = NULL;
-		struct cond c;
-		if (parse_cond(p, len, &c, &why)) {
-			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%.*s': %s\n", (int)len, p, why);
-			return -1;
-		}
-		struct cond *n = realloc(cs->c, (cs->n + 1) * sizeof(*n));
-		if (!n) {
-			fprintf(stderr, "vmtrace diff: out of memory\n");
-			return -1;
-		}
-		cs->c = n;
-		cs->c[cs->n++] = c;
-		if (!p[len])
-			return 0;
-		p += len + 1;
-	}
-}
+	"2 usage error, bad expression or unreadable trace or result.\n";
 
 /* ---- the comparison ----------------------------------------------------- */
 
@@ -145,26 +70,10 @@ struct row {
 	uint32_t flags;
 };
 
-static double change_pct(double base, double nw)
+/* `any` covers the deterministic metrics of traces. */
+static int row_matches(const struct vmt_cond *c, const struct row *r)
 {
-	if (base == nw)
-		return 0;
-	if (base == 0)
-		return nw > 0 ? INFINITY : -INFINITY;
-	return (nw - base) / fabs(base) * 100.0;
-}
-
-static int cond_holds(const struct cond *c, const struct row *r)
-{
-	double d = c->percent ? change_pct(r->base, r->new_) : r->new_ - r->base;
-	return c->greater ? d > c->limit : d < c->limit;
-}
-
-static int cond_matches(const struct cond *c, const struct row *r)
-{
-	if (strcmp(c->metric, "any") == 0)
-		return !(r->flags & VMT_METRIC_NOISY);
-	return fnmatch(c->metric, r->name, 0) == 0;
+	return vmt_cond_matches(c, r->name, !(r->flags & VMT_METRIC_NOISY));
 }
 
 /* Rows: every metric of base, then those only new has (unknown advice). */
@@ -224,7 +133,7 @@ static void text_row(struct vmt_buf *out, const struct row *r)
 	struct vmt_buf x = { 0 }, y = { 0 }, p = { 0 };
 	fmt_num(&x, r->base);
 	fmt_num(&y, r->new_);
-	fmt_pct(&p, change_pct(r->base, r->new_));
+	fmt_pct(&p, vmt_change_pct(r->base, r->new_));
 	vmt_buf_printf(out, "%16s %10s %16s  %s\n", x.data, p.data, y.data, r->name);
 	vmt_buf_free(&x);
 	vmt_buf_free(&y);
@@ -248,7 +157,7 @@ static void each_site(const struct vmt_stats *a, const struct vmt_stats *b, doub
 		const struct vmt_site *o = &a->sites[i], *n = find_site(b, o->name);
 		if (!n)
 			fn(arg, 'v', o->name, o->count, 0);
-		else if (fabs(change_pct((double)o->count, (double)n->count)) > thr)
+		else if (fabs(vmt_change_pct((double)o->count, (double)n->count)) > thr)
 			fn(arg, 'c', o->name, o->count, n->count);
 	}
 	for (uint32_t i = 0; i < b->nsites; i++)
@@ -272,11 +181,11 @@ static void site_line(void *arg, char kind, const char *name, uint64_t base, uin
 		vmt_buf_printf(o->b, ",\"status\":\"%s\",\"base\":%" PRIu64 ",\"new\":%" PRIu64
 				     ",\"change_pct\":",
 			       w, base, nw);
-		json_pct(o->b, change_pct((double)base, (double)nw));
+		json_pct(o->b, vmt_change_pct((double)base, (double)nw));
 		vmt_buf_puts(o->b, "}");
 	} else {
 		struct vmt_buf p = { 0 };
-		fmt_pct(&p, change_pct((double)base, (double)nw));
+		fmt_pct(&p, vmt_change_pct((double)base, (double)nw));
 		vmt_buf_printf(o->b, "%16" PRIu64 " %10s %16" PRIu64 "  %-8s %s\n", base, p.data, nw, w,
 			       name);
 		vmt_buf_free(&p);
@@ -303,7 +212,7 @@ static int read_stats(const char *path, struct vmt_stats *s)
 }
 
 static int report(const char *pa, const char *pb, const struct vmt_stats *a,
-		  const struct vmt_stats *b, const struct conds *cs, double thr, int json, int all)
+		  const struct vmt_stats *b, const struct vmt_conds *cs, double thr, int json, int all)
 {
 	size_t na, nb, n;
 	struct vmt_metric *ma = vmt_stats_metrics(a, &na), *mb = vmt_stats_metrics(b, &nb);
@@ -319,7 +228,7 @@ static int report(const char *pa, const char *pb, const struct vmt_stats *a,
 	for (size_t i = 0; i < cs->n; i++) {
 		int found = 0;
 		for (size_t j = 0; j < n && !found; j++)
-			found = cond_matches(&cs->c[i], &rows[j]);
+			found = row_matches(&cs->c[i], &rows[j]);
 		if (!found && strcmp(cs->c[i].metric, "any") != 0) {
 			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
 				cs->c[i].text, cs->c[i].metric);
@@ -343,7 +252,7 @@ static int report(const char *pa, const char *pb, const struct vmt_stats *a,
 			vmt_buf_puts(&out, ",\"new\":");
 			fmt_num(&out, rows[i].new_);
 			vmt_buf_puts(&out, ",\"change_pct\":");
-			json_pct(&out, change_pct(rows[i].base, rows[i].new_));
+			json_pct(&out, vmt_change_pct(rows[i].base, rows[i].new_));
 			vmt_buf_printf(&out, ",\"deterministic\":%s}",
 				       rows[i].flags & VMT_METRIC_NOISY ? "false" : "true");
 			f = 0;
@@ -374,12 +283,12 @@ static int report(const char *pa, const char *pb, const struct vmt_stats *a,
 	int nfail = 0;
 	for (size_t i = 0; i < cs->n; i++) {
 		for (size_t j = 0; j < n; j++) {
-			if (!cond_matches(&cs->c[i], &rows[j]) || !cond_holds(&cs->c[i], &rows[j]))
+			if (!row_matches(&cs->c[i], &rows[j]) || !vmt_cond_holds(&cs->c[i], rows[j].base, rows[j].new_))
 				continue;
 			struct vmt_buf x = { 0 }, y = { 0 }, p = { 0 };
 			fmt_num(&x, rows[j].base);
 			fmt_num(&y, rows[j].new_);
-			double pct = change_pct(rows[j].base, rows[j].new_);
+			double pct = vmt_change_pct(rows[j].base, rows[j].new_);
 			fmt_pct(&p, pct);
 			if (json) {
 				vmt_buf_printf(&out, "%s{\"expr\":", nfail ? "," : "");
@@ -426,7 +335,7 @@ static int run_diff(int argc, char **argv)
 	};
 	int json = 0, all = 0, c;
 	double thr = 10;
-	struct conds cs = { NULL, 0 };
+	struct vmt_conds cs = { NULL, 0 };
 	char *end;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -434,7 +343,7 @@ static int run_diff(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'a': all = 1; break;
 		case 'f':
-			if (add_conds(&cs, optarg)) {
+			if (vmt_conds_add(&cs, optarg)) {
 				free(cs.c);
 				return 2;
 			}
@@ -460,11 +369,24 @@ static int run_diff(int argc, char **argv)
 	if (argc - optind != 2) {
 		free(cs.c);
 		return vmt_usage_error("diff", argc - optind > 2 ? "too many arguments"
-								 : "needs two traces, BASE and NEW");
+								 : "needs two traces or two results, BASE and NEW");
 	}
 	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0) {
 		free(cs.c);
 		return vmt_usage_error("diff", "only one trace can be standard input");
+	}
+	/* Two results, or two traces, told apart by their content. */
+	int ra = vmt_diff_is_result(argv[optind]), rb = vmt_diff_is_result(argv[optind + 1]);
+	if (ra != rb) {
+		free(cs.c);
+		return vmt_usage_error("diff", "'%s' is a vmreplay result and '%s' a trace: give"
+				       " two traces or two results", argv[ra ? optind : optind + 1],
+				       argv[ra ? optind + 1 : optind]);
+	}
+	if (ra) {
+		int st = vmt_diff_results(argv[optind], argv[optind + 1], &cs, json, all);
+		free(cs.c);
+		return st;
 	}
 	struct vmt_stats a, b;
 	int status = 2;
@@ -480,6 +402,7 @@ static int run_diff(int argc, char **argv)
 }
 
 const struct vmt_cmd vmt_cmd_diff = {
-	"diff", run_diff, "compare two traces' metrics; --fail-on for CI regression checks",
+	"diff", run_diff,
+	"compare two traces' or two vmreplay results' metrics; --fail-on for CI checks",
 	diff_usage,
 };

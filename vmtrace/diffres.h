@@ -1,0 +1,22 @@
+/*
+ * diffres.h - `vmtrace diff` of two vmreplay --json result files.
+ */
+#ifndef VMT_DIFFRES_H
+#define VMT_DIFFRES_H
+
+#include "failon.h"
+
+/* 1 when the file at path holds JSON (a vmreplay result) rather than a
+ * trace: its first non-blank byte is '{'.  0 otherwise, also when it
+ * cannot be read (the trace reader then says why). */
+int vmt_diff_is_result(const char *path);
+
+/* Compare the results in files pa (base) and pb (new): the table (or with
+ * json, one JSON object) on standard output, the failed conditions of cs.
+ * all: also the metrics that are 0 in every run of both.  Returns the
+ * exit status: 0, 1 (a condition holds), 2 (unreadable file, not a
+ * result, a condition naming no metric). */
+int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs, int json,
+		     int all);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * failon.c - parsing and evaluating `vmtrace diff --fail-on` conditions.
+ */
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "failon.h"
+
+/* Parse "METRIC>+N%" etc.  Returns 0 or -1 with *why set. */
+static int parse_cond(const char *s, size_t len, struct vmt_cond *c, const char **why)
+{
+	memset(c, 0, sizeof(*c));
+	if (len >= sizeof(c->text)) {
+		*why = "expression too long";
+		return -1;
+	}
+	memcpy(c->text, s, len);
+	char *t = c->text;
+	char *op = strpbrk(t, "<>");
+	if (!op) {
+		*why = "expected METRIC>+N[%] or METRIC<-N[%]";
+		return -1;
+	}
+	size_t ml = (size_t)(op - t);
+	while (ml && t[ml - 1] == ' ')
+		ml--;
+	size_t skip = strspn(t, " ");
+	if (ml <= skip || ml - skip >= sizeof(c->metric)) {
+		*why = ml <= skip ? "no metric name" : "metric name too long";
+		return -1;
+	}
+	memcpy(c->metric, t + skip, ml - skip);
+	c->greater = *op == '>';
+	const char *v = op + 1;
+	while (*v == ' ')
+		v++;
+	if (*v != '+' && *v != '-') {
+		*why = "the amount needs a sign: +N for an increase, -N for a decrease";
+		return -1;
+	}
+	char *end;
+	c->limit = strtod(v, &end);
+	if (end == v + 1 || !isfinite(c->limit)) {
+		*why = "bad number";
+		return -1;
+	}
+	if (*end == '%') {
+		c->percent = 1;
+		end++;
+	}
+	while (*end == ' ')
+		end++;
+	if (*end) {
+		*why = "unexpected text after the amount";
+		return -1;
+	}
+	return 0;
+}
+
+int vmt_conds_add(struct vmt_conds *cs, const char *arg)
+{
+	const char *p = arg;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		const char *why = NULL;
+		struct vmt_cond c;
+		if (parse_cond(p, len, &c, &why)) {
+			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%.*s': %s\n", (int)len, p, why);
+			return -1;
+		}
+		struct vmt_cond *n = realloc(cs->c, (cs->n + 1) * sizeof(*n));
+		if (!n) {
+			fprintf(stderr, "vmtrace diff: out of memory\n");
+			return -1;
+		}
+		cs->c = n;
+		cs->c[cs->n++] = c;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+void vmt_conds_free(struct vmt_conds *cs)
+{
+	free(cs->c);
+	cs->c = NULL;
+	cs->n = 0;
+}
+
+double vmt_change_pct(double base, double nw)
+{
+	if (base == nw)
+		return 0;
+	if (base == 0)
+		return nw > 0 ? INFINITY : -INFINITY;
+	return (nw - base) / fabs(base) * 100.0;
+}
+
+int vmt_cond_holds(const struct vmt_cond *c, double base, double nw)
+{
+	double d = c->percent ? vmt_change_pct(base, nw) : nw - base;
+	return c->greater ? d > c->limit : d < c->limit;
+}
+
+int vmt_cond_matches(const struct vmt_cond *c, const char *name, int in_any)
+{
+	if (strcmp(c->metric, "any") == 0)
+		return in_any;
+	return fnmatch(c->metric, name, 0) == 0;
+}
