@@ -1,6 +1,7 @@
 # vmrec: record and replay the memory-management syscalls of applications.
 #
 #   make            programs and libraries (build/)
+#   make static     build/vmreplay-static alone (vmreplay --kernel's guest)
 #   make check      build and run every test (unit, end-to-end, fuzz smoke)
 #   make demo       build, record the seed-000 workload, replay and lint it
 #   make install    PREFIX=/usr/local DESTDIR=  (binaries and man pages)
@@ -80,6 +81,9 @@ PROGS += $(B)/vmrec
 endif
 ifneq ($(wildcard replay/vmreplay.c),)
 PROGS += $(B)/vmreplay
+# vmreplay --kernel's guest init: the same vmreplay, linked statically
+# (the guest has no libraries) and never sanitized.
+STATIC := $(B)/vmreplay-static
 endif
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 WORKLOADS := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WORKLOAD_SRC))
@@ -94,14 +98,14 @@ FUZZ_PLAIN := $(B)/vmreplay
 endif
 MANPAGES := $(wildcard man/*.1 man/*.5)
 
-.PHONY: all check unit e2e fuzz fuzz-replay demo install uninstall clean deps bench golden
+.PHONY: all check unit e2e fuzz fuzz-replay demo install uninstall clean deps bench golden static
 .DELETE_ON_ERROR:
 .SECONDARY:
 
-all: $(LIBS) $(PROGS) $(WORKLOADS)
+all: $(LIBS) $(PROGS) $(STATIC) $(WORKLOADS)
 
 deps: $(B)/.deps
-$(B)/.deps: mk/deps.sh
+$(B)/.deps: mk/deps.sh mk/kernel.sh
 	$(Q)sh mk/deps.sh
 	$(Q)mkdir -p $(B) && touch $@
 
@@ -132,6 +136,19 @@ $(B)/vmrec: $(call obj,record/vmrec.c) $(LIBRECORD) $(LIBVMTRACE)
 $(B)/vmreplay: $(call obj,replay/vmreplay.c) $(LIBREPLAY) $(LIBANALYSIS) $(LIBVMTRACE)
 	$(say) LINK $@
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
+
+static: $(STATIC)
+ifeq ($(SAN),1)
+$(B)/vmreplay-static: replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) \
+		$(wildcard format/*.h replay/*.h analysis/*.h) | $(B)/.deps
+	$(say) LINK $@
+	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(INCLUDES) $(WARNINGS) -O2 -pthread -static -s \
+		-o $@ replay/vmreplay.c $(FORMAT_SRC) $(REPLAY_SRC) $(ANALYSIS_SRC) $(LDLIBS_ALL)
+else
+$(B)/vmreplay-static: $(call obj,replay/vmreplay.c) $(LIBREPLAY) $(LIBANALYSIS) $(LIBVMTRACE)
+	$(say) LINK $@
+	$(Q)$(CC) $(ALL_CFLAGS) -static -s -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
+endif
 
 # Unit tests link every library (order: users before providers).
 $(B)/tests/%: tests/unit/%.c $(call obj,$(UNIT_HELPERS)) $(LIBS) | $(B)/.deps
@@ -219,11 +236,14 @@ install: all
 	$(say) INSTALL $(DESTDIR)$(PREFIX)
 	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
 	$(Q)install -m 755 $(PROGS) $(DESTDIR)$(BINDIR)/
+	$(Q)if [ -n "$(STATIC)" ]; then install -d $(DESTDIR)$(PREFIX)/lib/vmrec && \
+		install -m 755 $(STATIC) $(DESTDIR)$(PREFIX)/lib/vmrec/; fi
 	$(Q)for m in $(MANPAGES); do \
 		s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
 
 uninstall:
 	$(Q)rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PROGS)))
+	$(Q)rm -f $(DESTDIR)$(PREFIX)/lib/vmrec/vmreplay-static
 	$(Q)rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1)))
 	$(Q)rm -f $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(wildcard man/*.5)))
 

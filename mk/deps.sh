@@ -19,6 +19,10 @@ need python3         'command -v python3'
 need binutils        'command -v nm'
 need clang           'command -v clang'
 need libclang-rt-14-dev 'test -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)"'
+# vmreplay --kernel's tests and demo: qemu (as root; elsewhere those tests
+# skip) and a Debian 6.1 kernel image (mk/kernel.sh).
+[ "$(id -u)" = 0 ] && need qemu-system-x86 'command -v qemu-system-x86_64'
+sh "$(dirname "$0")/kernel.sh"
 [ -z "$missing" ] && exit 0
 cmd="apt-get install -y --no-install-recommends$missing"
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
