@@ -52,6 +52,25 @@ static const char usage_text[] =
 "  -h, --help          this text\n"
 "      --version       print the version\n"
 "\n"
+"Another kernel:\n"
+"  --kernel=IMAGE      boot the kernel IMAGE (a bzImage, e.g. Debian's\n"
+"                      /boot/vmlinuz-*) under qemu-system-x86_64 with an\n"
+"                      initramfs holding a static vmreplay and the trace, run\n"
+"                      the replay there with the other options and print its\n"
+"                      results here, with the guest's kernel release, CPUs and\n"
+"                      accelerator (under TCG times are emulated: compare\n"
+"                      counts and ratios, not times)\n"
+"  --vm-cpus=N         the guest's CPUs (default: as many as this machine's)\n"
+"  --vm-memory=SIZE    the guest's memory (default 1G; at least 128M)\n"
+"  --vm-accel=auto|kvm|tcg\n"
+"                      auto (default): KVM if /dev/kvm is usable and the guest\n"
+"                      boots with it, else TCG (emulation)\n"
+"  --vm-timeout=SECONDS\n"
+"                      end the guest if it has not finished after SECONDS\n"
+"                      (default 600)\n"
+"  --vm-console=FILE   write the guest's serial console (kernel messages) to\n"
+"                      FILE\n"
+"\n"
 "Exit status: 0 replayed (divergences are reported, not an error); 1 the replay\n"
 "failed; 2 usage error or a trace that cannot be replayed.\n"
 "\n"
@@ -118,7 +137,10 @@ static int pick(const char *arg, const char *const *names, int *out)
 int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *a,
 		  char *err, size_t errlen)
 {
-	enum { OPT_REWRITE = 256, OPT_COMPARE, OPT_PROGRESS, OPT_NO_PROGRESS };
+	enum {
+		OPT_REWRITE = 256, OPT_COMPARE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_KERNEL,
+		OPT_VM_CPUS, OPT_VM_MEMORY, OPT_VM_ACCEL, OPT_VM_TIMEOUT, OPT_VM_CONSOLE,
+	};
 	static const struct option longopts[] = {
 		{"order", required_argument, NULL, 'o'},
 		{"placement", required_argument, NULL, 'p'},
@@ -132,6 +154,12 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 		{"compare", optional_argument, NULL, OPT_COMPARE},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+		{"kernel", required_argument, NULL, OPT_KERNEL},
+		{"vm-cpus", required_argument, NULL, OPT_VM_CPUS},
+		{"vm-memory", required_argument, NULL, OPT_VM_MEMORY},
+		{"vm-accel", required_argument, NULL, OPT_VM_ACCEL},
+		{"vm-timeout", required_argument, NULL, OPT_VM_TIMEOUT},
+		{"vm-console", required_argument, NULL, OPT_VM_CONSOLE},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -141,6 +169,8 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 	static const char *const orders[] = {"resource", "strict", "free", NULL};
 	static const char *const placements[] = {"kernel", "exact", NULL};
 	static const char *const files[] = {"scratch", "original", NULL};
+	static const char *const accels[] = {"auto", "kvm", "tcg", NULL};
+	const char *vm_opt = NULL; /* a --vm-* option given */
 	char msg[256];
 	uint64_t v;
 	int c;
@@ -148,6 +178,8 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 	memset(a, 0, sizeof(*a));
 	rp_options_default(&a->o);
 	a->progress = -1;
+	a->vm_memory = RP_VM_MEMORY_DEFAULT;
+	a->vm_timeout = RP_VM_TIMEOUT_DEFAULT;
 	optind = 0; /* (reset getopt: the library may parse more than once) */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
@@ -217,6 +249,43 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 		case OPT_NO_PROGRESS:
 			a->progress = c == OPT_PROGRESS;
 			break;
+		case OPT_KERNEL:
+			if (!*optarg)
+				return fail(err, errlen, "--kernel: no image given");
+			a->kernel = optarg;
+			break;
+		case OPT_VM_CPUS:
+			vm_opt = "--vm-cpus";
+			if (parse_u64(optarg, &v, 0) || v < 1 || v > RP_VM_CPUS_MAX)
+				return fail(err, errlen, "--vm-cpus: '%s' is not a number from 1 to %d",
+					    optarg, RP_VM_CPUS_MAX);
+			a->vm_cpus = (unsigned)v;
+			break;
+		case OPT_VM_MEMORY:
+			vm_opt = "--vm-memory";
+			if (parse_u64(optarg, &v, 1) || v > (1ull << 40))
+				return fail(err, errlen, "--vm-memory: '%s' is not a size", optarg);
+			if (v < RP_VM_MEMORY_MIN)
+				return fail(err, errlen, "--vm-memory: '%s' is too little for the guest's"
+					    " kernel (at least 128M)", optarg);
+			a->vm_memory = v;
+			break;
+		case OPT_VM_ACCEL:
+			vm_opt = "--vm-accel";
+			if (pick(optarg, accels, &a->vm_accel))
+				return fail(err, errlen, "--vm-accel: '%s' is not auto, kvm or tcg", optarg);
+			break;
+		case OPT_VM_TIMEOUT:
+			vm_opt = "--vm-timeout";
+			if (parse_u64(optarg, &v, 0) || v < 1 || v > 86400)
+				return fail(err, errlen, "--vm-timeout: '%s' is not a number of seconds"
+					    " from 1 to 86400", optarg);
+			a->vm_timeout = (unsigned)v;
+			break;
+		case OPT_VM_CONSOLE:
+			vm_opt = "--vm-console";
+			a->vm_console = optarg;
+			break;
 		case 'q':
 			a->quiet = 1;
 			break;
@@ -243,8 +312,80 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 			return fail(err, errlen, "VMREPLAY_CLOCK: '%s' is not monotonic", clock_env);
 		a->o.clock = RP_CLOCK_MONOTONIC;
 	}
+	if (vm_opt && !a->kernel)
+		return fail(err, errlen, "%s needs --kernel", vm_opt);
+	if (a->kernel && a->o.files == RP_FILES_ORIGINAL)
+		return fail(err, errlen, "--files=original cannot be used with --kernel: the guest"
+			    " has the trace, not the recorded files");
 	a->trace = argv[optind];
 	if (!a->repeat)
 		a->repeat = a->mode == RP_MODE_COMPARE ? 5 : 1;
 	return 0;
+}
+
+/* ---- the replay's command line for a guest -------------------------------- */
+
+struct argbuf {
+	char **argv;
+	size_t argc, max;
+	char *buf;
+	size_t used, size;
+	int full;
+};
+
+static void arg(struct argbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void arg(struct argbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	if (b->full || b->argc + 1 >= b->max) {
+		b->full = 1;
+		return;
+	}
+	va_start(ap, fmt);
+	int n = vsnprintf(b->buf + b->used, b->size - b->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= b->size - b->used) {
+		b->full = 1;
+		return;
+	}
+	b->argv[b->argc++] = b->buf + b->used;
+	b->used += (size_t)n + 1;
+}
+
+int rp_guest_args(const struct rp_args *a, const char *trace, const char *json, int progress,
+		  char **argv, size_t max, char *buf, size_t bufsize)
+{
+	static const char *const orders[] = {"resource", "strict", "free"};
+	static const char *const placements[] = {"kernel", "exact"};
+	struct argbuf b = {argv, 0, max, buf, 0, bufsize, 0};
+	const struct rp_options *o = &a->o;
+
+	if (!max || !bufsize)
+		return -ENOSPC;
+	arg(&b, "vmreplay");
+	arg(&b, "--order=%s", orders[o->order < 3 && o->order >= 0 ? o->order : 0]);
+	arg(&b, "--placement=%s", placements[o->placement == RP_PLACE_EXACT]);
+	if (o->speed > 0)
+		arg(&b, "--speed=%.17g", o->speed);
+	else
+		arg(&b, "--speed=max");
+	arg(&b, "--scale=%u", o->scale ? o->scale : 1);
+	arg(&b, "--repeat=%u", a->repeat ? a->repeat : 1);
+	if (o->max_memory)
+		arg(&b, "--max-memory=%llu", (unsigned long long)o->max_memory);
+	if (a->mode == RP_MODE_REWRITE)
+		arg(&b, "--rewrite=%s", a->rules);
+	else if (a->mode == RP_MODE_COMPARE)
+		arg(&b, "--compare=%s", a->rules);
+	if (a->quiet)
+		arg(&b, "-q");
+	if (json)
+		arg(&b, "--json=%s", json);
+	arg(&b, progress ? "--progress" : "--no-progress");
+	arg(&b, "--");
+	arg(&b, "%s", trace);
+	if (b.full)
+		return -ENOSPC;
+	argv[b.argc] = NULL;
+	return (int)b.argc;
 }

@@ -83,6 +83,17 @@ enum rp_mode {
 	RP_MODE_COMPARE,    /* --compare: both, alternately */
 };
 
+enum rp_vm_accel {
+	RP_VM_AUTO = 0, /* KVM where a guest boots with it, else TCG */
+	RP_VM_KVM,
+	RP_VM_TCG,
+};
+
+#define RP_VM_MEMORY_DEFAULT (1ull << 30)
+#define RP_VM_MEMORY_MIN (128ull << 20) /* below, the kernel does not boot */
+#define RP_VM_TIMEOUT_DEFAULT 600	/* seconds, boot to power-off */
+#define RP_VM_CPUS_MAX 64
+
 /* What vmreplay's command line asks for. */
 struct rp_args {
 	int action;	    /* enum rp_action */
@@ -94,6 +105,13 @@ struct rp_args {
 	int quiet;	    /* -q */
 	int progress;	    /* 1 --progress, 0 --no-progress, -1 not given */
 	struct rp_options o;
+	/* --kernel: replay in a qemu guest that boots this kernel image. */
+	const char *kernel;	/* --kernel=IMAGE, or NULL */
+	unsigned vm_cpus;	/* --vm-cpus (0: as many as this machine has) */
+	uint64_t vm_memory;	/* --vm-memory, bytes */
+	int vm_accel;		/* --vm-accel, enum rp_vm_accel */
+	unsigned vm_timeout;	/* --vm-timeout, seconds */
+	const char *vm_console; /* --vm-console=FILE, or NULL */
 };
 
 /* Parse vmreplay's command line into *a (options from rp_options_default,
@@ -105,6 +123,16 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 
 /* The --help text, without the list of rewrite rules (static). */
 const char *rp_usage(void);
+
+/* The command line of the same replay inside a guest (vm.h): argv[0]
+ * "vmreplay", a's options in canonical form (not --kernel and the --vm-*
+ * options), --json=json if json is not NULL, --progress if progress is
+ * set, else --no-progress, then "--" and trace.  The pointers go to
+ * argv (room for max, NULL-terminated), the strings to buf (bufsize
+ * bytes).  VMREPLAY_CLOCK is not an option: the caller passes it on.
+ * Returns the argument count, or -ENOSPC. */
+int rp_guest_args(const struct rp_args *a, const char *trace, const char *json, int progress,
+		  char **argv, size_t max, char *buf, size_t bufsize);
 
 typedef struct rp_trace rp_trace;
 

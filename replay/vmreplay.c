@@ -2,10 +2,13 @@
  * vmreplay - re-execute a vmrec trace and measure it (vmreplay(1)).
  *
  * Shows progress and dispatches to libvmreplay (replay.h), which also
- * parses the command line (rp_parse_args).
+ * parses the command line (rp_parse_args); with --kernel, to the replay
+ * in a guest (vm.h).  Started as a guest's /init, it is that init.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <signal.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 #include "compare.h"
 #include "replay.h"
+#include "vm.h"
 
 #define VMREPLAY_VERSION "0.1"
 
@@ -111,7 +115,7 @@ static void write_error(const char *what)
  * not after minutes of replay. */
 static FILE *open_json(const char *json)
 {
-	FILE *f = fopen(json, "w");
+	FILE *f = fopen(json, "we");
 	if (!f) {
 		fprintf(stderr, "%s: cannot write '%s': %s\n", prog, json, strerror(errno));
 		exit(2);
@@ -210,10 +214,140 @@ static int compare(const char *path, rp_trace *base, rp_trace *rew, const struct
 	return rc;
 }
 
+/* ---- --kernel: the replay in a guest --------------------------------- */
+
+static struct {
+	const char *image;
+	unsigned cpus;
+	uint64_t memory;
+	int quiet;
+} vm_state;
+
+static void vm_event(void *arg, const struct rp_vm_status *s)
+{
+	if (s->what == RP_VM_OUTPUT) {
+		progress_clear();
+	} else if (s->what == RP_VM_BOOTING && arg) {
+		uint64_t now = vmt_now_ns();
+		if (s->elapsed_ns < 500000000u || now - prog_state.last < 250000000u)
+			return;
+		prog_state.last = now;
+		const char *base = strrchr(vm_state.image, '/');
+		fprintf(stderr, "\r%s: booting '%s' (%s, %u CPU%s): %.1f s\033[K", prog,
+			base ? base + 1 : vm_state.image, s->accel == RP_VM_KVM ? "kvm" : "tcg",
+			vm_state.cpus, vm_state.cpus == 1 ? "" : "s", (double)s->elapsed_ns / 1e9);
+		fflush(stderr);
+		progress_shown = 1;
+	} else if (s->what == RP_VM_RETRY) {
+		progress_clear();
+		if (!vm_state.quiet)
+			fprintf(stderr, "%s: kvm: the guest did not boot in %.0f s; retrying with tcg\n",
+				prog, (double)s->elapsed_ns / 1e9);
+	} else if (s->what == RP_VM_UP) {
+		progress_clear();
+		if (vm_state.quiet)
+			return;
+		uint64_t m = vm_state.memory;
+		printf("guest: Linux %s, %u CPU%s, %" PRIu64 "%s memory, qemu %s%s\n", s->release,
+		       s->cpus, s->cpus == 1 ? "" : "s", m % (1 << 30) ? m >> 20 : m >> 30,
+		       m % (1 << 30) ? "M" : "G",
+		       s->accel == RP_VM_KVM ? "kvm" : "tcg",
+		       s->accel == RP_VM_KVM ? ""
+					     : " (emulated: compare counts and ratios, not times)");
+		fflush(stdout);
+	}
+}
+
+static int in_guest(const struct rp_args *a)
+{
+	char msg[1024], guest[4096], buf[8192];
+	char *gargv[64];
+	if (rp_vm_find_guest(getenv("VMREPLAY_STATIC"), guest, sizeof(guest), msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "%s: --kernel: %s\n", prog, msg);
+		return 1;
+	}
+	int show = a->progress < 0 ? !a->quiet && isatty(2) : a->progress;
+	if (rp_guest_args(a, a->trace, a->json ? RP_VM_GUEST_JSON : NULL, show, gargv,
+			  sizeof(gargv) / sizeof(gargv[0]), buf, sizeof(buf)) < 0) {
+		fprintf(stderr, "%s: the command line is too long for the guest\n", prog);
+		return 2;
+	}
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned cpus = a->vm_cpus ? a->vm_cpus
+		      : online < 1 ? 1 : online > RP_VM_CPUS_MAX ? RP_VM_CPUS_MAX : (unsigned)online;
+	const char *qemu = getenv("VMREPLAY_QEMU");
+	int console = -1;
+	FILE *jf = a->json ? open_json(a->json) : NULL;
+	if (a->vm_console) {
+		console = open(a->vm_console, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (console < 0) {
+			fprintf(stderr, "%s: cannot write '%s': %s\n", prog, a->vm_console,
+				strerror(errno));
+			drop_json(jf, a->json);
+			return 2;
+		}
+	}
+	vm_state.image = a->kernel;
+	vm_state.cpus = cpus;
+	vm_state.memory = a->vm_memory;
+	vm_state.quiet = a->quiet;
+	struct rp_vm_config c = {
+		.image = a->kernel, .qemu = qemu && *qemu ? qemu : "qemu-system-x86_64",
+		.guest = guest, .trace = a->trace, .argv = gargv, .clock = NULL,
+		.cpus = cpus, .memory = a->vm_memory, .accel = a->vm_accel,
+		.timeout_s = a->vm_timeout, .out_fd = 1, .err_fd = 2, .console_fd = console,
+		.event = vm_event, .event_arg = show ? &vm_state : NULL,
+	};
+	if (a->o.clock == RP_CLOCK_MONOTONIC)
+		c.clock = "monotonic";
+	fflush(stdout);
+	struct rp_vm_result r;
+	int rc = rp_vm_run(&c, &r, msg, sizeof(msg));
+	progress_clear();
+	if (console >= 0)
+		close(console);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", prog, msg);
+		drop_json(jf, a->json);
+		rp_vm_result_free(&r);
+		return r.input_error ? 2 : 1;
+	}
+	int status = r.status;
+	if (status >= 128) {
+		fprintf(stderr, "%s: the replay in the guest was killed by signal %d\n", prog,
+			status - 128);
+		status = 1;
+	} else if (status > 2) {
+		fprintf(stderr, "%s: the guest could not start the replay (status %d)\n", prog,
+			status);
+		status = 1;
+	}
+	if (jf && status == 0) {
+		struct vmt_buf out = { 0 };
+		int jr = r.json ? rp_vm_json(&c, &r, &out) : -ENOENT;
+		if (jr < 0) {
+			fprintf(stderr, "%s: the guest's results came back %s\n", prog,
+				jr == -ENOMEM ? "too large for memory" : "without their JSON");
+			vmt_buf_free(&out);
+			drop_json(jf, a->json);
+			rp_vm_result_free(&r);
+			return 1;
+		}
+		status = close_json(jf, a->json, rp_json_emit(jf, &out));
+	} else if (jf) {
+		drop_json(jf, a->json);
+	}
+	rp_vm_result_free(&r);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct rp_args a;
 	char msg[512];
+
+	if (rp_guest_is_init(argc, argv))
+		return rp_guest_main();
 
 	if (rp_parse_args(argc, argv, getenv("VMREPLAY_CLOCK"), &a, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "%s: %s\nTry '%s --help' for more information.\n", prog, msg, prog);
@@ -224,6 +358,12 @@ int main(int argc, char **argv)
 	if (a.action == RP_ACTION_VERSION) {
 		printf("vmreplay %s\n", VMREPLAY_VERSION);
 		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+	}
+	if (a.kernel) {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		signal(SIGHUP, on_signal);
+		return in_guest(&a);
 	}
 	const char *path = a.trace, *json = a.json;
 	struct rp_options o = a.o;

@@ -137,12 +137,119 @@ static void test_errors(void **state)
 	assert_string_equal(err, "VMREPLAY_CLOCK: 'sundial' is not monotonic");
 }
 
+static void test_kernel(void **state)
+{
+	struct rp_args a;
+	char err[256];
+
+	assert_int_equal(PARSE(&a, NULL, err, "t.zst"), 0);
+	assert_null(a.kernel);
+	assert_int_equal(a.vm_cpus, 0);
+	assert_int_equal(a.vm_memory, RP_VM_MEMORY_DEFAULT);
+	assert_int_equal(a.vm_accel, RP_VM_AUTO);
+	assert_int_equal(a.vm_timeout, RP_VM_TIMEOUT_DEFAULT);
+	assert_null(a.vm_console);
+	assert_int_equal(PARSE(&a, NULL, err, "--kernel=/boot/vmlinuz", "--vm-cpus=4",
+			       "--vm-memory=512M", "--vm-accel=tcg", "--vm-timeout=30",
+			       "--vm-console=c.txt", "t.zst"), 0);
+	assert_string_equal(a.kernel, "/boot/vmlinuz");
+	assert_int_equal(a.vm_cpus, 4);
+	assert_int_equal(a.vm_memory, 512u << 20);
+	assert_int_equal(a.vm_accel, RP_VM_TCG);
+	assert_int_equal(a.vm_timeout, 30);
+	assert_string_equal(a.vm_console, "c.txt");
+	assert_int_equal(PARSE(&a, NULL, err, "--kernel", "k", "--vm-accel=kvm", "t.zst"), 0);
+	assert_int_equal(a.vm_accel, RP_VM_KVM);
+
+	static const struct {
+		char *arg;
+		const char *want;
+	} bad[] = {
+		{"--vm-cpus=0", "--vm-cpus: '0' is not a number from 1 to 64"},
+		{"--vm-cpus=65", "--vm-cpus: '65' is not a number from 1 to 64"},
+		{"--vm-memory=64M", "--vm-memory: '64M' is too little for the guest's kernel (at least 128M)"},
+		{"--vm-memory=lots", "--vm-memory: 'lots' is not a size"},
+		{"--vm-accel=hvf", "--vm-accel: 'hvf' is not auto, kvm or tcg"},
+		{"--vm-timeout=0", "--vm-timeout: '0' is not a number of seconds from 1 to 86400"},
+		{"--kernel=", "--kernel: no image given"},
+		{"--files=original", "--files=original cannot be used with --kernel: the guest has the"
+				     " trace, not the recorded files"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		assert_int_equal(PARSE(&a, NULL, err, "--kernel=k", bad[i].arg, "t.zst"), -EINVAL);
+		assert_string_equal(err, bad[i].want);
+	}
+	/* The --vm-* options mean nothing without a guest. */
+	assert_int_equal(PARSE(&a, NULL, err, "--vm-cpus=2", "t.zst"), -EINVAL);
+	assert_string_equal(err, "--vm-cpus needs --kernel");
+	assert_int_equal(PARSE(&a, NULL, err, "--vm-console=x", "t.zst"), -EINVAL);
+	assert_string_equal(err, "--vm-console needs --kernel");
+}
+
+/* The guest's command line parses back into the same replay. */
+static void test_guest_args(void **state)
+{
+	struct rp_args a, g;
+	char err[256], buf[4096], *argv[64];
+
+	assert_int_equal(PARSE(&a, "monotonic", err, "--kernel=k", "--vm-cpus=2", "--order=free",
+			       "--placement=exact", "--speed=0.125", "--scale=3", "--repeat=4",
+			       "--max-memory=1G", "--compare=populate", "-q", "--json=out.json",
+			       "-odd.zst"), -EINVAL); /* a trace named like an option */
+	assert_int_equal(PARSE(&a, "monotonic", err, "--kernel=k", "--vm-cpus=2", "--order=free",
+			       "--placement=exact", "--speed=0.125", "--scale=3", "--repeat=4",
+			       "--max-memory=1G", "--compare=populate", "-q", "--json=out.json",
+			       "--", "-odd.zst"), 0);
+	int n = rp_guest_args(&a, a.trace, "/.vmreplay/results.json", 1, argv, 64, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_null(argv[n]);
+	assert_string_equal(argv[0], "vmreplay");
+	assert_string_equal(argv[n - 1], "-odd.zst");
+	assert_string_equal(argv[n - 2], "--");
+	for (int i = 0; i < n; i++) {
+		assert_null(strstr(argv[i], "--kernel"));
+		assert_null(strstr(argv[i], "--vm-"));
+	}
+	assert_int_equal(rp_parse_args(n, argv, "monotonic", &g, err, sizeof(err)), 0);
+	assert_null(g.kernel);
+	assert_string_equal(g.trace, "-odd.zst");
+	assert_string_equal(g.json, "/.vmreplay/results.json");
+	assert_int_equal(g.mode, RP_MODE_COMPARE);
+	assert_string_equal(g.rules, "populate");
+	assert_int_equal(g.repeat, 4);
+	assert_int_equal(g.quiet, 1);
+	assert_int_equal(g.progress, 1);
+	assert_int_equal(g.o.order, RP_ORDER_FREE);
+	assert_int_equal(g.o.placement, RP_PLACE_EXACT);
+	assert_true(g.o.speed == 0.125);
+	assert_int_equal(g.o.scale, 3);
+	assert_int_equal(g.o.max_memory, 1ull << 30);
+
+	/* Defaults stay defaults; no JSON asked, none passed. */
+	assert_int_equal(PARSE(&a, NULL, err, "--kernel=k", "--rewrite", "t.zst"), 0);
+	n = rp_guest_args(&a, a.trace, NULL, 0, argv, 64, buf, sizeof(buf));
+	assert_int_equal(rp_parse_args(n, argv, NULL, &g, err, sizeof(err)), 0);
+	assert_null(g.json);
+	assert_int_equal(g.progress, 0);
+	assert_int_equal(g.mode, RP_MODE_REWRITE);
+	assert_string_equal(g.rules, VMT_REWRITE_DEFAULT);
+	assert_int_equal(g.o.max_memory, 0);
+	assert_true(g.o.speed == 0);
+	assert_int_equal(g.repeat, 1);
+	/* Too small a buffer, too few pointers. */
+	assert_int_equal(rp_guest_args(&a, a.trace, NULL, 0, argv, 64, buf, 20), -ENOSPC);
+	assert_int_equal(rp_guest_args(&a, a.trace, NULL, 0, argv, 3, buf, sizeof(buf)), -ENOSPC);
+}
+
 static void test_usage_names_every_option(void **state)
 {
 	static const char *const names[] = {"--rewrite", "--compare", "--order", "--placement",
 					    "--speed", "--scale", "--repeat", "--json", "--files",
 					    "--max-memory", "--progress", "--no-progress", "--quiet",
-					    "--help", "--version"};
+					    "--help", "--version", "--kernel=IMAGE", "--vm-cpus",
+					    "--vm-memory", "--vm-accel", "--vm-timeout",
+					    "--vm-console"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_non_null(strstr(rp_usage(), names[i]));
 }
@@ -154,6 +261,8 @@ int main(void)
 		cmocka_unit_test(test_every_option),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_kernel),
+		cmocka_unit_test(test_guest_args),
 		cmocka_unit_test(test_usage_names_every_option),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
