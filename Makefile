@@ -55,6 +55,7 @@ ZSTD_LIBS = $(shell pkg-config --libs libzstd)
 SECCOMP_LIBS = $(shell pkg-config --libs libseccomp)
 UNWIND_LIBS = $(shell pkg-config --libs libunwind-ptrace) -lunwind-generic
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
+BPF_LIBS = $(shell pkg-config --libs libbpf)
 LDLIBS_ALL = $(ZSTD_LIBS) -liberty -lm -pthread
 
 FORMAT_SRC := $(wildcard format/*.c)
@@ -131,7 +132,19 @@ $(B)/vmtrace: $(call obj,vmtrace/vmtrace.c) $(LIBCMD) $(LIBANALYSIS) $(LIBVMTRAC
 
 $(B)/vmrec: $(call obj,record/vmrec.c) $(LIBRECORD) $(LIBVMTRACE)
 	$(say) LINK $@
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o %.a,$^) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o %.a,$^) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(BPF_LIBS) $(LDLIBS_ALL)
+
+# The stream backend's BPF programs: compiled for the BPF target (CO-RE:
+# no kernel headers; libbpf relocates them against the running kernel's
+# BTF when vmrec loads them) and embedded in vmrec (record/bpfobj.c).
+BPF_OBJ := $(B)/obj/record/stream.bpf.o
+$(BPF_OBJ): record/bpf/stream.bpf.c $(wildcard record/bpf/*.h) | $(B)/.deps
+	$(say) BPF $<
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -O2 -g -target bpf -D__TARGET_ARCH_x86 -Irecord/bpf -Wall -Werror \
+		-c -o $@ $<
+$(call obj,record/bpfobj.c): $(BPF_OBJ)
+$(call obj,record/bpfobj.c): CFLAGS += -DVMR_BPF_OBJ='"$(abspath $(BPF_OBJ))"'
 
 $(B)/vmreplay: $(call obj,replay/vmreplay.c) $(LIBREPLAY) $(LIBANALYSIS) $(LIBVMTRACE)
 	$(say) LINK $@
@@ -155,7 +168,7 @@ $(B)/tests/%: tests/unit/%.c $(call obj,$(UNIT_HELPERS)) $(LIBS) | $(B)/.deps
 	$(say) CC $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(call obj,$(UNIT_HELPERS)) $(LIBS) \
-		$(CMOCKA_LIBS) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(LDLIBS_ALL)
+		$(CMOCKA_LIBS) $(SECCOMP_LIBS) $(UNWIND_LIBS) $(BPF_LIBS) $(LDLIBS_ALL)
 
 # Workloads are the programs under test: built plainly, never sanitized.
 $(B)/workloads/%: tests/workloads/%.c tests/workloads/workload.h format/linux_abi.h | $(B)/.deps

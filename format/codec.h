@@ -40,6 +40,8 @@ enum {
 	VMT_HK_RECORDER = 7,
 	VMT_HK_START_REALTIME = 8,
 	VMT_HK_START_MONO = 9,
+	VMT_HK_BACKEND = 10, /* 1.1 */
+	VMT_HK_TOUCH = 11,   /* 1.1 */
 };
 
 /* Footer field keys. */

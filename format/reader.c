@@ -140,7 +140,7 @@ static int parse_header(struct vmt_reader *r, const uint8_t *p, size_t n, uint64
 			    "trace format %u.%u, this reader reads %u.x",
 			    r->hdr.major, r->hdr.minor, VMT_FORMAT_MAJOR);
 	r->hdr.arch = r->hdr.kernel = r->hdr.hostname = "";
-	r->hdr.options = r->hdr.recorder = "";
+	r->hdr.options = r->hdr.recorder = r->hdr.backend = r->hdr.touch = "";
 	struct vmt_cursor c = { p + 12, p + n, 0 };
 	uint32_t argc = 0, argcap = 0;
 	while (c.p < c.end) {
@@ -155,6 +155,7 @@ static int parse_header(struct vmt_reader *r, const uint8_t *p, size_t n, uint64
 		switch (key) {
 		case VMT_HK_ARCH: case VMT_HK_KERNEL: case VMT_HK_HOSTNAME:
 		case VMT_HK_ARG: case VMT_HK_OPTIONS: case VMT_HK_RECORDER:
+		case VMT_HK_BACKEND: case VMT_HK_TOUCH:
 			if (memchr(v, 0, len))
 				return fail(r, VMT_E_CORRUPT, foff, "header string contains NUL");
 			if (!(s = keep_str(r, v, len)))
@@ -176,6 +177,8 @@ static int parse_header(struct vmt_reader *r, const uint8_t *p, size_t n, uint64
 		case VMT_HK_HOSTNAME: r->hdr.hostname = s; break;
 		case VMT_HK_OPTIONS: r->hdr.options = s; break;
 		case VMT_HK_RECORDER: r->hdr.recorder = s; break;
+		case VMT_HK_BACKEND: r->hdr.backend = s; break;
+		case VMT_HK_TOUCH: r->hdr.touch = s; break;
 		case VMT_HK_ARG:
 			if (argc == VMT_MAX_ARGV)
 				return fail(r, VMT_E_LIMIT, foff, "more than %u arguments", VMT_MAX_ARGV);
@@ -201,6 +204,19 @@ static int parse_header(struct vmt_reader *r, const uint8_t *p, size_t n, uint64
 	}
 	if (!r->hdr.page_size)
 		r->hdr.page_size = 4096;
+	/* Before 1.1 vmrec had one backend, and the touch source was only
+	 * in the options ("touch=MODE"). */
+	if (!*r->hdr.backend && !strncmp(r->hdr.recorder, "vmrec ", 6))
+		r->hdr.backend = "ptrace";
+	if (!*r->hdr.touch) {
+		static const char *const modes[] = { "resident", "faults", "none" };
+		const char *t = strstr(r->hdr.options, "touch=");
+		for (int i = 0; t && i < 3; i++) {
+			size_t l = strlen(modes[i]);
+			if (!strncmp(t + 6, modes[i], l) && (!t[6 + l] || t[6 + l] == ' '))
+				r->hdr.touch = modes[i];
+		}
+	}
 	r->hdr.argc = argc;
 	r->hdr.argv = r->argv;
 	return 0;

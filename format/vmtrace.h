@@ -31,7 +31,7 @@ extern "C" {
 /* Format version written by this library.  A reader accepts any file with
  * the same major version; it refuses a newer major version. */
 #define VMT_FORMAT_MAJOR 1
-#define VMT_FORMAT_MINOR 0
+#define VMT_FORMAT_MINOR 1
 
 /* ---- Event kinds (values are on-disk; never renumber) ------------------ */
 enum vmt_kind {
@@ -281,6 +281,10 @@ struct vmt_header {
 	const char *const *argv;
 	const char *options;	 /* recording options, e.g. "touch=resident" */
 	const char *recorder;	 /* e.g. "vmrec 0.1" */
+	const char *backend;	 /* what recorded: "stream", "ptrace" (a 1.0
+				    trace by vmrec: "ptrace"; else "") */
+	const char *touch;	 /* the touch source: "faults", "resident",
+				    "none" (1.0: from the options; else "") */
 	uint64_t start_realtime_ns; /* CLOCK_REALTIME at start */
 	uint64_t start_mono_ns;	    /* CLOCK_MONOTONIC at start (time 0) */
 };

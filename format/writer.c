@@ -148,6 +148,8 @@ static int write_header(struct vmt_writer *w, const struct vmt_header *h)
 		err = tlv_str(&b, VMT_HK_ARG, h->argv[i] ? h->argv[i] : "");
 	if (!err) err = tlv_str(&b, VMT_HK_OPTIONS, h->options);
 	if (!err) err = tlv_str(&b, VMT_HK_RECORDER, h->recorder);
+	if (!err && h->backend && *h->backend) err = tlv_str(&b, VMT_HK_BACKEND, h->backend);
+	if (!err && h->touch && *h->touch) err = tlv_str(&b, VMT_HK_TOUCH, h->touch);
 	if (!err) err = tlv_u64(&b, VMT_HK_START_REALTIME, h->start_realtime_ns);
 	if (!err) err = tlv_u64(&b, VMT_HK_START_MONO, h->start_mono_ns);
 	if (!err && b.len > VMT_MAX_HEADER_SIZE)

@@ -37,3 +37,11 @@ void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to)
 			r->werr = n;
 	}
 }
+
+void vmr_tick(struct vmr_rec *r)
+{
+	vmr_drain_faults(r, vmt_now_ns());
+	int e = vmt_writer_tick(r->w);
+	if (e && !r->werr)
+		r->werr = e;
+}

@@ -1,8 +1,9 @@
 /*
- * launch.c - start the program under the tracer.
+ * launch.c - start the program under the recorder.
  *
- * The child blocks on a pipe until the parent has PTRACE_SEIZEd it, then
- * loads the seccomp filter and execs.  (A pipe rather than raise(SIGSTOP):
+ * The child blocks on a pipe until the parent is ready (it has
+ * PTRACE_SEIZEd the child, or put it in the stream backend's set), then
+ * loads the seccomp filter (ptrace) and execs.  (A pipe rather than raise(SIGSTOP):
  * the child never enters a group-stop, so no SIGCONT has to be sent and no
  * job-control state leaks to the program or to the shell.)  A second,
  * close-on-exec pipe carries a failure report ("F" or "E" + errno) back
@@ -37,7 +38,7 @@ static void child(int go, int rep, char *const argv[],
 		_exit(127); /* the recorder went away */
 	close(go);
 	sigprocmask(SIG_SETMASK, mask, NULL);
-	r.err = -vmr_filter_load(m);
+	r.err = m ? -vmr_filter_load(m) : 0;
 	if (r.err) {
 		r.stage = VMR_LAUNCH_FILTER;
 	} else {
@@ -51,9 +52,8 @@ static void child(int go, int rep, char *const argv[],
 	_exit(r.stage == VMR_LAUNCH_EXEC && r.err != ENOENT ? 126 : 127);
 }
 
-int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
-	       unsigned long ptrace_opts, const sigset_t *child_mask,
-	       pid_t *pid, int *errfd)
+int vmr_launch_held(char *const argv[], const struct vmr_sysmap *m, const sigset_t *child_mask,
+		    pid_t *pid, int *gofd, int *errfd)
 {
 	int go[2], rep[2], err;
 	pid_t p;
@@ -69,7 +69,11 @@ int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
 	p = fork();
 	if (p < 0) {
 		err = -errno;
-		goto out_close;
+		close(go[0]);
+		close(go[1]);
+		close(rep[0]);
+		close(rep[1]);
+		return err;
 	}
 	if (p == 0) {
 		close(go[1]);
@@ -78,32 +82,48 @@ int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
 	}
 	close(go[0]);
 	close(rep[1]);
-	if (ptrace(PTRACE_SEIZE, p, 0, ptrace_opts) < 0) {
-		err = -errno;
-		close(go[1]); /* the child reads EOF and exits */
-		close(rep[0]);
-		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
-			;
-		return err;
-	}
-	if (write(go[1], "g", 1) != 1) {
-		err = -errno;
-		kill(p, SIGKILL);
-		close(go[1]);
-		close(rep[0]);
-		return err;
-	}
-	close(go[1]);
 	*pid = p;
+	*gofd = go[1];
 	*errfd = rep[0];
 	return 0;
+}
 
-out_close:
-	close(go[0]);
-	close(go[1]);
-	close(rep[0]);
-	close(rep[1]);
+int vmr_launch_go(int gofd)
+{
+	int err = write(gofd, "g", 1) == 1 ? 0 : -errno;
+	close(gofd);
 	return err;
+}
+
+void vmr_launch_cancel(pid_t pid, int gofd, int errfd)
+{
+	close(gofd); /* the child reads EOF and exits */
+	close(errfd);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
+	       unsigned long ptrace_opts, const sigset_t *child_mask,
+	       pid_t *pid, int *errfd)
+{
+	int go, err;
+	pid_t p;
+
+	if ((err = vmr_launch_held(argv, m, child_mask, &p, &go, errfd)))
+		return err;
+	if (ptrace(PTRACE_SEIZE, p, 0, ptrace_opts) < 0) {
+		err = -errno;
+		vmr_launch_cancel(p, go, *errfd);
+		return err;
+	}
+	if ((err = vmr_launch_go(go))) {
+		kill(p, SIGKILL);
+		close(*errfd);
+		return err;
+	}
+	*pid = p;
+	return 0;
 }
 
 int vmr_launch_failure(int errfd, int *stage, int *err)

@@ -25,13 +25,21 @@ static const char usage_text[] =
 	"  -q, --quiet         no summary line at the end\n"
 	"      --stacks[=DEPTH]  record the user call stack of every call\n"
 	"                      (at most DEPTH frames, default 32)\n"
-	"      --touch=MODE    page-touch capture: resident (default: pages\n"
-	"                      present before each discarding call and at exit),\n"
-	"                      faults (every user page fault), none\n"
+	"      --backend=NAME  how to record: auto (default: stream where the\n"
+	"                      kernel allows it, else ptrace), stream (the kernel\n"
+	"                      writes the calls into a ring buffer, through BPF;\n"
+	"                      needs root), ptrace (a stop at every recorded call)\n"
+	"      --touch=MODE    page-touch capture: faults (every user page fault;\n"
+	"                      the default where faults can be sampled), resident\n"
+	"                      (pages present before each discarding call and at\n"
+	"                      exit; ptrace only), none\n"
+	"      --ring-size=MiB the stream backend's ring buffer (a power of two,\n"
+	"                      default 16): larger rings lose nothing in longer\n"
+	"                      bursts\n"
 	"  -p, --pid=PID       attach to the running process PID (all its\n"
-	"                      threads; slower: no seccomp filter)\n"
+	"                      threads; with ptrace slower: no seccomp filter)\n"
 	"      --same-cpu      run vmrec and CMD on one CPU: traced calls cost\n"
-	"                      about 40% less, but CMD sees a single CPU\n"
+	"                      about 40% less with ptrace, but CMD sees a single CPU\n"
 	"  -h, --help          show this help and exit\n"
 	"      --version       show the version and exit\n"
 	"\n"
@@ -74,7 +82,8 @@ static int parse_uint(const char *s, unsigned long lo, unsigned long hi,
 	return 0;
 }
 
-enum { OPT_FORCE = 256, OPT_STACKS, OPT_TOUCH, OPT_VERSION, OPT_SAME_CPU };
+enum { OPT_FORCE = 256, OPT_STACKS, OPT_TOUCH, OPT_VERSION, OPT_SAME_CPU, OPT_BACKEND,
+       OPT_RING };
 
 int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
 		   size_t errlen)
@@ -89,13 +98,17 @@ int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "same-cpu", no_argument, NULL, OPT_SAME_CPU },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "ring-size", required_argument, NULL, OPT_RING },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long v;
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->touch = VMR_TOUCH_RESIDENT;
+	o->touch = VMR_TOUCH_AUTO;
+	o->backend = VMR_BACKEND_AUTO;
+	o->ring_mib = VMR_DEFAULT_RING_MIB;
 	if (err && errlen)
 		err[0] = '\0';
 	/* getopt keeps global state: optind = 0 makes GNU getopt start over,
@@ -139,6 +152,25 @@ int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
 					    "--touch: unknown mode '%s' (use resident, faults or none)",
 					    optarg);
 			break;
+		case OPT_BACKEND:
+			if (!strcmp(optarg, "auto"))
+				o->backend = VMR_BACKEND_AUTO;
+			else if (!strcmp(optarg, "stream"))
+				o->backend = VMR_BACKEND_STREAM;
+			else if (!strcmp(optarg, "ptrace"))
+				o->backend = VMR_BACKEND_PTRACE;
+			else
+				return fail(err, errlen,
+					    "--backend: unknown backend '%s' (use auto, stream or ptrace)",
+					    optarg);
+			break;
+		case OPT_RING:
+			if (parse_uint(optarg, 1, VMR_MAX_RING_MIB, &v) || (v & (v - 1)))
+				return fail(err, errlen,
+					    "--ring-size: '%s' is not a power of two from 1 to %u (MiB)",
+					    optarg, VMR_MAX_RING_MIB);
+			o->ring_mib = (unsigned)v;
+			break;
 		case 'p':
 			if (parse_uint(optarg, 1, 0x3fffffff, &v))
 				return fail(err, errlen, "-p: invalid process id '%s'", optarg);
@@ -168,21 +200,25 @@ int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
 		return fail(err, errlen, "--same-cpu cannot be used with -p (it would move the running program)");
 	if (o->attach_pid && o->cmd_argc > 0)
 		return fail(err, errlen, "-p PID cannot be combined with a command");
+	if (o->touch == VMR_TOUCH_RESIDENT && o->backend == VMR_BACKEND_STREAM)
+		return fail(err, errlen, "--touch=resident needs --backend=ptrace (the stream backend "
+			    "never stops the program to read its pages)");
 	if (!o->attach_pid && o->cmd_argc == 0)
 		return fail(err, errlen,
 			    "no command given (usage: vmrec [OPTIONS] -- CMD [ARG...] or vmrec -p PID)");
 	return 0;
 }
 
-void vmr_options_string(const struct vmr_opts *o, char *buf, size_t len)
+void vmr_options_string(const struct vmr_opts *o, const char *backend, int touch, char *buf,
+			size_t len)
 {
-	static const char *const touch[] = { "resident", "faults", "none" };
+	static const char *const touch_names[] = { "resident", "faults", "none" };
 	int n;
 
 	if (!len)
 		return;
-	n = snprintf(buf, len, "touch=%s",
-		     o->touch >= 0 && o->touch <= 2 ? touch[o->touch] : "?");
+	n = snprintf(buf, len, "backend=%s touch=%s", backend,
+		     touch >= 0 && touch <= 2 ? touch_names[touch] : "?");
 	if (o->stack_depth && n >= 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " stacks=%u", o->stack_depth);
 	if (o->same_cpu && n >= 0 && (size_t)n < len)

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "rec_internal.h"
+#include <elf.h>
+#include <limits.h>
 
 /* Read a small /proc file into buf (NUL-terminated).  Returns length or
  * -errno. */
@@ -106,4 +108,39 @@ int vmr_task_ids(pid_t tid, pid_t *tgid, pid_t *ppid)
 		return -EINVAL;
 	*ppid = (pid_t)strtol(p + 6, NULL, 10);
 	return 0;
+}
+
+int vmr_elf_interp(const char *exe, uint64_t dev, uint64_t ino, char *out, size_t len)
+{
+	Elf64_Ehdr eh;
+	int fd = open(exe, O_RDONLY | O_CLOEXEC), err = -ENOENT;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 256)
+		goto out;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		char name[PATH_MAX];
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
+			break;
+		if (ph.p_type != PT_INTERP || ph.p_filesz < 2 || ph.p_filesz >= sizeof(name))
+			continue;
+		if (pread(fd, name, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+			break;
+		name[ph.p_filesz - 1] = 0;
+		char real[PATH_MAX];
+		if (!realpath(name, real) || stat(real, &st) || (uint64_t)st.st_dev != dev ||
+		    (uint64_t)st.st_ino != ino)
+			break;
+		snprintf(out, len, "%s", real);
+		err = 0;
+		break;
+	}
+out:
+	close(fd);
+	return err;
 }

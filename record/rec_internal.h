@@ -173,10 +173,22 @@ int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
 	       unsigned long ptrace_opts, const sigset_t *child_mask,
 	       pid_t *pid, int *errfd);
 
+/* The same in two steps, without ptrace: fork a child (loading filter m
+ * unless NULL) that waits for vmr_launch_go(*gofd) before it execs argv;
+ * vmr_launch_cancel() ends it instead.  Returns 0 or -errno. */
+int vmr_launch_held(char *const argv[], const struct vmr_sysmap *m, const sigset_t *child_mask,
+		    pid_t *pid, int *gofd, int *errfd);
+int vmr_launch_go(int gofd);
+void vmr_launch_cancel(pid_t pid, int gofd, int errfd);
+
 enum { VMR_LAUNCH_FILTER = 'F', VMR_LAUNCH_EXEC = 'E' };
 /* After the child died before exec: what failed (VMR_LAUNCH_*) and the
  * errno.  Returns 0 if the child reported something, -ENOENT if not. */
 int vmr_launch_failure(int errfd, int *stage, int *err);
+
+/* ---- the stream backend's BPF object (bpfobj.c) ------------------------ */
+
+extern const unsigned char vmr_bpf_obj[], vmr_bpf_obj_end[];
 
 /* ---- /proc helpers (procinfo.c) ----------------------------------------- */
 
@@ -187,6 +199,10 @@ int vmr_launch_failure(int errfd, int *stage, int *err);
  * not exist. */
 int vmr_fd_identity(pid_t tid, int fd, char *path, size_t pathlen,
 		    struct vmt_map_file *out);
+
+/* The ELF interpreter of executable exe (its PT_INTERP, resolved) into
+ * out, if it is the file (dev, ino).  Returns 0 or -errno. */
+int vmr_elf_interp(const char *exe, uint64_t dev, uint64_t ino, char *out, size_t len);
 
 /* readlink /proc/pid/exe into buf; "" on failure. */
 void vmr_exe_path(pid_t pid, char *buf, size_t len);

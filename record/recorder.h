@@ -24,9 +24,21 @@
 
 enum vmr_touch_mode {
 	VMR_TOUCH_RESIDENT = 0, /* pagemap before discarding ops and at exit */
-	VMR_TOUCH_FAULTS = 1,	/* every user page fault (perf) */
+	VMR_TOUCH_FAULTS = 1,	/* every user page fault */
 	VMR_TOUCH_NONE = 2,	/* syscalls only */
+	VMR_TOUCH_AUTO = 3,	/* faults where they can be sampled, else
+				   resident (the default) */
 };
+
+enum vmr_backend_choice {
+	VMR_BACKEND_AUTO = 0, /* stream where the kernel allows it, else ptrace */
+	VMR_BACKEND_STREAM,   /* the kernel writes the calls into a ring (BPF) */
+	VMR_BACKEND_PTRACE,   /* ptrace + seccomp: a stop at every call */
+};
+
+/* --ring-size: the stream backend's ring buffer, MiB (a power of two). */
+#define VMR_DEFAULT_RING_MIB 16u
+#define VMR_MAX_RING_MIB 1024u
 
 enum vmr_action {
 	VMR_RUN = 0,	 /* record (launch or attach) */
@@ -41,6 +53,8 @@ struct vmr_opts {
 	int quiet;		/* -q */
 	unsigned stack_depth;	/* 0: no stacks; else --stacks=DEPTH */
 	int touch;		/* enum vmr_touch_mode */
+	int backend;		/* enum vmr_backend_choice */
+	unsigned ring_mib;	/* --ring-size */
 	pid_t attach_pid;	/* -p PID, or 0 */
 	int same_cpu;		/* --same-cpu: vmrec and the program on one CPU */
 	int cmd_argc;		/* launch mode: CMD [ARG...] */
@@ -56,9 +70,11 @@ int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
 /* The --help text (static). */
 const char *vmr_usage(void);
 
-/* The options as recorded in the trace header, e.g.
- * "touch=resident stacks=32" (written to buf, always NUL-terminated). */
-void vmr_options_string(const struct vmr_opts *o, char *buf, size_t len);
+/* The options as recorded in the trace header, with the backend and touch
+ * source the recording uses, e.g. "backend=stream touch=faults stacks=32"
+ * (written to buf, always NUL-terminated). */
+void vmr_options_string(const struct vmr_opts *o, const char *backend, int touch, char *buf,
+			size_t len);
 
 /* Open the trace file.  With path != NULL: create it (O_EXCL unless force;
  * O_TRUNC with force).  With path == NULL: create "<base>.vmtrace.zst" in
@@ -79,6 +95,8 @@ struct vmr_summary {
 	uint32_t threads, procs;
 	uint64_t raw_bytes, file_bytes;
 	uint64_t lost;		/* events that could not be captured */
+	const char *backend;	/* "stream" or "ptrace" */
+	const char *touch;	/* the touch source: "faults", "resident", "none" */
 };
 
 /* Notices for the user (fallbacks, warnings) go through this callback;
@@ -88,7 +106,8 @@ typedef void (*vmr_notice_fn)(void *ctx, const char *msg);
 /*
  * Record: launch o->cmd_argv (or attach to o->attach_pid) and write the
  * trace to out_fd (owned by the caller; not closed).  `h` is the header
- * to write (argv/options filled by the caller).  For the duration of the
+ * to write (argv filled by the caller; the options, backend and touch
+ * source are the recording's own).  For the duration of the
  * call SIGINT, SIGTERM and SIGHUP end the recording (see vmrec(1)) and
  * SIGALRM drives a 50 ms timer; the previous dispositions are restored
  * before returning.

@@ -85,7 +85,7 @@ static int same_ipc_ns(pid_t tid)
 }
 
 /* t->path, allocated on first use; NULL when out of memory. */
-static char *task_path(struct vmr_task *t)
+char *vmr_task_path(struct vmr_task *t)
 {
 	if (!t->path)
 		t->path = malloc(PATH_MAX);
@@ -98,7 +98,7 @@ static void shm_identity(struct vmr_task *t, int shmid, uint64_t shmflg)
 {
 	struct shmid_ds ds;
 
-	if (!task_path(t))
+	if (!vmr_task_path(t))
 		return;
 	memset(&t->file, 0, sizeof(t->file));
 	snprintf(t->path, PATH_MAX, "shm:%d", shmid);
@@ -136,7 +136,7 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		vmr_drain_faults(r, ts);
 	if (op == VMT_OP_MMAP && !(args[3] & LX_MAP_ANONYMOUS) &&
 	    (int)args[4] >= 0) {
-		if (task_path(t)) {
+		if (vmr_task_path(t)) {
 			/* An fd that does not exist makes mmap fail with EBADF;
 			 * the call is recorded without MAP_FILE then. */
 			if (vmr_fd_identity(t->tid, (int)args[4], t->path,
@@ -149,7 +149,7 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 		struct vmr_proc *p = t->proc;
 		for (uint32_t i = 0; i < p->nshm; i++) {
 			if (p->shm[i].addr == args[0]) {
-				if (!task_path(t))
+				if (!vmr_task_path(t))
 					break;
 				t->file = p->shm[i].id;
 				snprintf(t->path, PATH_MAX, "%s", p->shm[i].path);
@@ -159,7 +159,7 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 			}
 		}
 	}
-	if (r->o->touch == VMR_TOUCH_RESIDENT && !t->proc->borrowed_mm)
+	if (r->touch == VMR_TOUCH_RESIDENT && !t->proc->borrowed_mm)
 		touch_before(r, t, op, args, ts);
 	if (r->stacks) {
 		int err = vmr_stacks_capture(r->stacks, r->w, t->tid, t->thread,
@@ -260,5 +260,34 @@ void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,
 	t->sc.u.sc.result = rval;
 	t->sc.u.sc.exit_ns = ts;
 	track(r, t, t->sc.u.sc.op, t->sc.u.sc.args, rval);
+	emit_call(r, t);
+}
+
+void vmr_sc_record(struct vmr_rec *r, struct vmr_task *t, const struct vmt_syscall *sc,
+		   uint64_t t_enter)
+{
+	struct vmt_event *ev = &t->sc;
+	const struct vmt_op_info *oi = vmt_op_info(sc->op);
+
+	ev->kind = VMT_EV_SYSCALL;
+	ev->thread = t->thread;
+	ev->proc = t->proc->index;
+	ev->ts_ns = t_enter;
+	ev->u.sc = *sc;
+	ev->u.sc.nargs = oi ? oi->nargs : VMT_MAX_ARGS;
+	t->flags |= T_IN_SC;
+	if (sc->op == VMT_OP_SHMDT && !(t->flags & T_HAVE_FILE)) {
+		struct vmr_proc *p = t->proc;
+		for (uint32_t i = 0; i < p->nshm; i++)
+			if (p->shm[i].addr == sc->args[0] && vmr_task_path(t)) {
+				t->file = p->shm[i].id;
+				snprintf(t->path, PATH_MAX, "%s", p->shm[i].path);
+				t->file.path = t->path;
+				t->flags |= T_HAVE_FILE;
+				break;
+			}
+	}
+	if (!(sc->flags & VMT_SC_NO_RESULT))
+		track(r, t, sc->op, sc->args, sc->result);
 	emit_call(r, t);
 }

@@ -103,7 +103,7 @@ struct vmr_proc *vmr_proc_new(struct vmr_rec *r, pid_t pid)
 	return p;
 }
 
-static void proc_free(struct vmr_proc *p)
+void vmr_proc_free(struct vmr_proc *p)
 {
 	if (p->pagemap_fd >= 0)
 		close(p->pagemap_fd);
@@ -132,7 +132,7 @@ struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p)
 	return t;
 }
 
-static void task_gone(struct vmr_rec *r, struct vmr_task *t)
+void vmr_task_gone(struct vmr_rec *r, struct vmr_task *t)
 {
 	if (r->faults) {
 		vmr_drain_faults(r, UINT64_MAX);
@@ -140,6 +140,14 @@ static void task_gone(struct vmr_rec *r, struct vmr_task *t)
 	}
 	if (r->stacks)
 		vmr_stacks_task_gone(r->stacks, t->tid);
+}
+
+void vmr_task_retid(struct vmr_rec *r, struct vmr_task *t, pid_t tid)
+{
+	tab_delete(r, t);
+	t->tid = tid;
+	/* (A slot was just freed: the insert cannot fail.) */
+	tab_insert(r, t);
 }
 
 void vmr_task_remove(struct vmr_rec *r, struct vmr_task *t)
@@ -158,7 +166,7 @@ void vmr_free_tables(struct vmr_rec *r)
 		if (!t)
 			continue;
 		if (--t->proc->ntasks == 0)
-			proc_free(t->proc);
+			vmr_proc_free(t->proc);
 		free(t->path);
 		free(t);
 	}
@@ -223,18 +231,25 @@ void vmr_start_events(struct vmr_rec *r, struct vmr_task *t,
 
 int vmr_maps_event(struct vmr_rec *r, struct vmr_task *t, uint64_t ts)
 {
-	struct vmt_event ev;
-	struct vmr_proc *p = t->proc;
 	int err = vmr_maps_read(&r->maps, t->tid);
 
 	if (err)
 		return err;
+	return vmr_maps_emit(r, t, r->maps.e, r->maps.n, ts);
+}
+
+int vmr_maps_emit(struct vmr_rec *r, struct vmr_task *t, const struct vmt_map_entry *e0,
+		  uint32_t n, uint64_t ts)
+{
+	struct vmt_event ev;
+	struct vmr_proc *p = t->proc;
+
 	ev_init(&ev, VMT_EV_MAPS, t, ts);
-	ev.u.maps.count = r->maps.n;
-	ev.u.maps.entries = r->maps.e;
+	ev.u.maps.count = n;
+	ev.u.maps.entries = e0;
 	vmr_code_reset(&p->code);
-	for (uint32_t i = 0; i < r->maps.n; i++) {
-		const struct vmt_map_entry *e = &r->maps.e[i];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct vmt_map_entry *e = &e0[i];
 		if (r->stacks && (e->perms & VMT_PROT_X))
 			vmr_code_add(&p->code, e->start, e->end); /* (lost on failure) */
 		/* brk's current end is the end of [heap] (if any yet). */
@@ -253,8 +268,7 @@ static int exit_code(int status)
 	return 0;
 }
 
-static void thread_exit_event(struct vmr_rec *r, struct vmr_task *t, int status,
-			      uint64_t ts)
+void vmr_thread_exit(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts)
 {
 	struct vmt_event ev;
 
@@ -283,8 +297,7 @@ static int shares_mm(pid_t a, pid_t b)
 	return ta == tb;
 }
 
-static struct vmr_proc *proc_fork(struct vmr_rec *r, struct vmr_proc *parent,
-				  pid_t pid)
+struct vmr_proc *vmr_proc_fork(struct vmr_rec *r, struct vmr_proc *parent, pid_t pid)
 {
 	struct vmr_proc *p = vmr_proc_new(r, pid);
 
@@ -312,7 +325,7 @@ static struct vmr_task *new_task(struct vmr_rec *r, struct vmr_task *parent,
 	int shared = shares_mm(parent->tid, tid);
 
 	if (event == PTRACE_EVENT_VFORK || !shared) {
-		p = proc_fork(r, parent->proc, tid);
+		p = vmr_proc_fork(r, parent->proc, tid);
 		if (!p)
 			return NULL;
 		p->borrowed_mm = shared;
@@ -325,7 +338,7 @@ static struct vmr_task *new_task(struct vmr_rec *r, struct vmr_task *parent,
 	t = vmr_task_add(r, tid, p);
 	if (!t) {
 		if (how != VMT_NONE)
-			proc_free(p);
+			vmr_proc_free(p);
 		return NULL;
 	}
 	vmr_start_events(r, t, parent->thread, parent->proc->index, how, vmt_now_ns());
@@ -426,12 +439,35 @@ void vmr_orphans_adopt(struct vmr_rec *r, pid_t dying)
 
 /* ---- exec ----------------------------------------------------------------- */
 
+void vmr_exec_reset(struct vmr_rec *r, struct vmr_task *t)
+{
+	struct vmr_proc *p = t->proc;
+
+	/* Every other task of the process is being killed by the exec. */
+	for (uint32_t i = 0; i < r->tabcap; i++) {
+		struct vmr_task *o = r->tab[i];
+		if (o && o != t && o->proc == p && !(o->flags & T_EXITING)) {
+			o->flags |= T_EXITING;
+			p->nlive--;
+		}
+	}
+	if (p->pagemap_fd >= 0)
+		close(p->pagemap_fd);
+	p->pagemap_fd = -1;
+	p->brk_cur = 0;
+	p->nshm = 0;
+	vmr_code_reset(&p->code);
+	p->borrowed_mm = 0;
+	p->exit_scanned = 0;
+	if (r->stacks)
+		vmr_stacks_invalidate(r->stacks, p->pid);
+}
+
 struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 {
 	unsigned long former = 0;
 	struct vmr_task *t = vmr_task_find(r, tid);
 	struct vmt_event ev;
-	struct vmr_proc *p;
 	uint64_t ts = vmt_now_ns();
 
 	if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &former) == 0 && former &&
@@ -440,8 +476,8 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 		 * leader is gone without a wait report. */
 		struct vmr_task *ex = vmr_task_find(r, (pid_t)former);
 		if (t && t != ex) {
-			thread_exit_event(r, t, 0, ts);
-			task_gone(r, t);
+			vmr_thread_exit(r, t, 0, ts);
+			vmr_task_gone(r, t);
 			if (!(t->flags & T_EXITING))
 				t->proc->nlive--;
 			t->proc->ntasks--;
@@ -460,31 +496,13 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 	}
 	if (!t)
 		return NULL;
-	p = t->proc;
 	if (t->flags & T_PRESTART) {
 		/* The launched command is running: the recording starts. */
 		t->flags &= ~T_PRESTART;
 		r->root_exec_seen = 1;
 		vmr_start_events(r, t, VMT_NONE, VMT_NONE, VMT_PROC_ROOT, ts);
 	} else {
-		/* Every other task of the process is being killed by the exec. */
-		for (uint32_t i = 0; i < r->tabcap; i++) {
-			struct vmr_task *o = r->tab[i];
-			if (o && o != t && o->proc == p && !(o->flags & T_EXITING)) {
-				o->flags |= T_EXITING;
-				p->nlive--;
-			}
-		}
-		if (p->pagemap_fd >= 0)
-			close(p->pagemap_fd);
-		p->pagemap_fd = -1;
-		p->brk_cur = 0;
-		p->nshm = 0;
-		vmr_code_reset(&p->code);
-		p->borrowed_mm = 0;
-		p->exit_scanned = 0;
-		if (r->stacks)
-			vmr_stacks_invalidate(r->stacks, p->pid);
+		vmr_exec_reset(r, t);
 	}
 	vmr_exe_path(tid, r->exe, sizeof(r->exe));
 	ev_init(&ev, VMT_EV_EXEC, t, ts);
@@ -509,7 +527,7 @@ void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
 	/* The last task of the process: its memory still exists until this
 	 * task is resumed, so this is the moment to read it. */
 	if (p->nlive == 0 && !p->exit_scanned && !p->borrowed_mm &&
-	    !(t->flags & T_PRESTART) && r->o->touch == VMR_TOUCH_RESIDENT) {
+	    !(t->flags & T_PRESTART) && r->touch == VMR_TOUCH_RESIDENT) {
 		p->exit_scanned = 1;
 		vmr_touch_exit(r, t);
 	}
@@ -520,12 +538,12 @@ void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
 	 * tracer reaps it, and its next events must come after this one. */
 	if (!(t->flags & T_PRESTART) &&
 	    ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &status) == 0)
-		thread_exit_event(r, t, (int)status, vmt_now_ns());
+		vmr_thread_exit(r, t, (int)status, vmt_now_ns());
 	if (r->norph)
 		vmr_orphans_adopt(r, p->pid);
 }
 
-void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status)
+int vmr_task_end(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts)
 {
 	struct vmr_proc *p = t->proc;
 	int prestart = t->flags & T_PRESTART;
@@ -536,35 +554,44 @@ void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status)
 		p->nlive--;
 	}
 	if (!prestart)
-		thread_exit_event(r, t, status, vmt_now_ns());
-	task_gone(r, t);
+		vmr_thread_exit(r, t, status, ts);
+	vmr_task_gone(r, t);
 	p->last_status = status;
 	if (t->tid == p->pid) {
 		p->leader_status = status;
 		p->have_leader_status = 1;
 	}
 	vmr_task_remove(r, t);
-	if (--p->ntasks == 0) {
-		int st = p->have_leader_status ? p->leader_status : p->last_status;
-		if (!prestart) {
-			struct vmt_event ev;
-			memset(&ev, 0, sizeof(ev));
-			ev.kind = VMT_EV_PROCESS_EXIT;
-			ev.thread = thread; /* the last task to go */
-			ev.proc = p->index;
-			ev.ts_ns = vmt_now_ns();
-			ev.u.process_exit.status = st;
-			vmr_emit(r, &ev);
-		}
-		if (p->index == 0) {
-			r->have_root_status = 1;
-			r->root_status = exit_code(st);
-		}
-		proc_free(p);
+	if (--p->ntasks)
+		return 0;
+	int st = p->have_leader_status ? p->leader_status : p->last_status;
+	if (!prestart) {
+		struct vmt_event ev;
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = VMT_EV_PROCESS_EXIT;
+		ev.thread = thread; /* the last task to go */
+		ev.proc = p->index;
+		ev.ts_ns = ts;
+		ev.u.process_exit.status = st;
+		vmr_emit(r, &ev);
+	}
+	if (p->index == 0) {
+		r->have_root_status = 1;
+		r->root_status = exit_code(st);
+	}
+	vmr_proc_free(p);
+	return 1;
+}
+
+void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status)
+{
+	pid_t pid = t->proc->pid;
+
+	if (vmr_task_end(r, t, status, vmt_now_ns())) {
 		if (r->norph)
 			vmr_orphans_adopt(r, 0);
 	} else if (r->norph) {
-		vmr_orphans_adopt(r, p->pid);
+		vmr_orphans_adopt(r, pid);
 	}
 }
 
@@ -573,8 +600,8 @@ void vmr_detached(struct vmr_rec *r, struct vmr_task *t)
 	struct vmr_proc *p = t->proc;
 
 	vmr_sc_abandon(r, t);
-	task_gone(r, t);
+	vmr_task_gone(r, t);
 	vmr_task_remove(r, t);
 	if (--p->ntasks == 0)
-		proc_free(p);
+		vmr_proc_free(p);
 }

@@ -1,6 +1,6 @@
 /*
- * tracer.c - the recording loop: launch or attach, wait for stops,
- * dispatch them, stop cleanly on SIGINT/SIGTERM/SIGHUP, finish the trace.
+ * tracer.c - the ptrace backend: launch or attach, wait for stops,
+ * dispatch them, stop cleanly on SIGINT/SIGTERM/SIGHUP.
  *
  * Launch mode: the seccomp filter makes only the traced ops stop
  * (PTRACE_EVENT_SECCOMP); the tracer then asks for the syscall-exit stop
@@ -8,9 +8,8 @@
  * other syscall runs at full speed.  Attach mode (-p) cannot add a filter
  * to a running process and stops at every syscall entry and exit instead.
  *
- * Timing: a 50 ms interval timer (SIGALRM, no SA_RESTART) interrupts the
- * wait so the writer can flush old events while the program runs without
- * traced calls.  Its handler and the stop-signal handlers only set flags.
+ * Timing: the 50 ms tick of record.c interrupts the wait so the writer can
+ * flush old events while the program runs without traced calls.
  */
 #include <errno.h>
 #include <sched.h>
@@ -30,57 +29,6 @@
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
 #endif
-
-static volatile sig_atomic_t stop_signal;
-static volatile sig_atomic_t tick_due;
-
-static void on_stop_signal(int sig)
-{
-	if (!stop_signal)
-		stop_signal = sig;
-}
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	tick_due = 1;
-}
-
-static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
-#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
-
-struct saved_signals {
-	struct sigaction stop[NSTOP], alrm;
-	struct itimerval timer;
-};
-
-static void signals_install(struct saved_signals *sv)
-{
-	struct sigaction sa;
-	struct itimerval it = { { 0, 50000 }, { 0, 50000 } };
-
-	stop_signal = 0;
-	tick_due = 0;
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = 0; /* no SA_RESTART: the wait must return EINTR */
-	sa.sa_handler = on_stop_signal;
-	for (size_t i = 0; i < NSTOP; i++)
-		sigaction(stop_signals[i], &sa, &sv->stop[i]);
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &sv->alrm);
-	setitimer(ITIMER_REAL, &it, &sv->timer);
-}
-
-static void signals_restore(const struct saved_signals *sv)
-{
-	setitimer(ITIMER_REAL, &sv->timer, NULL);
-	for (size_t i = 0; i < NSTOP; i++)
-		sigaction(stop_signals[i], &sv->stop[i], NULL);
-	sigaction(SIGALRM, &sv->alrm, NULL);
-}
-
-/* ---- helpers used by the other files ------------------------------------ */
 
 /* ---- stops ---------------------------------------------------------------- */
 
@@ -194,7 +142,7 @@ static void dispatch(struct vmr_rec *r, pid_t pid, int status)
 	}
 	if (!WIFSTOPPED(status))
 		return;
-	if (stop_signal && !r->attach)
+	if (vmr_stop_signal() && !r->attach)
 		kill(pid, SIGKILL); /* also tasks that appeared after the stop */
 	sig = WSTOPSIG(status);
 	event = (unsigned)status >> 16;
@@ -209,7 +157,7 @@ static void dispatch(struct vmr_rec *r, pid_t pid, int status)
 		return;
 	}
 	if (!t) {
-		if (stop_signal && r->attach)
+		if (vmr_stop_signal() && r->attach)
 			ptrace(PTRACE_DETACH, pid, 0, 0);
 		else
 			vmr_orphan_add(r, pid, status); /* creator's event pending */
@@ -416,69 +364,14 @@ static int launch(struct vmr_rec *r, char *err, size_t errlen)
 	return 0;
 }
 
-static int setup(struct vmr_rec *r, const struct vmr_opts *o, char *err,
-		 size_t errlen)
-{
-	long ps = sysconf(_SC_PAGESIZE);
-	int e;
-
-	r->o = o;
-	r->attach = o->attach_pid != 0;
-	r->errfd = -1;
-	r->page_size = ps > 0 ? (uint64_t)ps : 4096;
-	while ((1ull << r->page_shift) < r->page_size)
-		r->page_shift++;
-	if ((e = vmr_sysmap_init(&r->sys))) {
-		snprintf(err, errlen, "cannot resolve system call numbers with libseccomp");
-		return e;
-	}
-	if ((e = vmr_pagemap_init(&r->pm))) {
-		snprintf(err, errlen, "out of memory");
-		return e;
-	}
-	if (o->stack_depth) {
-		r->stacks = vmr_stacks_new(o->stack_depth, &e);
-		if (!r->stacks) {
-			snprintf(err, errlen, "cannot record stacks: %s", vmt_strerror(e));
-			return e;
-		}
-	}
-	if (o->touch == VMR_TOUCH_FAULTS) {
-		const char *why = NULL;
-		r->faults = vmr_faults_new(&e, &why);
-		if (!r->faults) {
-			snprintf(err, errlen, "--touch=faults: cannot sample page faults: %s",
-				 vmt_strerror(e));
-			return e;
-		}
-		if (why)
-			vmr_notice(r, "%s", why);
-	}
-	return 0;
-}
-
-static void teardown(struct vmr_rec *r)
-{
-	vmr_stacks_free(r->stacks);
-	vmr_faults_free(r->faults);
-	vmr_free_tables(r);
-	vmr_maps_free(&r->maps);
-	vmr_pagemap_free(&r->pm);
-	vmr_runs_free(&r->runs);
-	free(r->present);
-	if (r->errfd >= 0)
-		close(r->errfd);
-	vmt_writer_free(r->w);
-}
 
 /* The launched child died before exec: say why. */
-static int launch_failed(struct vmr_rec *r, struct vmr_summary *sum,
-			 char *err, size_t errlen)
+static int launch_failed(struct vmr_rec *r, char *err, size_t errlen)
 {
 	const char *cmd = r->o->cmd_argv[0];
 	int stage = 0, e = 0;
 
-	sum->exit_code = 127;
+	r->exit_code = 127;
 	if (vmr_launch_failure(r->errfd, &stage, &e) < 0) {
 		snprintf(err, errlen, "cannot trace '%s': it died before exec", cmd);
 		return -ECHILD;
@@ -486,61 +379,42 @@ static int launch_failed(struct vmr_rec *r, struct vmr_summary *sum,
 	if (stage == VMR_LAUNCH_FILTER) {
 		snprintf(err, errlen, "cannot trace '%s': cannot load the seccomp filter: %s",
 			 cmd, strerror(e));
-		sum->exit_code = 1;
+		r->exit_code = 1;
 	} else if (e == ENOENT && !strchr(cmd, '/')) {
 		snprintf(err, errlen, "cannot trace '%s': command not found", cmd);
 	} else {
 		snprintf(err, errlen, "cannot trace '%s': %s", cmd, strerror(e));
 		if (e != ENOENT)
-			sum->exit_code = 126;
+			r->exit_code = 126;
 	}
 	return -e;
 }
 
-int vmr_record(const struct vmr_opts *o, int out_fd,
-	       const struct vmt_header *h, vmr_notice_fn notice,
-	       void *notice_ctx, struct vmr_summary *sum, char *err,
-	       size_t errlen)
+static int ptrace_probe(struct vmr_rec *r, char *why, size_t len)
 {
-	struct vmr_rec rec, *r = &rec;
-	struct saved_signals sv;
-	struct vmt_writer_stats st;
+	(void)r;
+	(void)why;
+	(void)len;
+	return 0; /* ptrace and seccomp need no privilege for one's children */
+}
+
+static int ptrace_run(struct vmr_rec *r, char *err, size_t errlen)
+{
 	int e, stopping = 0;
 
-	memset(r, 0, sizeof(*r));
-	memset(sum, 0, sizeof(*sum));
-	sum->exit_code = 1;
-	err[0] = '\0';
-	r->notice = notice;
-	r->notice_ctx = notice_ctx;
-	if ((e = setup(r, o, err, errlen)))
-		goto out;
-	r->w = vmt_writer_create(out_fd, h, NULL, &e);
-	if (!r->w) {
-		snprintf(err, errlen, "cannot write the trace: %s", vmt_strerror(e));
-		goto out;
-	}
-	signals_install(&sv);
-	e = r->attach ? attach_all(r, o->attach_pid, err, errlen) : launch(r, err, errlen);
-	if (e) {
-		signals_restore(&sv);
-		goto out;
-	}
+	e = r->attach ? attach_all(r, r->o->attach_pid, err, errlen) : launch(r, err, errlen);
+	if (e)
+		return e;
 	for (;;) {
 		int status;
 		pid_t pid;
 
-		if (stop_signal && !stopping) {
+		if (vmr_stop_signal() && !stopping) {
 			stopping = 1;
 			begin_stop(r);
 		}
-		if (tick_due) {
-			tick_due = 0;
-			vmr_drain_faults(r, vmt_now_ns());
-			e = vmt_writer_tick(r->w);
-			if (e && !r->werr)
-				r->werr = e;
-		}
+		if (vmr_tick_take())
+			vmr_tick(r);
 		if (r->ntasks == 0 && r->norph)
 			vmr_orphans_adopt(r, 0);
 		pid = waitpid(-1, &status, __WALL);
@@ -551,41 +425,15 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 		}
 		dispatch(r, pid, status);
 	}
-	signals_restore(&sv);
-
-	if (!r->root_exec_seen && !r->attach) {
-		e = launch_failed(r, sum, err, errlen);
-		goto out;
-	}
-	vmr_drain_faults(r, UINT64_MAX);
-	if (r->stacks && (e = vmr_stacks_finish(r->stacks, r->w, vmt_now_ns())) && !r->werr)
-		r->werr = e;
-	if (r->faults)
-		r->lost += vmr_faults_lost(r->faults);
-	e = vmt_writer_finish(r->w);
-	if (e && !r->werr)
-		r->werr = e;
-	vmt_writer_get_stats(r->w, &st);
-	sum->events = st.events;
-	sum->raw_bytes = st.raw_bytes;
-	sum->file_bytes = st.file_bytes;
-	sum->threads = r->next_thread;
-	sum->procs = r->next_proc;
-	sum->lost = r->lost;
-	sum->stopped_by = stopping ? stop_signal : 0;
-	if (stopping && !r->attach)
-		sum->exit_code = 128 + stop_signal;
-	else if (r->have_root_status)
-		sum->exit_code = r->root_status;
-	else
-		sum->exit_code = 0; /* detached: the program runs on */
-	e = 0;
-	if (r->werr) {
-		snprintf(err, errlen, "cannot write the trace: %s", vmt_strerror(r->werr));
-		e = r->werr;
-		sum->exit_code = 1;
-	}
-out:
-	teardown(r);
-	return e;
+	if (stopping)
+		r->stopped_by = vmr_stop_signal();
+	if (!r->root_exec_seen && !r->attach)
+		return launch_failed(r, err, errlen);
+	return 0;
 }
+
+const struct vmr_backend vmr_backend_ptrace = {
+	.name = "ptrace",
+	.probe = ptrace_probe,
+	.run = ptrace_run,
+};

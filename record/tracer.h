@@ -11,6 +11,8 @@
 #define VMREC_TRACER_H
 
 #include <limits.h>
+#include <signal.h>
+#include <sys/time.h>
 #include "recorder.h"
 #include "rec_internal.h"
 
@@ -64,10 +66,34 @@ struct vmr_orphan {
 	int status;
 };
 
+struct vmr_rec;
+
+/* A way of recording: ptrace (tracer.c) or stream (stream.c). */
+struct vmr_backend {
+	const char *name; /* as in --backend and the trace header */
+	/* 0 when it can record with o on this machine; else -errno and why
+	 * not (a clause, e.g. "needs root: CAP_BPF and CAP_PERFMON"). */
+	int (*probe)(struct vmr_rec *r, char *why, size_t len);
+	/* Launch or attach, and record until the program ends (or a stop
+	 * signal, vmr_stop_signal()).  0, or -errno with err set and
+	 * r->exit_code vmrec's status. */
+	int (*run)(struct vmr_rec *r, char *err, size_t errlen);
+	/* Free what probe and run kept (may be NULL). */
+	void (*done)(struct vmr_rec *r);
+};
+struct stream;
+extern const struct vmr_backend vmr_backend_ptrace; /* tracer.c */
+extern const struct vmr_backend vmr_backend_stream; /* stream.c */
+
 struct vmr_rec {
 	const struct vmr_opts *o;
+	const struct vmr_backend *backend;
+	struct stream *stream; /* the stream backend's state */
+	int touch;	/* enum vmr_touch_mode in use (never auto) */
 	vmt_writer *w;
 	int werr; /* first writer error: recording goes on, the trace is bad */
+	int exit_code;	/* when run fails: vmrec's status */
+	int stopped_by; /* the stop signal that ended the recording, or 0 */
 	struct vmr_sysmap sys;
 	int attach;
 	unsigned page_shift;
@@ -102,16 +128,49 @@ struct vmr_rec {
 	char exe[PATH_MAX];
 };
 
+/* signals.c */
+#define VMR_NSTOP 3
+struct saved_signals {
+	struct sigaction stop[VMR_NSTOP], alrm;
+	struct itimerval timer;
+};
+/* Handle the stop signals and start the tick; restore the old ones. */
+void vmr_signals_install(struct saved_signals *sv);
+void vmr_signals_restore(const struct saved_signals *sv);
+int vmr_stop_signal(void); /* SIGINT/SIGTERM/SIGHUP received, or 0 */
+int vmr_tick_take(void);   /* 1 (once) when the 50 ms tick is due */
+
 /* emit.c: the event layer */
 int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev);
 void vmr_notice(struct vmr_rec *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);
+void vmr_tick(struct vmr_rec *r); /* drain fault samples, flush old events */
 
-/* tasks.c */
+/* tasks.c: what every backend uses */
+struct vmr_proc *vmr_proc_fork(struct vmr_rec *r, struct vmr_proc *parent, pid_t pid);
+void vmr_proc_free(struct vmr_proc *p);
+/* The MAPS event of t's process from n entries; notes code and brk. */
+int vmr_maps_emit(struct vmr_rec *r, struct vmr_task *t, const struct vmt_map_entry *e,
+		  uint32_t n, uint64_t ts);
+/* After an exec by t: the other tasks of its process are gone, and what
+ * was known of the old image is forgotten. */
+void vmr_exec_reset(struct vmr_rec *r, struct vmr_task *t);
+/* THREAD_EXIT of t (once). */
+void vmr_thread_exit(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts);
+/* t has ended with wait status `status`: its THREAD_EXIT, and its
+ * process's PROCESS_EXIT (and the end of the process) if it was the last;
+ * t is freed.  Returns 1 when the process ended. */
+int vmr_task_end(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts);
+/* t is no longer recorded (fault sampling, stack state). */
+void vmr_task_gone(struct vmr_rec *r, struct vmr_task *t);
+
+/* tasks.c: ptrace */
 void vmr_resume(struct vmr_rec *r, struct vmr_task *t, int sig);
 struct vmr_task *vmr_task_find(struct vmr_rec *r, pid_t tid);
 struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p);
+/* t is known by tid from now on (a thread that exec'd took its leader's). */
+void vmr_task_retid(struct vmr_rec *r, struct vmr_task *t, pid_t tid);
 void vmr_task_remove(struct vmr_rec *r, struct vmr_task *t);
 struct vmr_proc *vmr_proc_new(struct vmr_rec *r, pid_t pid);
 void vmr_start_events(struct vmr_rec *r, struct vmr_task *t,
@@ -134,6 +193,13 @@ void vmr_sc_entry(struct vmr_rec *r, struct vmr_task *t, uint32_t op,
 void vmr_sc_exit(struct vmr_rec *r, struct vmr_task *t, int64_t rval,
 		 uint64_t ts);
 void vmr_sc_abandon(struct vmr_rec *r, struct vmr_task *t);
+/* A call seen whole (the stream backend): sc with its result, exit time
+ * and stack id, entered at t_enter.  A file-backed mmap or a shmat has
+ * its identity in t->file (T_HAVE_FILE) already. */
+void vmr_sc_record(struct vmr_rec *r, struct vmr_task *t, const struct vmt_syscall *sc,
+		   uint64_t t_enter);
+/* t->path, a PATH_MAX buffer allocated on first use; NULL without memory. */
+char *vmr_task_path(struct vmr_task *t);
 
 /* touch.c: TOUCH events */
 /* The pagemap of t's process, opened on first use.  fd or -errno. */

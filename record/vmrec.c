@@ -1,7 +1,7 @@
 /*
  * vmrec.c - record the memory-management system calls of a program.
  * Parses the command line, opens the output and hands over to
- * vmr_record() (record/tracer.c).  See man/vmrec.1.
+ * vmr_record() (record/record.c).  See man/vmrec.1.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 	struct vmr_opts o;
 	struct vmr_summary sum;
 	struct vmt_header h;
-	char err[4608], out[4096], opts[128], comm[64];
+	char err[4608], out[4096], comm[64];
 	const char *name;
 	int fd, e;
 
@@ -71,8 +71,6 @@ int main(int argc, char **argv)
 	}
 
 	vmt_header_from_host(&h);
-	vmr_options_string(&o, opts, sizeof(opts));
-	h.options = opts;
 	h.recorder = "vmrec " VMR_VERSION;
 	h.argc = o.attach_pid ? 0 : (uint32_t)o.cmd_argc;
 	h.argv = o.attach_pid ? NULL : (const char *const *)o.cmd_argv;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # -p PID: attach to every thread of a running program, record its calls
-# (with syscall stops: no filter), detach on SIGINT and let it run on; or
-# follow it to its end.
+# (ptrace: with syscall stops, no filter; stream: without stopping it),
+# detach on SIGINT and let it run on; or follow it to its end.
 . "$(dirname "$0")/common.inc"
 
 wait_ready() { # FILE: until the workload prints something
@@ -9,21 +9,23 @@ wait_ready() { # FILE: until the workload prints something
 	while [ ! -s "$1" ] && [ $i -lt 200 ]; do sleep 0.02; i=$((i + 1)); done
 }
 
-# seed 000 runs long enough (several seconds when traced) to be caught
-# in the middle of its loop.
-"$W/seed000" --mode new --threads 2 --iterations 400000 > "$T/prog.out" 2>&1 &
-prog=$!
-sleep 0.2
-"$VMREC" --force -o "$T/attach.zst" -p $prog 2> "$T/attach.err" &
-vmrec=$!
-sleep 0.5
-kill -INT $vmrec
-wait $vmrec
-rc=$?
-check attach-rc test $rc -eq 0
-check attach-notice grep -qx "vmrec: attached to $prog: no seccomp filter, tracing all syscalls (slower)" "$T/attach.err"
-check attach-detached sh -c "grep -q '^TracerPid:[[:space:]]*0$' /proc/$prog/status"
-check attach-trace sh -c "'$VMTRACE' dump --json '$T/attach.zst' | python3 -c '
+# attach BACKEND ITERATIONS NOTICE: seed 000 runs long enough (several
+# seconds, as BACKEND slows it) to be caught in the middle of its loop,
+# and then runs on.
+attach() {
+	"$W/seed000" --mode new --threads 2 --iterations $2 > "$T/prog.out" 2>&1 &
+	prog=$!
+	sleep 0.2
+	"$VMREC" --backend=$1 --force -o "$T/attach.zst" -p $prog 2> "$T/attach.err" &
+	vmrec=$!
+	sleep 0.5
+	kill -INT $vmrec
+	wait $vmrec
+	rc=$?
+	check $1-attach-rc test $rc -eq 0
+	check $1-attach-notice grep -qx "vmrec: attached to $prog$3" "$T/attach.err"
+	check $1-attach-detached sh -c "grep -q '^TracerPid:[[:space:]]*0$' /proc/$prog/status"
+	check $1-attach-trace sh -c "'$VMTRACE' dump --json '$T/attach.zst' | python3 -c '
 import json, sys, collections
 evs = [json.loads(l) for l in sys.stdin]
 ps = [e for e in evs if e[\"kind\"] == \"process_start\"]
@@ -35,9 +37,16 @@ per = collections.Counter(e[\"thread\"] for e in evs if e[\"kind\"] == \"syscall
 assert len(per) == 2 and min(per.values()) > 10, per
 assert not any(e[\"kind\"] == \"process_exit\" for e in evs)
 '"
-wait $prog
-prc=$?
-check attach-program-goes-on sh -c "[ $prc -eq 0 ] && grep -q '^summary: calls=800006 ' '$T/prog.out'"
+	wait $prog
+	prc=$?
+	check $1-attach-program-goes-on sh -c "[ $prc -eq 0 ] && grep -q '^summary: calls=$(($2 * 2 + 6)) ' '$T/prog.out'"
+}
+attach ptrace 400000 ": no seccomp filter, tracing all syscalls (slower)"
+if "$VMREC" -q --backend=stream -o "$T/probe.zst" -- true 2> "$T/probe.err"; then
+	attach stream 6000000 " without stopping it"
+else
+	skip stream-attach "$(tail -1 "$T/probe.err")"
+fi
 
 # Attached until the program ends: vmrec returns its exit status.
 "$W/forkexec" --sleep-ms 300 --exit 5 > "$T/fe.out" 2>&1 &

@@ -270,7 +270,7 @@ static void test_bad_headers(void **state)
 	memcpy(b, buf, len);
 	b[12] = 2;
 	assert_int_equal(open_bytes(b, len, msg, sizeof(msg)), VMT_E_VERSION);
-	assert_non_null(strstr(msg, "2.0"));
+	assert_non_null(strstr(msg, "trace format 2."));
 
 	/* absurd header length */
 	memcpy(b, buf, len);
@@ -462,11 +462,12 @@ static void test_newer_minor_skips_unknown(void **state)
 	at += cn;
 
 	char msg[320];
-	/* as minor 0: an unknown kind is corruption */
+	/* as this reader's minor: an unknown kind is corruption */
+	file[8 + 6] = VMT_FORMAT_MINOR;
 	assert_int_equal(open_bytes(file, at, msg, sizeof(msg)), VMT_E_CORRUPT);
 	assert_non_null(strstr(msg, "unknown event kind"));
 	/* as a newer minor: skipped; the lost event is read, then truncated */
-	file[8 + 6] = 1;
+	file[8 + 6] = VMT_FORMAT_MINOR + 1;
 	int mfd = tg_memfd_with(file, at), err;
 	vmt_reader *r = vmt_reader_open_fd(mfd, &err, msg, sizeof(msg));
 	assert_non_null(r);
@@ -477,6 +478,68 @@ static void test_newer_minor_skips_unknown(void **state)
 	assert_int_equal(vmt_reader_next(r, &ev), VMT_E_TRUNC);
 	vmt_reader_free(r);
 	close(mfd);
+}
+
+static vmt_reader *header_reader;
+
+/* A header read back: backend and touch source as written (1.1), or, in a
+ * 1.0 trace, derived from the recorder and the options. */
+static struct vmt_header header_back(const char *recorder, const char *options,
+				     const char *backend, const char *touch, int minor)
+{
+	struct vmt_header h;
+	int fd = tg_memfd("hdr"), err = 0;
+	tg_header(&h);
+	h.recorder = recorder;
+	h.options = options;
+	h.backend = backend;
+	h.touch = touch;
+	vmt_writer *w = vmt_writer_create(fd, &h, NULL, &err);
+	assert_non_null(w);
+	assert_int_equal(vmt_writer_finish(w), 0);
+	vmt_writer_free(w);
+	size_t len;
+	uint8_t *buf = tg_slurp(fd, &len);
+	close(fd);
+	buf[8 + 6] = (uint8_t)minor;
+	int mfd = tg_memfd_with(buf, len);
+	free(buf);
+	char msg[320];
+	vmt_reader_free(header_reader); /* (its strings live until then) */
+	header_reader = vmt_reader_open_fd(mfd, &err, msg, sizeof(msg));
+	assert_non_null(header_reader);
+	close(mfd);
+	return *vmt_reader_header(header_reader);
+}
+
+static void test_backend_and_touch(void **state)
+{
+	struct vmt_header h = header_back("vmrec 0.1", "backend=stream touch=faults", "stream",
+					  "faults", VMT_FORMAT_MINOR);
+	assert_int_equal(h.minor, VMT_FORMAT_MINOR);
+	assert_string_equal(h.backend, "stream");
+	assert_string_equal(h.touch, "faults");
+	/* 1.0, by vmrec: ptrace was its only backend. */
+	h = header_back("vmrec 0.1", "touch=resident stacks=32", NULL, NULL, 0);
+	assert_string_equal(h.backend, "ptrace");
+	assert_string_equal(h.touch, "resident");
+	h = header_back("vmrec 0.1", "stacks=8 touch=none", NULL, NULL, 0);
+	assert_string_equal(h.touch, "none");
+	/* Another writer, or options without a touch word: unknown. */
+	h = header_back("mkgolden", "touch=residentx", NULL, NULL, 0);
+	assert_string_equal(h.backend, "");
+	assert_string_equal(h.touch, "");
+	vmt_reader_free(header_reader);
+	header_reader = NULL;
+	/* The golden 1.0 trace of tests/data. */
+	int fd = open("tests/data/every-kind.zst", O_RDONLY), err;
+	char msg[320];
+	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
+	assert_non_null(r);
+	assert_int_equal(vmt_reader_header(r)->minor, 0);
+	assert_string_equal(vmt_reader_header(r)->touch, "resident");
+	vmt_reader_free(r);
+	close(fd);
 }
 
 int main(void)
@@ -493,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_kill9_writer),
 		cmocka_unit_test(test_writer_validates),
 		cmocka_unit_test(test_newer_minor_skips_unknown),
+		cmocka_unit_test(test_backend_and_touch),
 	};
 	return cmocka_run_group_tests_name("format", tests, NULL, NULL);
 }

@@ -35,7 +35,9 @@ static void test_defaults_and_command(void **state)
 	assert_int_equal(o.force, 0);
 	assert_int_equal(o.quiet, 0);
 	assert_int_equal(o.stack_depth, 0);
-	assert_int_equal(o.touch, VMR_TOUCH_RESIDENT);
+	assert_int_equal(o.touch, VMR_TOUCH_AUTO);
+	assert_int_equal(o.backend, VMR_BACKEND_AUTO);
+	assert_int_equal(o.ring_mib, VMR_DEFAULT_RING_MIB);
 	assert_int_equal(o.attach_pid, 0);
 	assert_int_equal(o.cmd_argc, 2);
 	assert_string_equal(o.cmd_argv[0], "ls");
@@ -71,25 +73,33 @@ static void test_all_options(void **state)
 	assert_int_equal(o.quiet, 1);
 	assert_int_equal(o.stack_depth, 7);
 	assert_int_equal(o.touch, VMR_TOUCH_NONE);
-	vmr_options_string(&o, s, sizeof(s));
-	assert_string_equal(s, "touch=none stacks=7");
+	vmr_options_string(&o, "stream", o.touch, s, sizeof(s));
+	assert_string_equal(s, "backend=stream touch=none stacks=7");
 
 	assert_int_equal(PARSE(&o, err, "--stacks", "--touch=faults", "b"), 0);
 	assert_int_equal(o.stack_depth, VMR_DEFAULT_STACK_DEPTH);
 	assert_int_equal(o.touch, VMR_TOUCH_FAULTS);
-	vmr_options_string(&o, s, sizeof(s));
-	assert_string_equal(s, "touch=faults stacks=32");
+	vmr_options_string(&o, "ptrace", o.touch, s, sizeof(s));
+	assert_string_equal(s, "backend=ptrace touch=faults stacks=32");
 
 	assert_int_equal(PARSE(&o, err, "-p", "1234"), 0);
 	assert_int_equal(o.attach_pid, 1234);
 	assert_int_equal(o.cmd_argc, 0);
-	vmr_options_string(&o, s, sizeof(s));
-	assert_string_equal(s, "touch=resident attach=1234");
+	vmr_options_string(&o, "ptrace", VMR_TOUCH_RESIDENT, s, sizeof(s));
+	assert_string_equal(s, "backend=ptrace touch=resident attach=1234");
 
 	assert_int_equal(PARSE(&o, err, "--same-cpu", "--", "c"), 0);
 	assert_int_equal(o.same_cpu, 1);
-	vmr_options_string(&o, s, sizeof(s));
-	assert_string_equal(s, "touch=resident same-cpu");
+	vmr_options_string(&o, "ptrace", VMR_TOUCH_RESIDENT, s, sizeof(s));
+	assert_string_equal(s, "backend=ptrace touch=resident same-cpu");
+
+	assert_int_equal(PARSE(&o, err, "--backend=stream", "--ring-size=64", "c"), 0);
+	assert_int_equal(o.backend, VMR_BACKEND_STREAM);
+	assert_int_equal(o.ring_mib, 64);
+	assert_int_equal(PARSE(&o, err, "--backend", "ptrace", "c"), 0);
+	assert_int_equal(o.backend, VMR_BACKEND_PTRACE);
+	assert_int_equal(PARSE(&o, err, "--backend=auto", "c"), 0);
+	assert_int_equal(o.backend, VMR_BACKEND_AUTO);
 
 	assert_int_equal(PARSE(&o, err, "--pid=99", "--touch=resident"), 0);
 	assert_int_equal(o.attach_pid, 99);
@@ -99,7 +109,7 @@ static void test_all_options(void **state)
 	assert_int_equal(PARSE(&o, err, "--version"), 0);
 	assert_int_equal(o.action, VMR_SHOW_VERSION);
 	/* Tiny buffers are always terminated. */
-	vmr_options_string(&o, s, 5);
+	vmr_options_string(&o, "stream", VMR_TOUCH_FAULTS, s, 5);
 	assert_int_equal(strlen(s), 4);
 }
 
@@ -117,6 +127,11 @@ static void test_errors(void **state)
 
 	(void)state;
 	expect_error(PARSE(&o, err, "--stacks=0", "x"), err, "--stacks");
+	expect_error(PARSE(&o, err, "--backend=bpf", "x"), err, "unknown backend 'bpf'");
+	expect_error(PARSE(&o, err, "--ring-size=3", "x"), err, "power of two");
+	expect_error(PARSE(&o, err, "--ring-size=2048", "x"), err, "--ring-size");
+	expect_error(PARSE(&o, err, "--backend=stream", "--touch=resident", "x"), err,
+		     "--touch=resident needs --backend=ptrace");
 	expect_error(PARSE(&o, err, "--stacks=1025", "x"), err, "1025");
 	expect_error(PARSE(&o, err, "--stacks=3x", "x"), err, "3x");
 	expect_error(PARSE(&o, err, "--touch=some", "x"), err, "'some'");

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stream.bpf.c - the stream backend's programs: the memory-management
+ * calls, tasks, execs and page faults of a traced process tree, written
+ * into one BPF ring buffer that vmrec drains (record/stream.c), so that
+ * the program is never stopped.
+ *
+ * Which processes: a hash map of thread group ids.  vmrec puts the root
+ * in it (or the process it attaches to); sched_process_fork adds every
+ * new process whose parent is in it, before the child first runs, and
+ * sched_process_exit removes a thread group when its last task goes.
+ *
+ * A call is one record, written at its exit with what its entry saw
+ * (task storage holds the entry in between).  The order of records in
+ * the ring is the order of their reservations, one total order across
+ * CPUs; for calls that take mmap_lock for writing, lock_seq is the exact
+ * order in which they held it (exits can be reported in another order).
+ */
+#include "kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "stream.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the recorder before loading. */
+const volatile unsigned int want_faults = 1;
+const volatile unsigned int want_lock = 1;
+const volatile unsigned int stack_bytes = 0; /* 0: no stacks */
+const volatile unsigned long long wake_bytes = 1 << 20;
+/* Syscall numbers of the calls that create tasks (their flags say whether
+ * a child is a vfork), -1 where the architecture lacks one. */
+const volatile int nr_clone = -1, nr_clone3 = -1, nr_vfork = -1;
+
+/* Syscall number -> op (0: not recorded). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SR_MAX_NR);
+	__type(key, u32);
+	__type(value, u32);
+} opmap SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, u32);
+} tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 24); /* the recorder sets the size */
+} rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SR_STAT__COUNT);
+	__type(key, u32);
+	__type(value, u64);
+} stats SEC(".maps");
+
+/* A task's call in progress, and the flags of its last clone. */
+struct pending {
+	u64 args[6];
+	u64 t_enter;
+	u64 lock_seq;
+	u64 file; /* struct file * behind an mmap's fd, read at entry */
+	u64 clone_flags;
+	u32 op;
+	u32 active;
+	u32 lock_ok;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pending);
+} pend SEC(".maps");
+
+unsigned long long lock_counter = 0;
+
+#define OP_MMAP 1  /* VMT_OP_MMAP */
+#define OP_SHMAT 17 /* VMT_OP_SHMAT */
+#define MAP_ANONYMOUS_ 0x20
+#define CLONE_VM_ 0x100
+#define CLONE_VFORK_ 0x4000
+#define VM_GROWSDOWN_ 0x100
+#define VM_DONTEXPAND_ 0x40000
+
+static __always_inline void count(u32 i)
+{
+	u64 *v = bpf_map_lookup_elem(&stats, &i);
+	if (v)
+		(*v)++;
+}
+
+/* Wake the reader only once a quarter of the ring waits: a wake-up per
+ * record costs more than the record. */
+static __always_inline u64 wake(void)
+{
+	return bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP
+									 : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline int traced_tgid(u32 tgid)
+{
+	return bpf_map_lookup_elem(&tgids, &tgid) != 0;
+}
+
+static __always_inline int traced(void)
+{
+	return traced_tgid(bpf_get_current_pid_tgid() >> 32);
+}
+
+static __always_inline void *reserve(u64 size)
+{
+	void *p = bpf_ringbuf_reserve(&rb, size, 0);
+	if (!p)
+		count(SR_STAT_DROPPED);
+	return p;
+}
+
+static __always_inline void hdr(struct sr_hdr *h, u16 kind, u16 size)
+{
+	u64 pt = bpf_get_current_pid_tgid();
+	h->kind = kind;
+	h->size = size;
+	h->tid = (u32)pt;
+	h->tgid = pt >> 32;
+	h->pad = 0;
+	h->time = bpf_ktime_get_ns();
+}
+
+static __always_inline void stack_copy(struct pt_regs *regs)
+{
+	u32 n = stack_bytes > SR_STACK_MAX ? SR_STACK_MAX : stack_bytes;
+	struct sr_stack *e = reserve(sizeof(*e) + (stack_bytes > SR_STACK_MAX ? SR_STACK_MAX : stack_bytes));
+	if (!e)
+		return;
+	hdr(&e->h, SR_STACK, sizeof(*e));
+	e->regs[0] = regs->ip;
+	e->regs[1] = regs->sp;
+	e->regs[2] = regs->bp;
+	e->regs[3] = regs->bx;
+	e->regs[4] = regs->r12;
+	e->regs[5] = regs->r13;
+	e->regs[6] = regs->r14;
+	e->regs[7] = regs->r15;
+	e->regs[8] = regs->ax;
+	e->regs[9] = regs->cx;
+	e->regs[10] = regs->dx;
+	e->regs[11] = regs->si;
+	e->regs[12] = regs->di;
+	e->regs[13] = regs->r8;
+	e->regs[14] = regs->r9;
+	e->regs[15] = regs->r10;
+	e->regs[16] = regs->r11;
+	e->regs[17] = regs->flags;
+	/* The top of the stack may be nearer than n bytes: smaller until
+	 * the copy fits. */
+	e->size = 0;
+	for (int i = 0; i < 6; i++) {
+		if (n > SR_STACK_MAX)
+			n = SR_STACK_MAX;
+		if (!bpf_probe_read_user(e->data, n, (void *)regs->sp)) {
+			e->size = n;
+			break;
+		}
+		n >>= 1;
+	}
+	if (!e->size)
+		count(SR_STAT_NOSTACK);
+	e->h.size = sizeof(*e) + e->size;
+	bpf_ringbuf_submit(e, wake());
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_enter, struct pt_regs *regs, long id)
+{
+	u32 nr = (u32)id, *op;
+	if (id < 0 || nr >= SR_MAX_NR)
+		return 0;
+	int clone = (int)id == nr_clone || (int)id == nr_clone3 || (int)id == nr_vfork;
+	op = bpf_map_lookup_elem(&opmap, &nr);
+	if (!clone && (!op || !*op))
+		return 0;
+	if (!traced())
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pending *p = bpf_task_storage_get(&pend, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p)
+		return 0;
+	if (clone) {
+		/* For sched_process_fork: is the child a vfork? */
+		u64 flags = regs->di;
+		if ((int)id == nr_vfork)
+			flags = CLONE_VM_ | CLONE_VFORK_;
+		else if ((int)id == nr_clone3 && bpf_probe_read_user(&flags, sizeof(flags), (void *)regs->di))
+			flags = 0;
+		p->clone_flags = flags;
+		return 0;
+	}
+	p->args[0] = regs->di;
+	p->args[1] = regs->si;
+	p->args[2] = regs->dx;
+	p->args[3] = regs->r10;
+	p->args[4] = regs->r8;
+	p->args[5] = regs->r9;
+	p->op = *op;
+	p->active = 1;
+	p->lock_ok = 0;
+	p->file = 0;
+	if (*op == OP_MMAP && !(p->args[3] & MAP_ANONYMOUS_) && (s64)p->args[4] >= 0) {
+		/* The file behind the fd now: it may be closed before the
+		 * recorder looks (open, mmap, close). */
+		struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+		unsigned int max = BPF_CORE_READ(fdt, max_fds);
+		struct file **fda = BPF_CORE_READ(fdt, fd);
+		u64 fd = p->args[4];
+		struct file *f = 0;
+		if (fd < max)
+			bpf_probe_read_kernel(&f, sizeof(f), &fda[fd]);
+		p->file = (u64)f;
+	}
+	if (stack_bytes)
+		stack_copy(regs);
+	p->t_enter = bpf_ktime_get_ns();
+	return 0;
+}
+
+struct vma_ctx {
+	u64 file;
+};
+
+static long vma_file(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	((struct vma_ctx *)data)->file = (u64)vma->vm_file;
+	return 0;
+}
+
+/* Per-CPU scratch for a path's names (the ring record is filled from it
+ * once the walk is done). */
+struct names {
+	char comp[SR_PATH_SLOTS][SR_NAME_LEN];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct names);
+} scratch SEC(".maps");
+
+struct walk {
+	struct dentry *d;
+	struct vfsmount *vm;
+	struct mount *mnt;
+	u32 n;
+};
+
+/* One step of a path walk, from the leaf up: a name, or a mount crossed.
+ * Under bpf_loop, so that the verifier sees the step once, not each of
+ * its iterations. */
+static long walk_step(u32 i, void *ctx)
+{
+	struct walk *w = ctx;
+	/* (Locals: CO-RE relocates accesses through kernel types only.) */
+	struct dentry *d = w->d;
+	struct vfsmount *vm = w->vm;
+	struct mount *mnt = w->mnt;
+	u32 zero = 0;
+	struct dentry *root = BPF_CORE_READ(vm, mnt_root);
+	if (d == root) {
+		struct mount *pm = BPF_CORE_READ(mnt, mnt_parent);
+		if (pm == mnt)
+			return 1; /* the root of the namespace */
+		w->d = BPF_CORE_READ(mnt, mnt_mountpoint);
+		w->mnt = pm;
+		w->vm = (void *)pm + bpf_core_field_offset(struct mount, mnt);
+		return 0;
+	}
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
+	if (d == parent)
+		return 1;
+	if (w->n >= SR_PATH_SLOTS) {
+		w->n = SR_PATH_SLOTS + 1; /* too deep: cut */
+		return 1;
+	}
+	struct names *nm = bpf_map_lookup_elem(&scratch, &zero);
+	if (!nm)
+		return 1;
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	bpf_probe_read_kernel_str(nm->comp[w->n & (SR_PATH_SLOTS - 1)], SR_NAME_LEN, name);
+	w->n++;
+	w->d = parent;
+	return 0;
+}
+
+/* The path of f into comp (leaf first); returns the number of names (more
+ * than SR_PATH_SLOTS: cut). */
+static __always_inline u32 file_path(struct file *f, char (*comp)[SR_NAME_LEN])
+{
+	u32 zero = 0;
+	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+	struct vfsmount *vm = BPF_CORE_READ(f, f_path.mnt);
+	struct walk w = { .d = d, .vm = vm,
+			  .mnt = (void *)vm - bpf_core_field_offset(struct mount, mnt) };
+	bpf_loop(2 * SR_PATH_SLOTS, walk_step, &w, 0);
+	struct names *nm = bpf_map_lookup_elem(&scratch, &zero);
+	if (!nm)
+		return SR_PATH_SLOTS + 1;
+	bpf_probe_read_kernel(comp, sizeof(nm->comp), nm->comp);
+	return w.n;
+}
+
+/* The file's identity and its path, from the leaf up, across mounts. */
+static __always_inline void file_identity(struct sr_file *e, struct file *f)
+{
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	e->ino = BPF_CORE_READ(ino, i_ino);
+	e->size = BPF_CORE_READ(ino, i_size);
+	e->dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	e->f_flags = BPF_CORE_READ(f, f_flags);
+	e->i_mode = BPF_CORE_READ(ino, i_mode);
+	e->ncomp = file_path(f, e->comp);
+}
+
+static __always_inline void emit_call(struct pending *p, s64 ret, u32 no_result)
+{
+	struct sr_call *e = reserve(sizeof(*e));
+	if (!e)
+		return;
+	hdr(&e->h, SR_CALL, sizeof(*e));
+	e->op = p->op;
+	e->lock_ok = p->lock_ok | (no_result << 1);
+	e->ret = ret;
+	for (int i = 0; i < 6; i++)
+		e->args[i] = p->args[i];
+	e->t_enter = p->t_enter;
+	e->lock_seq = p->lock_seq;
+	bpf_ringbuf_submit(e, wake());
+}
+
+/* The file of the mapping a call made (before its SR_CALL, which comes
+ * right after it in the task's records): that of the VMA at addr or,
+ * when the VMA cannot be looked at (bpf_find_vma only trylocks
+ * mmap_lock), the fd's at entry. */
+static __always_inline void emit_file(struct task_struct *t, struct pending *p, u64 addr)
+{
+	struct sr_file *fe = reserve(sizeof(*fe));
+	if (!fe)
+		return;
+	hdr(&fe->h, SR_FILE, sizeof(*fe));
+	fe->addr = addr;
+	struct vma_ctx c = {0};
+	struct file *f = 0;
+	if (!bpf_find_vma(t, addr, vma_file, &c, 0) && c.file)
+		f = (struct file *)c.file;
+	else
+		f = (struct file *)p->file;
+	if (!f) {
+		count(SR_STAT_NOFILE);
+		bpf_ringbuf_discard(fe, 0);
+		return;
+	}
+	file_identity(fe, f);
+	bpf_ringbuf_submit(fe, BPF_RB_NO_WAKEUP);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pending *p = bpf_task_storage_get(&pend, t, 0, 0);
+	if (!p || !p->active)
+		return 0;
+	p->active = 0;
+	if (((p->op == OP_MMAP && p->file) || p->op == OP_SHMAT) && !(ret < 0 && ret > -4096))
+		emit_file(t, p, (u64)ret);
+	emit_call(p, ret, 0);
+	return 0;
+}
+
+SEC("tp_btf/mmap_lock_acquire_returned")
+int BPF_PROG(on_lock, struct mm_struct *mm, bool write, bool success)
+{
+	if (!want_lock || !write || !success)
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pending *p = bpf_task_storage_get(&pend, t, 0, 0);
+	if (!p || !p->active || p->lock_ok)
+		return 0;
+	/* Under the write lock: holders of one mm take numbers in the
+	 * order they held it. */
+	p->lock_seq = __sync_fetch_and_add(&lock_counter, 1);
+	p->lock_ok = 1;
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	u32 ptgid = parent->tgid, ctgid = child->tgid, one = 1;
+	if (!traced_tgid(ptgid))
+		return 0;
+	if (ctgid != ptgid)
+		bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY);
+	struct sr_fork *e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	hdr(&e->h, SR_FORK, sizeof(*e));
+	e->child_tid = child->pid;
+	e->child_tgid = ctgid;
+	e->same_mm = child->mm == parent->mm;
+	struct pending *p = bpf_task_storage_get(&pend, parent, 0, 0);
+	e->vfork = p && (p->clone_flags & CLONE_VFORK_) != 0;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 u64 addr) __ksym __weak;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym __weak;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __weak;
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (!traced())
+		return 0;
+	/* The new image's mappings, before its first instruction: the MAPS
+	 * snapshot, without a stop.  (The loop keeps no state from one VMA
+	 * to the next, so that the verifier sees its body once.) */
+	u32 complete = 0;
+	if (bpf_iter_task_vma_new) { /* (a weak kfunc: 0 before Linux 6.7) */
+		struct bpf_iter_task_vma it;
+		struct vm_area_struct *v;
+		struct mm_struct *mm = task->mm;
+		u64 start_stack = BPF_CORE_READ(mm, start_stack);
+		u64 start_brk = BPF_CORE_READ(mm, start_brk), brk = BPF_CORE_READ(mm, brk);
+		complete = 1;
+		bpf_iter_task_vma_new(&it, task, 0);
+		while ((v = bpf_iter_task_vma_next(&it))) {
+			struct sr_vma *ve = reserve(sizeof(*ve));
+			if (!ve) {
+				complete = 0;
+				break;
+			}
+			hdr(&ve->h, SR_VMA, sizeof(*ve));
+			ve->start = v->vm_start;
+			ve->end = v->vm_end;
+			ve->pgoff = v->vm_pgoff;
+			ve->flags = v->vm_flags;
+			struct file *f = v->vm_file;
+			ve->ino = f ? BPF_CORE_READ(f, f_inode, i_ino) : 0;
+			ve->dev = f ? BPF_CORE_READ(f, f_inode, i_sb, s_dev) : 0;
+			ve->special = ve->start <= start_stack && start_stack < ve->end ? 1
+				      : !f && ve->start <= brk && ve->end >= start_brk && brk > start_brk ? 2
+				      : 0;
+			ve->name[0] = 0;
+			if (!f && (ve->flags & VM_DONTEXPAND_)) {
+				/* vdso, vvar: a vm_special_mapping, whose first
+				 * member is its name. */
+				const char *name = 0;
+				bpf_probe_read_kernel(&name, sizeof(name), v->vm_private_data);
+				if (name && bpf_probe_read_kernel_str(ve->name, sizeof(ve->name), name) > 0)
+					ve->special = 3;
+			}
+			ve->file = (u64)f;
+			bpf_ringbuf_submit(ve, BPF_RB_NO_WAKEUP);
+		}
+		bpf_iter_task_vma_destroy(&it);
+	}
+	struct sr_exec *e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	hdr(&e->h, SR_EXEC, sizeof(*e));
+	e->old_tid = old_pid;
+	e->nvmas = 0; /* (counted by the reader) */
+	e->complete = complete;
+	/* The executable's path (a path walk per VMA would cost the verifier
+	 * dearly; the reader finds the interpreter's from the executable). */
+	struct file *exe = bprm->file;
+	e->file = (u64)exe;
+	e->ncomp = file_path(exe, e->comp);
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_task_exit, struct task_struct *task, bool group_dead)
+{
+	u32 tgid = task->tgid;
+	if (!traced_tgid(tgid))
+		return 0;
+	/* A call the task never returned from (killed inside it). */
+	struct pending *p = bpf_task_storage_get(&pend, task, 0, 0);
+	if (p && p->active) {
+		p->active = 0;
+		emit_call(p, 0, 1);
+	}
+	struct sr_exit *e = reserve(sizeof(*e));
+	if (e) {
+		hdr(&e->h, SR_EXIT, sizeof(*e));
+		e->exit_code = task->exit_code;
+		e->group_dead = group_dead;
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	}
+	if (group_dead)
+		bpf_map_delete_elem(&tgids, &tgid);
+	return 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	if (!want_faults || !traced())
+		return 0;
+	struct sr_fault *e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	hdr(&e->h, SR_FAULT, sizeof(*e));
+	e->addr = address;
+	e->ip = regs->ip;
+	e->error_code = error_code;
+	bpf_ringbuf_submit(e, wake());
+	return 0;
+}

@@ -1,0 +1,467 @@
+/*
+ * stream.c - the stream backend: the kernel writes the recorded calls,
+ * the tasks' births, execs and deaths and the page faults of the traced
+ * process tree into one BPF ring buffer (bpf/stream.bpf.c), and vmrec
+ * drains it, so the program is never stopped.  What the records become
+ * in the trace: streamev.c.
+ *
+ * Set-up: the programs are loaded (the probe, which is how auto learns
+ * that the kernel allows them), the child is forked and waits, its pid
+ * goes into the set of traced thread groups, the programs are attached,
+ * and the child execs.  Records of the child before its exec are not
+ * recorded, as with ptrace.
+ *
+ * Draining: the BPF side wakes vmrec only when a quarter of the ring is
+ * waiting (a wake-up per record would cost more than the record), and the
+ * loop also wakes on its own every 50 ms, so records never wait longer.
+ * Records the ring had no room for are counted by the BPF side and become
+ * LOST events.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "stream.h"
+#include "rec_internal.h"
+
+/* libbpf's messages: kept (the last few lines) to explain a failed load. */
+static char lib_msg[1024];
+
+static int lib_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	char line[256];
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	size_t have = strlen(lib_msg);
+	if (n > 0 && have + strlen(line) + 1 > sizeof(lib_msg))
+		have = 0; /* keep the latest */
+	snprintf(lib_msg + have, sizeof(lib_msg) - have, "%s", line);
+	return n;
+}
+
+/* Set rodata variable `name` of the object before it loads. */
+static int set_rodata(struct bpf_object *obj, const char *name, const void *val, size_t len)
+{
+	struct bpf_map *map;
+	const struct btf *btf = bpf_object__btf(obj);
+
+	bpf_object__for_each_map(map, obj) {
+		const char *mn = bpf_map__name(map);
+		size_t ml = strlen(mn);
+		if (ml < 7 || strcmp(mn + ml - 7, ".rodata"))
+			continue;
+		int id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
+		if (id < 0)
+			return -ENOENT;
+		const struct btf_type *sec = btf__type_by_id(btf, (__u32)id);
+		const struct btf_var_secinfo *v = btf_var_secinfos(sec);
+		for (unsigned i = 0; i < btf_vlen(sec); i++, v++) {
+			const struct btf_type *var = btf__type_by_id(btf, v->type);
+			if (strcmp(btf__name_by_offset(btf, var->name_off), name))
+				continue;
+			size_t size;
+			const void *cur = bpf_map__initial_value(map, &size);
+			if (!cur || v->offset + len > size || v->size != len)
+				return -EINVAL;
+			unsigned char buf[4096];
+			if (size > sizeof(buf))
+				return -E2BIG;
+			memcpy(buf, cur, size);
+			memcpy(buf + v->offset, val, len);
+			return bpf_map__set_initial_value(map, buf, size);
+		}
+		return -ENOENT;
+	}
+	return -ENOENT;
+}
+
+static int set_u32(struct bpf_object *obj, const char *name, uint32_t v)
+{
+	return set_rodata(obj, name, &v, sizeof(v));
+}
+
+static int set_u64(struct bpf_object *obj, const char *name, uint64_t v)
+{
+	return set_rodata(obj, name, &v, sizeof(v));
+}
+
+/* The syscall numbers of this architecture that create tasks. */
+static int nr_of(const char *name)
+{
+	static const struct {
+		const char *name;
+		int nr;
+	} tab[] = {
+#if defined(__x86_64__)
+		{ "clone", 56 }, { "vfork", 58 }, { "clone3", 435 },
+#elif defined(__aarch64__)
+		{ "clone", 220 }, { "clone3", 435 },
+#endif
+	};
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (!strcmp(tab[i].name, name))
+			return tab[i].nr;
+	return -1;
+}
+
+static void stream_free(struct stream *s)
+{
+	if (!s)
+		return;
+	ring_buffer__free(s->rb);
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	bpf_object__close(s->obj);
+	stream_window_free(s);
+	free(s);
+}
+
+static int stream_probe(struct vmr_rec *r, char *why, size_t len)
+{
+	const struct vmr_opts *o = r->o;
+	struct stream *s;
+	int e;
+
+#if !defined(__x86_64__)
+	snprintf(why, len, "the stream backend records x86-64 only");
+	return -EOPNOTSUPP;
+#endif
+	if (o->stack_depth) {
+		snprintf(why, len, "--stacks: call stacks are recorded with ptrace only");
+		return -EOPNOTSUPP;
+	}
+	if (o->same_cpu) {
+		snprintf(why, len, "--same-cpu is for ptrace's round trips");
+		return -EOPNOTSUPP;
+	}
+	if (o->touch == VMR_TOUCH_RESIDENT) {
+		snprintf(why, len, "--touch=resident reads the pages of a stopped program");
+		return -EOPNOTSUPP;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(why, len, "the kernel has no BTF (/sys/kernel/btf/vmlinux)");
+		return -EOPNOTSUPP;
+	}
+	if (!(s = calloc(1, sizeof(*s))))
+		return -ENOMEM;
+	libbpf_set_print(lib_print);
+	lib_msg[0] = 0;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "vmrec");
+	s->obj = bpf_object__open_mem(vmr_bpf_obj, (size_t)(vmr_bpf_obj_end - vmr_bpf_obj), &oo);
+	if (!s->obj) {
+		e = -errno;
+		snprintf(why, len, "cannot open the BPF programs: %s", strerror(-e));
+		free(s);
+		return e;
+	}
+	s->ring_bytes = (uint64_t)o->ring_mib << 20;
+	int touch = o->touch != VMR_TOUCH_NONE;
+	if ((e = set_u32(s->obj, "want_faults", touch)) ||
+	    (e = set_u64(s->obj, "wake_bytes", s->ring_bytes / 4)) ||
+	    (e = set_rodata(s->obj, "nr_clone", &(int){ nr_of("clone") }, sizeof(int))) ||
+	    (e = set_rodata(s->obj, "nr_clone3", &(int){ nr_of("clone3") }, sizeof(int))) ||
+	    (e = set_rodata(s->obj, "nr_vfork", &(int){ nr_of("vfork") }, sizeof(int)))) {
+		snprintf(why, len, "cannot configure the BPF programs: %s", strerror(-e));
+		stream_free(s);
+		return e;
+	}
+	struct bpf_map *rb = bpf_object__find_map_by_name(s->obj, "rb");
+	struct bpf_program *fault = bpf_object__find_program_by_name(s->obj, "on_fault");
+	if (!rb || !fault || bpf_map__set_max_entries(rb, (uint32_t)s->ring_bytes)) {
+		snprintf(why, len, "the BPF object lacks its ring or programs");
+		stream_free(s);
+		return -EINVAL;
+	}
+	if (!touch)
+		bpf_program__set_autoload(fault, false);
+	if ((e = bpf_object__load(s->obj))) {
+		char *nl = strrchr(lib_msg, '\n');
+		if (nl && nl == lib_msg + strlen(lib_msg) - 1)
+			*nl = 0;
+		snprintf(why, len, "the kernel refused the BPF programs (%s)%s%.160s",
+			 e == -EPERM || e == -EACCES ? "needs root: CAP_BPF and CAP_PERFMON"
+						     : strerror(-e),
+			 lib_msg[0] && e != -EPERM && e != -EACCES ? ": " : "",
+			 e != -EPERM && e != -EACCES ? (strrchr(lib_msg, '\n') ? strrchr(lib_msg, '\n') + 1 : lib_msg) : "");
+		stream_free(s);
+		return e;
+	}
+	s->tgids_fd = bpf_object__find_map_fd_by_name(s->obj, "tgids");
+	s->stats_fd = bpf_object__find_map_fd_by_name(s->obj, "stats");
+	int opmap = bpf_object__find_map_fd_by_name(s->obj, "opmap");
+	for (uint32_t op = 1; op < VMT_OP__COUNT; op++) {
+		int nr = r->sys.nr_of_op[op];
+		if (nr >= 0 && nr < SR_MAX_NR)
+			bpf_map_update_elem(opmap, &(uint32_t){ (uint32_t)nr }, &op, BPF_ANY);
+	}
+	s->ncpus = libbpf_num_possible_cpus();
+	/* [vsyscall] is the kernel's, the same in every process: as /proc
+	 * lists it here. */
+	struct vmr_maps self = {0};
+	if (vmr_maps_read(&self, getpid()) == 0)
+		for (uint32_t i = 0; i < self.n; i++)
+			if (!strcmp(self.e[i].path, "[vsyscall]")) {
+				s->vsyscall = self.e[i];
+				s->vsyscall.path = "[vsyscall]";
+			}
+	vmr_maps_free(&self);
+	r->stream = s;
+	return 0;
+}
+
+static int attach_links(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
+{
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, s->obj) {
+		if (!bpf_program__autoload(p))
+			continue;
+		if (s->nlinks == STREAM_MAX_LINKS)
+			break;
+		struct bpf_link *l = bpf_program__attach(p);
+		if (!l) {
+			int e = -errno;
+			snprintf(err, errlen, "cannot attach %s: %s", bpf_program__name(p),
+				 strerror(-e));
+			return e;
+		}
+		s->links[s->nlinks++] = l;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "rb")),
+				 stream_record, r, NULL);
+	if (!s->rb) {
+		int e = -errno;
+		snprintf(err, errlen, "cannot read the BPF ring buffer: %s", strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
+static int trace_tgid(struct stream *s, pid_t tgid)
+{
+	uint32_t key = (uint32_t)tgid, one = 1;
+	return bpf_map_update_elem(s->tgids_fd, &key, &one, BPF_ANY) ? -errno : 0;
+}
+
+/* Records the BPF side dropped, not reported yet: a LOST event. */
+static void report_drops(struct vmr_rec *r, struct stream *s)
+{
+	uint64_t v[256], sum = 0;
+	uint32_t key = SR_STAT_DROPPED;
+	if (s->ncpus <= 0 || s->ncpus > 256 || bpf_map_lookup_elem(s->stats_fd, &key, v))
+		return;
+	for (int i = 0; i < s->ncpus; i++)
+		sum += v[i];
+	if (sum <= s->dropped_told)
+		return;
+	struct vmt_event ev = { .kind = VMT_EV_LOST, .ts_ns = s->last_ts };
+	ev.u.lost.count = sum - s->dropped_told;
+	ev.u.lost.what = VMT_LOST_EVENTS;
+	vmr_emit(r, &ev);
+	r->lost += ev.u.lost.count;
+	s->dropped_told = sum;
+}
+
+/* SIGINT/SIGTERM/SIGHUP: end the launched program (its tasks are killed;
+ * their exits are recorded), or stop recording an attached one. */
+static void begin_stop(struct vmr_rec *r, struct stream *s)
+{
+	for (uint32_t i = 0; i < r->tabcap; i++) {
+		struct vmr_task *t = r->tab[i];
+		if (!t)
+			continue;
+		if (r->attach) {
+			uint32_t key = (uint32_t)t->proc->pid;
+			bpf_map_delete_elem(s->tgids_fd, &key);
+		} else {
+			kill(t->tid, SIGKILL);
+		}
+	}
+	s->stop_at = vmt_now_ns();
+}
+
+/* -p: trace every thread of the process from now on, without stopping it. */
+static int attach_running(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
+{
+	pid_t pid = r->o->attach_pid;
+	char path[64];
+	int e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d) {
+		e = errno;
+		snprintf(err, errlen, "cannot attach to %d: %s", (int)pid,
+			 e == ENOENT ? "no such process" : strerror(e));
+		return -e;
+	}
+	struct vmr_proc *p = vmr_proc_new(r, pid);
+	if (!p) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	/* From here on every call of the thread group is recorded: new
+	 * threads come with their SR_FORK. */
+	if ((e = trace_tgid(s, pid))) {
+		closedir(d);
+		vmr_proc_free(p);
+		snprintf(err, errlen, "cannot attach to %d: %s", (int)pid, strerror(-e));
+		return e;
+	}
+	uint64_t ts = vmt_now_ns();
+	struct vmr_task *lead = NULL;
+	/* The leader first (it is thread 0 and starts the process). */
+	struct vmr_task *t0 = vmr_task_add(r, pid, p);
+	if (!t0) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	vmr_start_events(r, t0, VMT_NONE, VMT_NONE, VMT_PROC_ATTACH, ts);
+	lead = t0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		if (tid <= 0 || vmr_task_find(r, tid))
+			continue;
+		struct vmr_task *t = vmr_task_add(r, tid, p);
+		if (t)
+			vmr_start_events(r, t, VMT_NONE, VMT_NONE, VMT_NONE, ts);
+	}
+	closedir(d);
+	s->live_procs = 1;
+	if ((e = attach_links(r, s, err, errlen)))
+		return e;
+	vmr_maps_event(r, lead, ts);
+	vmr_notice(r, "attached to %d without stopping it", (int)pid);
+	return 0;
+}
+
+static int launch(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
+{
+	sigset_t mask;
+	pid_t pid;
+	int go, e;
+
+	sigprocmask(SIG_SETMASK, NULL, &mask);
+	if ((e = vmr_launch_held(r->o->cmd_argv, NULL, &mask, &pid, &go, &r->errfd))) {
+		snprintf(err, errlen, "cannot trace '%s': %s", r->o->cmd_argv[0], strerror(-e));
+		return e;
+	}
+	struct vmr_proc *p = vmr_proc_new(r, pid);
+	struct vmr_task *t = p ? vmr_task_add(r, pid, p) : NULL;
+	if (!t) {
+		vmr_launch_cancel(pid, go, r->errfd);
+		r->errfd = -1;
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	t->flags |= T_PRESTART;
+	s->root = pid;
+	s->live_procs = 1;
+	if ((e = trace_tgid(s, pid)) || (e = attach_links(r, s, err, errlen)) ||
+	    (e = vmr_launch_go(go))) {
+		if (!err[0])
+			snprintf(err, errlen, "cannot start '%s': %s", r->o->cmd_argv[0],
+				 strerror(-e));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return e;
+	}
+	return 0;
+}
+
+/* The launched child died before exec: say why. */
+static int launch_failed(struct vmr_rec *r, char *err, size_t errlen)
+{
+	const char *cmd = r->o->cmd_argv[0];
+	int stage = 0, e = 0;
+
+	r->exit_code = 127;
+	if (vmr_launch_failure(r->errfd, &stage, &e) < 0) {
+		snprintf(err, errlen, "cannot trace '%s': it died before exec", cmd);
+		return -ECHILD;
+	}
+	if (e == ENOENT && !strchr(cmd, '/')) {
+		snprintf(err, errlen, "cannot trace '%s': command not found", cmd);
+	} else {
+		snprintf(err, errlen, "cannot trace '%s': %s", cmd, strerror(e));
+		if (e != ENOENT)
+			r->exit_code = 126;
+	}
+	return -e;
+}
+
+static int stream_run(struct vmr_rec *r, char *err, size_t errlen)
+{
+	struct stream *s = r->stream;
+	int e, stopping = 0, root_status = 0, root_reaped = 0;
+
+	e = r->attach ? attach_running(r, s, err, errlen) : launch(r, s, err, errlen);
+	if (e)
+		return e;
+	for (;;) {
+		int n = ring_buffer__poll(s->rb, 50);
+		if (n < 0 && n != -EINTR && n != -EAGAIN) {
+			if (!r->werr)
+				r->werr = n;
+			break;
+		}
+		stream_flush(r, s, 0);
+		report_drops(r, s);
+		if (vmr_tick_take())
+			vmr_tick(r);
+		if (vmr_stop_signal() && !stopping) {
+			stopping = 1;
+			begin_stop(r, s);
+		}
+		if (!r->attach && !root_reaped && waitpid(s->root, &root_status, WNOHANG) == s->root)
+			root_reaped = 1;
+		/* The end: every traced process has exited (and the launched
+		 * one is reaped); attached: also when asked to stop. */
+		if (s->live_procs == 0 && (r->attach || root_reaped))
+			break;
+		if (!r->root_exec_seen && root_reaped)
+			break; /* it died before exec */
+		if (stopping && r->attach)
+			break;
+		if (stopping && vmt_now_ns() - s->stop_at > 5000000000ull)
+			break; /* (a task that does not die: give up waiting) */
+	}
+	while (ring_buffer__consume(s->rb) == -EAGAIN)
+		stream_flush(r, s, 0);
+	stream_flush(r, s, 1);
+	report_drops(r, s);
+	if (stopping)
+		r->stopped_by = vmr_stop_signal();
+	if (!r->attach && !r->root_exec_seen)
+		return launch_failed(r, err, errlen);
+	if (!r->attach && root_reaped && !r->have_root_status) {
+		r->have_root_status = 1;
+		r->root_status = WIFEXITED(root_status) ? WEXITSTATUS(root_status)
+						       : 128 + WTERMSIG(root_status);
+	}
+	return 0;
+}
+
+static void stream_done(struct vmr_rec *r)
+{
+	stream_free(r->stream);
+	r->stream = NULL;
+}
+
+const struct vmr_backend vmr_backend_stream = {
+	.name = "stream",
+	.probe = stream_probe,
+	.run = stream_run,
+	.done = stream_done,
+};
