@@ -6,7 +6,7 @@
 # Environment: B (build dir), SAN (1 for sanitizer build), FUZZ_SECONDS.
 set -u
 B=${B:-build}
-passed=0 failed=0 skipped=0
+passed=0 failed=0 skipped=0 seen=
 failures=""
 log=$B/check.log
 : > "$log"
@@ -47,12 +47,17 @@ fi
 cat "$B/check-layers.out" >> "$log"
 
 # End-to-end scripts print "ok NAME", "not ok NAME: why", "skip NAME: why".
-for t in tests/e2e/*.sh; do
+# The recording scripts run a second time with the ptrace backend (the
+# first uses vmrec's default: the stream backend where it can run).
+for t in tests/e2e/*.sh tests/e2e/record_*.sh; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .sh)
+	backend=
+	case " $seen " in *" $name "*) backend=ptrace name="$name[ptrace]" ;; esac
+	seen="$seen $name"
 	out=$B/check-e2e-$name.out
 	echo "== e2e/$name" | tee -a "$log"
-	B=$B SAN=${SAN:-} sh "$t" > "$out" 2>&1
+	B=$B SAN=${SAN:-} VMREC_BACKEND=$backend sh "$t" > "$out" 2>&1
 	rc=$?
 	cat "$out" >> "$log"
 	p=$(grep -c '^ok ' "$out"); f=$(grep -c '^not ok ' "$out"); s=$(grep -c '^skip ' "$out")

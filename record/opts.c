@@ -28,7 +28,8 @@ static const char usage_text[] =
 	"      --backend=NAME  how to record: auto (default: stream where the\n"
 	"                      kernel allows it, else ptrace), stream (the kernel\n"
 	"                      writes the calls into a ring buffer, through BPF;\n"
-	"                      needs root), ptrace (a stop at every recorded call)\n"
+	"                      needs root), ptrace (a stop at every recorded call);\n"
+	"                      the default is VMREC_BACKEND when it is set\n"
 	"      --touch=MODE    page-touch capture: faults (every user page fault;\n"
 	"                      the default where faults can be sampled), resident\n"
 	"                      (pages present before each discarding call and at\n"
@@ -85,8 +86,18 @@ static int parse_uint(const char *s, unsigned long lo, unsigned long hi,
 enum { OPT_FORCE = 256, OPT_STACKS, OPT_TOUCH, OPT_VERSION, OPT_SAME_CPU, OPT_BACKEND,
        OPT_RING };
 
-int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
-		   size_t errlen)
+/* A --backend value; -1 if unknown. */
+static int backend_of(const char *name)
+{
+	static const char *const names[] = { "auto", "stream", "ptrace" };
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(name, names[i]))
+			return i; /* (the order of enum vmr_backend_choice) */
+	return -1;
+}
+
+int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_opts *o,
+		   char *err, size_t errlen)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -109,6 +120,9 @@ int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
 	o->touch = VMR_TOUCH_AUTO;
 	o->backend = VMR_BACKEND_AUTO;
 	o->ring_mib = VMR_DEFAULT_RING_MIB;
+	if (backend_env && *backend_env && (o->backend = backend_of(backend_env)) < 0)
+		return fail(err, errlen, "VMREC_BACKEND: unknown backend '%s' (use auto, stream or ptrace)",
+			    backend_env);
 	if (err && errlen)
 		err[0] = '\0';
 	/* getopt keeps global state: optind = 0 makes GNU getopt start over,
@@ -153,13 +167,7 @@ int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
 					    optarg);
 			break;
 		case OPT_BACKEND:
-			if (!strcmp(optarg, "auto"))
-				o->backend = VMR_BACKEND_AUTO;
-			else if (!strcmp(optarg, "stream"))
-				o->backend = VMR_BACKEND_STREAM;
-			else if (!strcmp(optarg, "ptrace"))
-				o->backend = VMR_BACKEND_PTRACE;
-			else
+			if ((o->backend = backend_of(optarg)) < 0)
 				return fail(err, errlen,
 					    "--backend: unknown backend '%s' (use auto, stream or ptrace)",
 					    optarg);

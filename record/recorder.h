@@ -62,10 +62,12 @@ struct vmr_opts {
 };
 
 /* Parse vmrec's command line.  Options stop at "--" or at the first
- * non-option (so `vmrec ls -l` records `ls -l`).  Returns 0, or -EINVAL
- * with a one-line reason (no "vmrec:" prefix) in err[0..errlen). */
-int vmr_parse_args(int argc, char **argv, struct vmr_opts *o, char *err,
-		   size_t errlen);
+ * non-option (so `vmrec ls -l` records `ls -l`).  backend_env, the value
+ * of VMREC_BACKEND (NULL when unset), is the default of --backend.
+ * Returns 0, or -EINVAL with a one-line reason (no "vmrec:" prefix) in
+ * err[0..errlen). */
+int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_opts *o,
+		   char *err, size_t errlen);
 
 /* The --help text (static). */
 const char *vmr_usage(void);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "recorder.h"
@@ -42,7 +43,7 @@ int main(int argc, char **argv)
 	const char *name;
 	int fd, e;
 
-	if (vmr_parse_args(argc, argv, &o, err, sizeof(err))) {
+	if (vmr_parse_args(argc, argv, getenv("VMREC_BACKEND"), &o, err, sizeof(err))) {
 		fprintf(stderr, "vmrec: %s\nTry 'vmrec --help' for more information.\n", err);
 		return 2;
 	}

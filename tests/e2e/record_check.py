@@ -15,6 +15,13 @@ tests/e2e/record_*.sh scripts).
   record_check.py touch-at-exit TRACE ADDR NPAGES
                                        page states of [ADDR, +NPAGES) in the
                                        exit TOUCH events, one letter a page
+  record_check.py same-calls TRACE1 TRACE2
+                                       each thread makes the same calls (op,
+                                       arguments and result but addresses) in
+                                       the same order
+  record_check.py order TRACE          no mmap without MAP_FIXED returns a
+                                       page the trace still has mapped (calls
+                                       are in the order the kernel ran them)
 
 Exit status 0 when the check holds; otherwise 1 and one line saying why.
 Environment: B (build directory), VMTRACE (default B/vmtrace).
@@ -231,13 +238,67 @@ def cmd_touch_at_exit(trace, addr, npages):
     print("".join("-PRW"[s] for s in page))
 
 
+# Arguments and results that are addresses: which ones the kernel gives
+# depends on how threads raced, run by run.  (shmat's shmid is the
+# kernel's choice too.)
+ADDR_ARGS = {"mmap": [0], "mremap": [0, 4], "shmat": [0, 1], "brk": [0], "mincore": [0, 2],
+             "process_madvise": [1]}
+ADDR_RESULT = {"mmap", "mremap", "brk", "shmat"}
+
+
+def per_thread_calls(trace):
+    calls = collections.defaultdict(list)
+    for e in events(trace):
+        if e["kind"] == "syscall":
+            op, args, res = e["op"], list(e["args"]), e["result"]
+            for i in ADDR_ARGS.get(op, [0]):
+                if i < len(args):
+                    args[i] = "addr"
+            if op in ADDR_RESULT and not -4096 < res < 0:
+                res = "addr"
+            calls[e["thread"]].append((op, tuple(args), res))
+    return calls
+
+
+def cmd_same_calls(trace1, trace2):
+    a, b = per_thread_calls(trace1), per_thread_calls(trace2)
+    if sorted(a) != sorted(b):
+        fail("threads differ: %s against %s" % (sorted(a), sorted(b)))
+    for t in sorted(a):
+        for i, (x, y) in enumerate(zip(a[t], b[t])):
+            if x != y:
+                fail("thread %d, call %d: %s against %s" % (t, i, x, y))
+        if len(a[t]) != len(b[t]):
+            fail("thread %d: %d calls against %d" % (t, len(a[t]), len(b[t])))
+
+
+def cmd_order(trace):
+    live = collections.defaultdict(set)  # proc -> pages mapped by hint-less mmaps
+    n = bad = 0
+    for e in events(trace):
+        if e["kind"] != "syscall" or -4096 < e["result"] < 0:
+            continue
+        op, a, p = e["op"], e["args"], e["proc"]
+        if op == "mmap" and not a[3] & 0x10:
+            n += 1
+            pages = set(range(e["result"], e["result"] + a[1], 4096))
+            if live[p] & pages:
+                bad += 1
+            live[p] |= pages
+        elif op == "munmap":
+            live[p] -= set(range(a[0], a[0] + a[1], 4096))
+    if bad:
+        fail("%d of %d hint-less mmaps returned pages the trace still had mapped" % (bad, n))
+
+
 def main():
     if len(sys.argv) < 3:
         fail(__doc__)
     cmd, args = sys.argv[1], sys.argv[2:]
     {"match": cmd_match, "counts": cmd_counts, "touch": cmd_touch,
      "events": cmd_events, "touch-before": cmd_touch_before,
-     "touch-at-exit": cmd_touch_at_exit}[cmd](*args)
+     "touch-at-exit": cmd_touch_at_exit, "same-calls": cmd_same_calls,
+     "order": cmd_order}[cmd](*args)
 
 
 if __name__ == "__main__":

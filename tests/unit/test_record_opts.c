@@ -21,7 +21,9 @@
 #define ARGV(...) ((char *[]){ "vmrec", __VA_ARGS__, NULL })
 #define ARGC(...) ((int)(sizeof((char *[]){ "vmrec", __VA_ARGS__ }) / sizeof(char *)))
 #define PARSE(o, err, ...) \
-	vmr_parse_args(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), (o), (err), sizeof(err))
+	vmr_parse_args(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), NULL, (o), (err), sizeof(err))
+#define PARSE_ENV(env, o, err, ...) \
+	vmr_parse_args(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), (env), (o), (err), sizeof(err))
 
 static void test_defaults_and_command(void **state)
 {
@@ -100,6 +102,13 @@ static void test_all_options(void **state)
 	assert_int_equal(o.backend, VMR_BACKEND_PTRACE);
 	assert_int_equal(PARSE(&o, err, "--backend=auto", "c"), 0);
 	assert_int_equal(o.backend, VMR_BACKEND_AUTO);
+	/* VMREC_BACKEND is the default; the command line wins. */
+	assert_int_equal(PARSE_ENV("ptrace", &o, err, "c"), 0);
+	assert_int_equal(o.backend, VMR_BACKEND_PTRACE);
+	assert_int_equal(PARSE_ENV("ptrace", &o, err, "--backend=stream", "c"), 0);
+	assert_int_equal(o.backend, VMR_BACKEND_STREAM);
+	assert_int_equal(PARSE_ENV("", &o, err, "c"), 0);
+	assert_int_equal(o.backend, VMR_BACKEND_AUTO);
 
 	assert_int_equal(PARSE(&o, err, "--pid=99", "--touch=resident"), 0);
 	assert_int_equal(o.attach_pid, 99);
@@ -128,6 +137,7 @@ static void test_errors(void **state)
 	(void)state;
 	expect_error(PARSE(&o, err, "--stacks=0", "x"), err, "--stacks");
 	expect_error(PARSE(&o, err, "--backend=bpf", "x"), err, "unknown backend 'bpf'");
+	expect_error(PARSE_ENV("bpf", &o, err, "c"), err, "VMREC_BACKEND: unknown backend 'bpf'");
 	expect_error(PARSE(&o, err, "--ring-size=3", "x"), err, "power of two");
 	expect_error(PARSE(&o, err, "--ring-size=2048", "x"), err, "--ring-size");
 	expect_error(PARSE(&o, err, "--backend=stream", "--touch=resident", "x"), err,

@@ -24,7 +24,7 @@
 
 static const char usage_text[] =
 "Usage: seed000 [--threads N] [--iterations K] [--mode old|new] [--pages P]\n"
-"               [--log]\n"
+"               [--no-touch] [--log]\n"
 "\n"
 "Models seed 000 (Nick Piggin, linux-mm, April 2007, \"missing madvise\n"
 "functionality\"): glibc's way of giving a page back, mprotect(PROT_READ|\n"
@@ -49,6 +49,8 @@ static const char usage_text[] =
 "  --mode old|new   old: mprotect+touch+mmap(PROT_NONE); new: touch+madvise\n"
 "                   (default old)\n"
 "  --pages P        pages per thread region (default 1)\n"
+"  --no-touch       write no page: the calls alone, as fast as they go (a\n"
+"                   burst for recorders)\n"
 "  --log            print one line per memory call: main thread's lines\n"
 "                   unprefixed, worker i's lines prefixed \"thread=<i> \" (buffered\n"
 "                   per thread, printed after the join; the buffers are mmapped\n"
@@ -73,8 +75,8 @@ enum mode { MODE_OLD, MODE_NEW };
 static struct {
 	unsigned long threads, iterations, pages;
 	enum mode mode;
-	int log;
-} opt = { 2, 2000, 1, MODE_OLD, 0 };
+	int log, no_touch;
+} opt = { 2, 2000, 1, MODE_OLD, 0, 0 };
 
 static size_t page_size;
 static pthread_barrier_t ready_barrier, go_barrier, done_barrier;
@@ -110,7 +112,7 @@ static void *worker_main(void *arg)
 			if (r)
 				die("mprotect");
 		}
-		for (size_t off = 0; off < len; off += page_size)
+		for (size_t off = 0; off < len && !opt.no_touch; off += page_size)
 			*(volatile char *)(region + off) = (char)i;
 		if (opt.mode == MODE_OLD) {
 			const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
@@ -142,6 +144,7 @@ static void parse_args(int argc, char **argv)
 		{ "iterations", required_argument, NULL, 'k' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "pages", required_argument, NULL, 'p' },
+		{ "no-touch", no_argument, NULL, 'n' },
 		LOG_HELP_LONGOPTS,
 	};
 	int c;
@@ -152,6 +155,7 @@ static void parse_args(int argc, char **argv)
 		case 'k': opt.iterations = parse_num("--iterations", optarg, 0, 1UL << 40); break;
 		case 'p': opt.pages = parse_num("--pages", optarg, 1, 1UL << 20); break;
 		case 'l': opt.log = 1; break;
+		case 'n': opt.no_touch = 1; break;
 		case 'm':
 			if (!strcmp(optarg, "old"))
 				opt.mode = MODE_OLD;

@@ -1,0 +1,153 @@
+#!/bin/sh
+# Recordings against the kernel's own count, and what the stream backend
+# promises beyond ptrace.
+#  - Every thread's calls in the trace are the calls the kernel counted
+#    for that tid in the same run (a tracefs instance of the test's own):
+#    workloads and real programs, with the backend of this pass.
+#  - The stream backend: the deterministic workloads make the same calls,
+#    thread by thread, as under ptrace; calls that raced for mmap_lock are
+#    in the order the kernel ran them; a burst of 2 x 1,000,000 calls
+#    loses nothing; a replay of its trace matches the program's faults;
+#    a SIGKILL to vmrec leaves a readable trace, a running program and no
+#    BPF program behind.
+. "$(dirname "$0")/common.inc"
+
+KCOUNT="python3 $E2E/kcount.py $VMTRACE"
+
+# kcount NAME CMD...: CMD under vmrec, against the kernel's count
+kcount() {
+	_n=$1
+	shift
+	$KCOUNT "$T/$_n.zst" -- "$VMREC" -q --force -o "$T/$_n.zst" -- "$@" > "$T/$_n.kcount" 2>&1
+	_rc=$?
+	if [ $_rc -eq 77 ]; then
+		skip "$_n-kernel-count" "$(grep '^skip: ' "$T/$_n.kcount" | cut -c7-)"
+	elif [ $_rc -eq 0 ]; then
+		ok "$_n-kernel-count"
+	else
+		not_ok "$_n-kernel-count" "$(tail -1 "$T/$_n.kcount")"
+		show "$T/$_n.kcount"
+	fi
+}
+
+kcount seed000-old "$W/seed000" --threads 2 --iterations 2000 --mode old
+kcount seed000-new "$W/seed000" --threads 2 --iterations 2000 --mode new
+kcount forkexec "$W/forkexec"
+kcount everyop "$W/everyop"
+kcount python3 python3 -c 'x = [bytearray(1 << 16) for i in range(2000)]; y = [str(i) * 10 for i in range(100000)]'
+kcount gcc gcc -O2 -c -Iformat format/render.c -o "$T/render.o"
+kcount pipeline sh -c 'seq 1 200000 | sort -rn | head -3 > /dev/null'
+if command -v node > /dev/null 2>&1; then
+	cat > "$T/workers.js" <<'EOF'
+const { Worker, isMainThread } = require('worker_threads');
+if (isMainThread) {
+  for (let i = 0; i < 2; i++) new Worker(__filename);
+} else {
+  let keep = [];
+  for (let r = 0; r < 20; r++) { for (let i = 0; i < 2000; i++) keep.push(new Array(64).fill(r)); keep = []; }
+}
+EOF
+	kcount node node "$T/workers.js"
+else
+	skip node-kernel-count "node is not installed"
+fi
+if command -v javac > /dev/null 2>&1 && command -v java > /dev/null 2>&1; then
+	cat > "$T/Alloc.java" <<'EOF'
+public class Alloc {
+	public static void main(String[] a) {
+		java.util.List<byte[]> l = new java.util.ArrayList<>();
+		for (int r = 0; r < 5; r++) {
+			for (int i = 0; i < 2000; i++)
+				l.add(new byte[16384]);
+			l.clear();
+			System.gc();
+		}
+	}
+}
+EOF
+	if javac -d "$T" "$T/Alloc.java" 2> "$T/javac.err"; then
+		kcount jvm java -Xms16m -Xmx256m -cp "$T" Alloc
+	else
+		not_ok jvm-kernel-count "javac failed: $(head -1 "$T/javac.err")"
+	fi
+else
+	skip jvm-kernel-count "java and javac are not installed"
+fi
+
+# The rest is the stream backend's: once, in the pass with vmrec's default.
+[ -z "${VMREC_BACKEND:-}" ] || exit 0
+if ! "$VMREC" -q --backend=stream --force -o "$T/probe.zst" -- true 2> "$T/probe.err"; then
+	skip stream "$(sed 's/^vmrec: //' "$T/probe.err" | tail -1)"
+	exit 0
+fi
+check stream-header sh -c "$VMTRACE dump '$T/probe.zst' | head -2 | grep -q 'backend=stream touch=faults'"
+
+# The same calls, thread by thread, under both backends.
+same() { # NAME WORKLOAD ARGS...
+	_n=$1
+	shift
+	rec "$_n-stream" --backend=stream -- "$@"
+	_r1=$rc
+	rec "$_n-ptrace" --backend=ptrace -- "$@"
+	if [ $_r1 -ne 0 ] || [ $rc -ne 0 ]; then
+		not_ok "$_n-same-calls" "exit $_r1 (stream), $rc (ptrace)"
+	else
+		check "$_n-same-calls" $RECORD_CHECK same-calls "$T/$_n-stream.zst" "$T/$_n-ptrace.zst"
+	fi
+}
+same seed000-old "$W/seed000" --threads 2 --iterations 300 --mode old
+same seed000-new "$W/seed000" --threads 2 --iterations 300 --mode new --pages 3
+same seed003 "$W/seed003" --size 4 --accesses 50 --mode onfault
+same seed004 "$W/seed004" --pages 64 --rounds 2
+same everyop "$W/everyop"
+
+# Calls that raced for mmap_lock: a page handed out by one thread's mmap
+# after another thread's munmap is never seen handed out twice.
+rec lockorder --backend=stream -- "$W/lockorder" --threads 2 --iterations 100000
+check lockorder-order $RECORD_CHECK order "$T/lockorder.zst"
+
+# A burst: 2 threads x 1,000,000 madvise as fast as they go.
+rec burst --backend=stream -- "$W/seed000" --mode new --threads 2 --iterations 1000000 --no-touch
+check burst-nothing-lost sh -c "$VMTRACE stat --json '$T/burst.zst' | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d[\"lost\"] == {\"faults\": 0, \"events\": 0}, d[\"lost\"]
+assert d[\"ops\"][\"madvise\"][\"count\"] == 2000000, d[\"ops\"][\"madvise\"]
+'"
+# ... and a ring too small for it says what it lost.
+rec burst-small --backend=stream --ring-size=1 -- "$W/seed000" --mode new --threads 2 --iterations 1000000 --no-touch
+check burst-small-loss-counted sh -c "$VMTRACE stat --json '$T/burst-small.zst' | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d[\"ops\"][\"madvise\"][\"count\"] + d[\"lost\"][\"events\"] == 2000000, (d[\"ops\"][\"madvise\"], d[\"lost\"])
+'"
+
+# A replay of a stream trace: no divergence, the program's faults.
+rec replay --backend=stream -- "$W/seed000" --mode new --threads 1 --iterations 20000
+check replay-faults sh -c "$VMREPLAY -q --json='$T/replay.json' '$T/replay.zst' > /dev/null && python3 -c '
+import json, re, sys
+r = json.load(open(sys.argv[1]))[\"median\"]
+native = int(re.search(r\"minflt=(\\d+)\", open(sys.argv[2]).read()).group(1))
+assert r[\"divergences\"] == 0, r[\"divergences\"]
+assert abs(r[\"minor_faults\"] - native) <= 0.02 * native, (r[\"minor_faults\"], native)
+' '$T/replay.json' '$T/replay.log'"
+
+# SIGKILL to vmrec: its trace decodes up to the last chunk, the program
+# runs on to its end, and the kernel has no program of vmrec's left.
+"$VMREC" -q --backend=stream --force -o "$T/killed.zst" -- "$W/seed000" --mode new --threads 2 --iterations 400000 > "$T/killed.log" 2>&1 &
+vmrec=$!
+sleep 1
+prog=$(pgrep -P $vmrec -x seed000 | head -1)
+kill -KILL $vmrec
+wait $vmrec 2> /dev/null
+check killed-trace-readable sh -c "$VMTRACE dump '$T/killed.zst' 2>&1 | grep -c ' madvise(' | awk '{ exit \$1 < 1000 }'"
+check killed-program-not-stopped sh -c "[ -n '$prog' ] && ! grep -q '^State:.*[tT]' /proc/$prog/status 2> /dev/null"
+i=0
+while [ -n "$prog" ] && kill -0 "$prog" 2> /dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+check killed-program-ends sh -c "! kill -0 '$prog' 2> /dev/null"
+if command -v bpftool > /dev/null 2>&1; then
+	check killed-no-bpf-left sh -c "! bpftool prog show 2> /dev/null | grep -q 'name on_enter\|name on_fault'"
+else
+	skip killed-no-bpf-left "bpftool is not installed"
+fi
+exit 0
