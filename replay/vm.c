@@ -557,8 +557,6 @@ int rp_vm_run(const struct rp_vm_config *c, struct rp_vm_result *r, char *msg, s
 	if ((rc = trace_place(c->trace, cwd, gpath, sizeof(gpath), &tname, msg, msglen)) < 0)
 		return rc;
 	r->input_error = 0;
-	if ((rc = rp_vm_find_qemu(c->qemu, qemu, sizeof(qemu), msg, msglen)) < 0)
-		return rc;
 
 	int fd = memfile();
 	if (fd < 0)
@@ -581,6 +579,12 @@ int rp_vm_run(const struct rp_vm_config *c, struct rp_vm_result *r, char *msg, s
 		return msgf(msg, msglen, -EINVAL, "--vm-memory=%s is too little for this kernel and"
 			    " a %.1f MiB initramfs: give at least %s", have, (double)size / (1 << 20),
 			    want);
+	}
+	/* What is wrong with the command line first, then what this machine
+	 * lacks. */
+	if ((rc = rp_vm_find_qemu(c->qemu, qemu, sizeof(qemu), msg, msglen)) < 0) {
+		close(fd);
+		return rc;
 	}
 
 	uint64_t deadline = vmt_now_ns() + (uint64_t)c->timeout_s * 1000000000ull;
