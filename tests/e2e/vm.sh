@@ -97,7 +97,8 @@ else not_ok hang-child-killed "qemu's child $(cat "$T/child" 2>/dev/null) outliv
 check qemu-args sh -c "grep -qx -- '-no-reboot' $T/qargs && grep -qx -- 'tcg' $T/qargs &&
 	grep -qx -- '-nodefaults' $T/qargs && grep -q 'console=ttyS0 .*panic=-1' $T/qargs"
 
-fake panic 1 $D/seed000-old.zst
+fake panic 1 --vm-console="$T/console.txt" $D/seed000-old.zst
+check vm-console grep -q '^\[    0.512345\] Kernel panic - not syncing: VFS' "$T/console.txt"
 one_line panic-message "^vmreplay: the guest kernel panicked: Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)$"
 fake oom 1 --vm-memory=256M $D/seed000-old.zst
 one_line oom-message "^vmreplay: the guest ran out of memory (256M; give it more with --vm-memory): Out of memory: Killed process 77 (vmreplay)"
