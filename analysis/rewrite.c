@@ -29,6 +29,8 @@
 
 struct vmt_rewrite {
 	unsigned nst;
+	vmt_symtab *syms;      /* the input's stacks and symbols (call sites) */
+	vmt_asmodel *min, *mout; /* both sides, for the counts' in and out */
 	struct rw_stage st[RW_MAX_RULES];
 	struct vmt_rewrite_count count[RW_MAX_RULES];
 	struct vmt_rewrite_counts c;
@@ -61,6 +63,11 @@ vmt_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err
 		return NULL;
 	}
 	rw->page_size = 4096;
+	if (!(rw->syms = vmt_symtab_new())) {
+		free(rw);
+		rw_msg(err, errlen, "out of memory");
+		return NULL;
+	}
 	rw->nst = n;
 	rw->c.nrules = n;
 	rw->c.rules = rw->count;
@@ -69,7 +76,8 @@ vmt_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err
 		s->rw = rw;
 		s->index = i;
 		s->rule = r[i];
-		s->applied = &rw->count[i].applied;
+		s->count = &rw->count[i];
+		cs_tally_init(&s->sites);
 		rw->count[i].name = r[i]->name;
 		s->st = r[i]->create(s);
 		if (!s->st) {
@@ -97,6 +105,12 @@ int vmt_rewrite_start(vmt_rewrite *rw, const struct vmt_header *h)
 	if (ps & (ps - 1))
 		return -EINVAL;
 	rw->page_size = ps;
+	for (unsigned i = 0; i < rw->nst; i++) {
+		struct rw_stage *s = &rw->st[i];
+		int rc = h && s->rule->start ? s->rule->start(s, h) : 0;
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -104,6 +118,8 @@ int vmt_rewrite_start(vmt_rewrite *rw, const struct vmt_header *h)
 static int begin(vmt_rewrite *rw)
 {
 	rw->started = 1;
+	if (!(rw->min = vmt_asmodel_new(rw->page_size)) || !(rw->mout = vmt_asmodel_new(rw->page_size)))
+		return -ENOMEM;
 	for (unsigned i = 0; i < rw->nst; i++) {
 		struct rw_stage *s = &rw->st[i];
 		s->page_mask = rw->page_size - 1;
@@ -122,10 +138,14 @@ void vmt_rewrite_free(vmt_rewrite *rw)
 		if (s->st && s->rule->destroy)
 			s->rule->destroy(s->st);
 		vmt_asmodel_free(s->model);
+		cs_tally_free(&s->sites);
 		for (size_t k = 0; k < s->qlen; k++)
 			free(s->q[(s->qhead + k) % s->qcap].ev);
 		free(s->q);
 	}
+	vmt_symtab_free(rw->syms);
+	vmt_asmodel_free(rw->min);
+	vmt_asmodel_free(rw->mout);
 	free(rw);
 }
 
@@ -227,7 +247,7 @@ static int forward(struct rw_stage *s, const struct vmt_event *ev)
 	if (rc < 0)
 		return rc;
 	rw->c.events_out++;
-	return 0;
+	return rw_calls_apply(rw->mout, &rw->c.out, ev, rw->page_size);
 }
 
 static int enqueue(struct rw_stage *s, const struct vmt_event *ev, int held, uint64_t *seq)
@@ -350,11 +370,36 @@ int vmt_rewrite_push(vmt_rewrite *rw, const struct vmt_event *ev, vmt_rewrite_em
 	set_emit(rw, emit, arg);
 	int rc = rw->started ? 0 : begin(rw);
 	rw->c.events_in++;
+	/* A bad table entry only costs call-site names. */
+	if (!rc && (ev->kind == VMT_EV_STACK || ev->kind == VMT_EV_SYMBOL ||
+		    ev->kind == VMT_EV_STRING) && vmt_symtab_add(rw->syms, ev) == -ENOMEM)
+		rc = -ENOMEM;
+	if (!rc)
+		rc = rw_calls_apply(rw->min, &rw->c.in, ev, rw->page_size);
 	if (!rc)
 		rc = rw->nst ? stage_input(&rw->st[0], ev) : forward(&rw->st[0], ev);
 	if (rc)
 		rw->err = rc;
 	return rc;
+}
+
+_Static_assert(sizeof(((struct vmt_rewrite_site *)0)->site) == CS_SITE_TEXT, "site text sizes");
+
+/* The call sites of stage s's applications, into its counts. */
+static int name_sites(vmt_rewrite *rw, struct rw_stage *s)
+{
+	struct cs_site site[VMT_REWRITE_MAX_SITES];
+	struct vmt_rewrite_count *c = s->count;
+	int n = cs_tally_sites(&s->sites, rw->syms, site, VMT_REWRITE_MAX_SITES, &c->sites_rest);
+	if (n < 0)
+		return n;
+	c->nsites = (uint32_t)n;
+	for (int i = 0; i < n; i++) {
+		memcpy(c->sites[i].site, site[i].text, sizeof(c->sites[i].site));
+		c->sites[i].calls = site[i].calls;
+	}
+	c->sites_rest += c->applied - s->sites.total;
+	return 0;
 }
 
 int vmt_rewrite_finish(vmt_rewrite *rw, vmt_rewrite_emit_fn emit, void *arg)
@@ -375,6 +420,8 @@ int vmt_rewrite_finish(vmt_rewrite *rw, vmt_rewrite_emit_fn emit, void *arg)
 			rc = VMT_E_STATE; /* a rule kept something: a bug */
 		if (!rc)
 			rc = flush(s);
+		if (!rc)
+			rc = name_sites(rw, s);
 	}
 	rw->finished = 1;
 	if (rc)
@@ -403,6 +450,30 @@ int rw_model_range(const struct rw_stage *s, uint32_t proc, uint64_t a, uint64_t
 			return 1;
 	}
 	return 0;
+}
+
+int rw_applied(struct rw_stage *s, const struct vmt_event *ev)
+{
+	s->count->applied++;
+	return cs_tally_add(&s->sites, ev->u.sc.stack_id, ev->u.sc.op, 1);
+}
+
+void rw_detail(struct rw_stage *s, const char *what, uint64_t n)
+{
+	struct vmt_rewrite_count *c = s->count;
+	if (c->ndetails < VMT_REWRITE_MAX_DETAILS) {
+		c->details[c->ndetails].what = what;
+		c->details[c->ndetails++].n = n;
+	}
+}
+
+void rw_note(struct rw_stage *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->note, sizeof(s->note), fmt, ap);
+	va_end(ap);
+	s->count->note = s->note;
 }
 
 void rw_make_sc(struct vmt_event *out, const struct vmt_event *ev, uint32_t op,

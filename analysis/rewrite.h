@@ -100,11 +100,49 @@ int vmt_rewrite_push(vmt_rewrite *rw, const struct vmt_event *ev,
  * follow.  Returns 0 or a negative value as push does. */
 int vmt_rewrite_finish(vmt_rewrite *rw, vmt_rewrite_emit_fn emit, void *arg);
 
+#define VMT_REWRITE_MAX_SITES 4
+#define VMT_REWRITE_MAX_DETAILS 4
+
+/* A call site (see vmt_rewrite_count.sites): "function (module)", as
+ * the innermost frame past the C library's wrapper of the call names it
+ * (demangled), "module+0xOFFSET" without a function name, or an address. */
+struct vmt_rewrite_site {
+	char site[200];
+	uint64_t calls;
+};
+
 struct vmt_rewrite_count {
 	const char *name;
 	uint64_t applied; /* rewrites done (one per rewritten call or
 			     pattern, e.g. one per mmap(PROT_NONE) freed with
 			     madvise instead) */
+	uint64_t removed; /* calls of the input the rule left out */
+	/* After finish: where the calls the rule rewrote were made (from
+	 * the trace's stacks), most applications first, and how many
+	 * applications were at other sites or had no stack. */
+	uint32_t nsites;
+	struct vmt_rewrite_site sites[VMT_REWRITE_MAX_SITES];
+	uint64_t sites_rest;
+	/* After finish: further numbers of what the rule did ("re-commits
+	 * cut to the memory they commit": 6). */
+	uint32_t ndetails;
+	struct {
+		const char *what;
+		uint64_t n;
+	} details[VMT_REWRITE_MAX_DETAILS];
+	/* After finish: NULL, or one sentence the reader of the rewritten
+	 * trace should know (where it may not behave like the recording). */
+	const char *note;
+};
+
+/* The calls of one side of a rewrite (input or output). */
+struct vmt_rewrite_calls {
+	uint64_t calls;	       /* syscalls */
+	uint64_t write_locked; /* of them: successful calls that take
+				  mmap_lock for writing (vmt_sc_write_locked) */
+	uint64_t vma_changes;  /* successful calls that created, removed,
+				  split, merged or changed a VMA (as the
+				  address-space model applies them) */
 };
 
 struct vmt_rewrite_counts {
@@ -115,12 +153,24 @@ struct vmt_rewrite_counts {
 	uint64_t overflows; /* decisions forced early because too many
 			       events were held (each may have cost an
 			       application) */
+	struct vmt_rewrite_calls in, out;
 };
 
 /* The counts so far (valid until the next call on rw). */
 const struct vmt_rewrite_counts *vmt_rewrite_counts(const vmt_rewrite *rw);
 
 void vmt_rewrite_free(vmt_rewrite *rw);
+
+/* Whether a call takes mmap_lock for writing on Linux 6.x: 1 for mmap,
+ * munmap, mremap, mprotect, brk, the mlock and munlock calls, mseal,
+ * shmat, shmdt, remap_file_pages and a madvise whose advice changes VMA
+ * flags (MADV_DONTFORK, MADV_HUGEPAGE, MADV_NORMAL, ...); 0 for the
+ * discarding and populating advice (MADV_DONTNEED, MADV_FREE,
+ * MADV_WILLNEED, ...), process_madvise, msync and mincore.
+ * vmt_op_write_locked() says it for an op: 1 always, 0 never, -1 it
+ * depends on the arguments (madvise). */
+int vmt_sc_write_locked(const struct vmt_syscall *sc);
+int vmt_op_write_locked(uint32_t op);
 
 /* Rewrite the whole trace read from infd into a new trace written to
  * outfd (neither is closed): the output header is the input's with

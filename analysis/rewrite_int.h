@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "asmodel.h"
+#include "callsite_int.h"
 #include "linux_abi.h"
 #include "rewrite.h"
 
@@ -32,6 +33,9 @@ struct rw_rule {
 	 * state, return any non-NULL pointer). */
 	void *(*create)(struct rw_stage *s);
 	void (*destroy)(void *st);
+	/* The trace's header, before the first event (vmt_rewrite_start).
+	 * May be NULL.  0 or -err. */
+	int (*start)(struct rw_stage *s, const struct vmt_header *h);
 	/* Handle one input event: emit, drop or hold it.  0 or -err. */
 	int (*event)(struct rw_stage *s, const struct vmt_event *ev);
 	/* Too much is held: release the held event `seq` (the oldest) now,
@@ -68,7 +72,9 @@ struct rw_stage {
 	void *st;
 	vmt_asmodel *model; /* of this stage's input; NULL unless needed */
 	uint64_t page_mask; /* page size - 1 */
-	uint64_t *applied;  /* this rule's count */
+	struct vmt_rewrite_count *count; /* this rule's counts */
+	struct cs_tally sites;	/* the applications by stack */
+	char note[400];		/* rw_note's */
 	uint64_t in;	    /* events this stage has seen */
 	/* the queue: a ring of qcap entries; q[qhead] has sequence number
 	 * qseq (every entry ever queued gets the next number) */
@@ -126,6 +132,26 @@ static inline uint64_t rw_run_end(const struct rw_stage *s, uint64_t at, uint64_
 	uint64_t page = s->page_mask + 1;
 	return pages > (UINT64_MAX - at) / page ? UINT64_MAX : at + pages * page;
 }
+
+/* Count one application of the rule to ev (a syscall of the input: its
+ * stack names the call site).  0 or -ENOMEM. */
+int rw_applied(struct rw_stage *s, const struct vmt_event *ev);
+
+/* Count n calls of the input the rule left out. */
+static inline void rw_removed(struct rw_stage *s, uint64_t n)
+{
+	s->count->removed += n;
+}
+
+/* At finish: a further number of what the rule did (what: a static
+ * string), and the rule's note. */
+void rw_detail(struct rw_stage *s, const char *what, uint64_t n);
+void rw_note(struct rw_stage *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Apply ev to m, a model of one side of the rewrite (pages of `page`
+ * bytes), and count the call into c (rewrite_calls.c).  0 or -ENOMEM. */
+int rw_calls_apply(vmt_asmodel *m, struct vmt_rewrite_calls *c, const struct vmt_event *ev,
+		   uint64_t page);
 
 /* Format a message into err (if err and errlen are not 0). */
 void rw_msg(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -110,9 +110,11 @@ static int convert_free(struct rw_stage *s, uint64_t seq)
 	if (!h)
 		return VMT_E_STATE;
 	uint64_t args[3] = { h->u.sc.args[0], h->u.sc.args[1], LX_MADV_DONTNEED };
+	int rc = rw_applied(s, h);
+	if (rc)
+		return rc;
 	rw_make_sc(&m, h, VMT_OP_MADVISE, args, 0);
 	*h = m; /* a syscall event owns no pointers */
-	(*s->applied)++;
 	return rw_release(s, seq, 0);
 }
 
@@ -209,6 +211,7 @@ static int pnf_syscall(struct rw_stage *s, struct pnf *x, const struct vmt_event
 			/* Enabled again: the range already is RW after the
 			 * madvise, so this mprotect is dropped. */
 			P->r[i].pending = 0;
+			rw_removed(s, 1);
 			return convert_free(s, P->r[i].seq);
 		}
 		if ((rc = invalidate(s, P, a, b)) || (rc = add_range(s, P, a, b)))

@@ -74,9 +74,11 @@ static int decide(struct rw_stage *s, struct pop *x, uint32_t i)
 		struct vmt_event *h = rw_held(s, c.seq);
 		if (!h)
 			return VMT_E_STATE;
+		int rc = rw_applied(s, h);
+		if (rc)
+			return rc;
 		h->u.sc.args[3] |= LX_MAP_POPULATE;
 		h->u.sc.flags |= VMT_SC_REWRITTEN;
-		(*s->applied)++;
 	}
 	return rw_release(s, c.seq, 0);
 }

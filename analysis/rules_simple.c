@@ -38,8 +38,8 @@ static int madv_swap(struct rw_stage *s, const struct vmt_event *ev, uint64_t fr
 	struct vmt_event m = *ev;
 	m.u.sc.args[2] = to;
 	m.u.sc.flags |= VMT_SC_REWRITTEN;
-	(*s->applied)++;
-	return rw_emit(s, &m);
+	int rc = rw_applied(s, ev);
+	return rc ? rc : rw_emit(s, &m);
 }
 
 static int d2f_event(struct rw_stage *s, const struct vmt_event *ev)
@@ -128,8 +128,8 @@ static int onfault_event(struct rw_stage *s, const struct vmt_event *ev)
 	default:
 		return rw_emit(s, ev);
 	}
-	(*s->applied)++;
-	return rw_emit(s, &m);
+	int rc = rw_applied(s, ev);
+	return rc ? rc : rw_emit(s, &m);
 }
 
 const struct rw_rule rw_rule_mlock_onfault = {

@@ -20,8 +20,12 @@ static const char rewrite_usage[] =
 	"applied in that order; default " VMT_REWRITE_DEFAULT "), to OUT.  Events keep\n"
 	"their order; calls a rule made or changed are flagged as rewritten\n"
 	"(JSON \"flags\": 2), and vmreplay does not count their results as\n"
-	"divergences.  The header's options get \"rewrite=LIST\".  Then prints how\n"
-	"often each rule applied (on standard error when OUT is '-').\n"
+	"divergences.  The header's options get \"rewrite=LIST\".  Then prints the\n"
+	"counts (on standard error when OUT is '-'): how often each rule applied,\n"
+	"at which call sites (from the trace's stacks), the calls it left out and\n"
+	"what else it did, a note where the rewritten trace may not behave like\n"
+	"the recording; then the calls of both sides, those that take mmap_lock\n"
+	"for writing and those that change VMAs.\n"
 	"\n"
 	"  --rules=LIST    the rules (see below)\n"
 	"  --list-rules    print the rules, one per line, and exit\n"
@@ -54,6 +58,36 @@ static int list_rules(void)
 	for (size_t i = 0; i < n; i++)
 		printf("%-17s %s\n", r[i].name, r[i].summary);
 	return 0;
+}
+
+/* How often each rule applied, where, and what it changed; then the
+ * calls of both sides. */
+static void print_counts(FILE *f, const struct vmt_rewrite_counts *cn)
+{
+	fprintf(f, "%" PRIu64 " events in, %" PRIu64 " out\n", cn->events_in, cn->events_out);
+	for (uint32_t i = 0; i < cn->nrules; i++) {
+		const struct vmt_rewrite_count *r = &cn->rules[i];
+		fprintf(f, "%-17s %" PRIu64 "\n", r->name, r->applied);
+		for (uint32_t k = 0; k < r->nsites; k++)
+			fprintf(f, "  %10" PRIu64 " at %s\n", r->sites[k].calls, r->sites[k].site);
+		if (r->nsites && r->sites_rest)
+			fprintf(f, "  %10" PRIu64 " elsewhere or without a stack\n", r->sites_rest);
+		if (r->removed)
+			fprintf(f, "  %10" PRIu64 " calls left out\n", r->removed);
+		for (uint32_t k = 0; k < r->ndetails; k++)
+			fprintf(f, "  %10" PRIu64 " %s\n", r->details[k].n, r->details[k].what);
+		if (r->note)
+			fprintf(f, "  note: %s\n", r->note);
+	}
+	if (cn->overflows)
+		fprintf(f, "(%" PRIu64 " decisions forced early: too many events held back)\n",
+			cn->overflows);
+	fprintf(f, "%-26s %10s %10s\n", "calls", "in", "out");
+	fprintf(f, "%-26s %10" PRIu64 " %10" PRIu64 "\n", "all", cn->in.calls, cn->out.calls);
+	fprintf(f, "%-26s %10" PRIu64 " %10" PRIu64 "\n", "mmap_lock held for writing",
+		cn->in.write_locked, cn->out.write_locked);
+	fprintf(f, "%-26s %10" PRIu64 " %10" PRIu64 "\n", "changing VMAs", cn->in.vma_changes,
+		cn->out.vma_changes);
 }
 
 static int run_rewrite(int argc, char **argv)
@@ -138,15 +172,8 @@ static int run_rewrite(int argc, char **argv)
 		if ((!reading || !wrote) && !to_stdout)
 			unlink(out);
 	}
-	if (!quiet && (rc == 0 || (reading && cn->events_in))) {
-		FILE *f = to_stdout ? stderr : stdout;
-		fprintf(f, "%" PRIu64 " events in, %" PRIu64 " out\n", cn->events_in, cn->events_out);
-		for (uint32_t i = 0; i < cn->nrules; i++)
-			fprintf(f, "%-17s %" PRIu64 "\n", cn->rules[i].name, cn->rules[i].applied);
-		if (cn->overflows)
-			fprintf(f, "(%" PRIu64 " decisions forced early: too many events held back)\n",
-				cn->overflows);
-	}
+	if (!quiet && (rc == 0 || (reading && cn->events_in)))
+		print_counts(to_stdout ? stderr : stdout, cn);
 	vmt_rewrite_free(rw);
 	if (rc < 0)
 		return 2;

@@ -1,7 +1,7 @@
 /*
  * test_rewrite_stream.c - the rewrite engine's API: rule lists and their
- * errors, and the streaming interface (deep copies of held events, the
- * bound on held events, emit errors).  The rules themselves are tested on
+ * errors, the streaming interface (deep copies of held events, the bound
+ * on held events, emit errors) and the counts.  The rules themselves are tested on
  * traces in test_rewrite.c.
  */
 #include <stdarg.h>
@@ -133,6 +133,61 @@ static void test_stream_deep_copy(void **state)
 	vmt_rewrite_free(rw);
 }
 
+/* The counts: call sites named from the stacks (symbols at the end, as a
+ * recording writes them), calls left out, and both sides' calls
+ * (those under the write lock, those changing VMAs). */
+static void test_counts(void **state)
+{
+	struct sink s = { 0 };
+	char err[128];
+	static const uint64_t ips[] = { 0x7ffff7d30010ull, 0x555555556120ull };
+	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
+	assert_non_null(rw);
+	struct vmt_event evs[] = {
+		tg_ev_stack(0, 2, ips),
+		TG_SC(0, 1, VMT_OP_MMAP, R1, 0, PAGE, LX_PROT_NONE, PRIV_ANON, FD_NONE, 0),
+		TG_SC(0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW),
+		tg_with_stack(TG_SC(0, 1, VMT_OP_MMAP, R1, R1, PAGE, LX_PROT_NONE, PRIV_ANON_FIXED,
+				    FD_NONE, 0), 0),
+		TG_SC(0, 1, VMT_OP_MPROTECT, 0, R1, PAGE, RW),
+		tg_with_stack(TG_SC(0, 1, VMT_OP_MMAP, R1, R1, PAGE, LX_PROT_NONE, PRIV_ANON_FIXED,
+				    FD_NONE, 0), 0),
+		TG_SC(0, 1, VMT_OP_MUNMAP, 0, R1, PAGE),
+		tg_ev_string(0, "/usr/lib/libc.so.6"),
+		tg_ev_string(1, "__mmap64"),
+		tg_ev_string(2, "/usr/bin/app"),
+		tg_ev_string(3, "old_free"),
+		tg_ev_symbol(ips[0], 0, 1, 0x13),
+		tg_ev_symbol(ips[1], 2, 3, 0x20),
+	};
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		assert_int_equal(vmt_rewrite_push(rw, &evs[i], collect, &s), 0);
+	assert_int_equal(vmt_rewrite_finish(rw, collect, &s), 0);
+	const struct vmt_rewrite_counts *c = vmt_rewrite_counts(rw);
+	const struct vmt_rewrite_count *r = &c->rules[0];
+	assert_int_equal(r->applied, 2);
+	assert_int_equal(r->removed, 1);
+	assert_int_equal(r->nsites, 1);
+	assert_string_equal(r->sites[0].site, "old_free (app)");
+	assert_int_equal(r->sites[0].calls, 2);
+	assert_int_equal(r->sites_rest, 0);
+	assert_int_equal(c->in.calls, 6);
+	assert_int_equal(c->out.calls, 5);
+	assert_int_equal(c->in.write_locked, 6);
+	assert_int_equal(c->out.write_locked, 3); /* madvise(MADV_DONTNEED) reads */
+	assert_int_equal(c->in.vma_changes, 6);
+	assert_int_equal(c->out.vma_changes, 3);
+	vmt_rewrite_free(rw);
+
+	struct vmt_syscall sc = { .op = VMT_OP_MADVISE, .nargs = 3, .args = { R1, PAGE, LX_MADV_DONTNEED } };
+	assert_int_equal(vmt_sc_write_locked(&sc), 0);
+	sc.args[2] = LX_MADV_DONTFORK;
+	assert_int_equal(vmt_sc_write_locked(&sc), 1);
+	assert_int_equal(vmt_op_write_locked(VMT_OP_MADVISE), -1);
+	assert_int_equal(vmt_op_write_locked(VMT_OP_MPROTECT), 1);
+	assert_int_equal(vmt_op_write_locked(VMT_OP_MINCORE), 0);
+}
+
 /* Too many events behind a held free: the free is decided early (kept as
  * recorded), counted as an overflow; nothing is lost or reordered. */
 static void test_stream_overflow(void **state)
@@ -182,6 +237,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rule_lists),
 		cmocka_unit_test(test_stream_deep_copy),
+		cmocka_unit_test(test_counts),
 		cmocka_unit_test(test_stream_overflow),
 		cmocka_unit_test(test_stream_emit_error),
 	};
