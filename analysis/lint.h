@@ -41,6 +41,16 @@ struct vmt_lint_part {
 #define VMT_LINT_MAX_NUMS 10
 #define VMT_LINT_MAX_PARTS 16 /* the largest parts; the rest are summed */
 #define VMT_LINT_MAX_FRAMES 4 /* call-site frames shown */
+#define VMT_LINT_MAX_SITES 4  /* call sites listed */
+
+/* Where the calls of a finding were made: "function (module)" as the
+ * innermost frame past the C library's wrapper of the call names it
+ * (demangled), "module+0xOFFSET" without a function name, or an address. */
+struct vmt_lint_site {
+	char site[200];
+	const char *role; /* what the calls there did: "uncommits", ... */
+	uint64_t calls;
+};
 
 struct vmt_lint_finding {
 	const char *id;	   /* VMT_LINT_* */
@@ -64,6 +74,12 @@ struct vmt_lint_finding {
 	char example[256];
 	uint32_t nframes;
 	char frames[VMT_LINT_MAX_FRAMES][160];
+	/* The call sites of the pattern's calls, most calls first (traces
+	 * with stacks only). */
+	uint32_t nsites;
+	struct vmt_lint_site sites[VMT_LINT_MAX_SITES];
+	/* "", or what else to know about the finding or its rule. */
+	char note[400];
 };
 
 typedef struct vmt_lint vmt_lint;

@@ -7,8 +7,10 @@
 
 #include <stdint.h>
 #include "asmodel.h"
+#include "callsite_int.h"
 #include "linux_abi.h"
 #include "lint.h"
+#include "rangeset_int.h"
 #include "u64tab.h"
 
 
@@ -19,11 +21,16 @@
  * order of magnitude at their default settings, and their near-miss
  * variants stay far below. */
 
-/* prot-none-free: a range that goes mprotect(RW) -> mmap(PROT_NONE,
- * MAP_FIXED) this many times in one thread is an allocator's free path, not
- * a one-off reset of a guard region.  Every cycle takes mmap_lock for
- * writing twice (seed 000: 80 s against 8 s with 2 threads). */
+/* prot-none-free: memory uncommitted by mmap(PROT_NONE, MAP_FIXED) and
+ * then committed again (or unmapped) this many times in one process is an
+ * allocator's or a garbage collector's free path, not a one-off reset of
+ * a guard region.  Every cycle replaces VMAs under mmap_lock held for
+ * writing twice (seed 000: 80 s against 8 s with 2 threads).  Counted per
+ * process, not per thread: G1 uncommits in its service thread and
+ * commits again in the VM thread. */
 #define PNF_MIN_CYCLES 4
+/* Examples kept of the first uncommits, until one of them makes a cycle. */
+#define LU_EXAMPLES 16
 
 /* madv-free-volume: MADV_FREE is cheap when nothing needs the memory, but
  * every lazily freed page stays charged to the process and must be
@@ -85,7 +92,7 @@ struct example {
 
 struct lthread {
 	uint32_t proc;
-	uint64_t pnf_cycles, pnf_bytes;
+	uint64_t pnf_cycles, pnf_bytes; /* uncommits by this thread that cycled */
 	uint64_t rtw_pages;
 };
 
@@ -95,6 +102,12 @@ struct lproc {
 	uint64_t peak_vmas, peak_ts;
 	uint64_t small_mlocks;
 	uint64_t rtw_pages, read_first_pages;
+	/* prot-none-free: ranges uncommitted now (rs_ent: prot and UC_*
+	 * flags before, thread, stack, index of the uncommit, seq: its
+	 * length argument, LU_* in flags' high bits), and the counts */
+	struct rs_set unc;
+	uint64_t unc_calls, unc_bytes, unc_cycles, unc_cycle_bytes, unc_recommitted,
+		unc_unmapped, unc_never, unc_cross, unc_cut, unc_charged, unc_charged_bytes;
 };
 
 struct lockrec {
@@ -116,15 +129,47 @@ struct vmt_lint {
 	size_t nthr; /* (allocated: entries past the last seen are zero) */
 	struct lproc *prc;
 	size_t nprc;
-	struct u64tab mprot_rw;	 /* (start, proc) -> len of an mprotect(RW) */
 	struct u64tab freed;	 /* (start, proc) -> len of an MADV_FREE */
 	struct u64tab pages;	 /* (page, proc) -> PG_* */
 	struct lockrec locks[LOCK_MAX_RECORDS];
 	uint32_t nlocks;
 	int had_faults;
+	int strict;		  /* the header says overcommit=2 */
+	struct cs_tally sites_unc, sites_recommit;
+	int unc_candidate;	  /* the syscall being applied is an uncommit */
+	uint32_t unc_prot, unc_flags;
+	struct example ex_unc[LU_EXAMPLES];
 	struct example ex_pnf, ex_free, ex_frag[FR__COUNT], ex_mlock, ex_rtw;
 	struct vmt_lint_finding *found;
 	uint32_t nfound;
 };
+
+/* ---- between the files ------------------------------------------------ */
+
+/* lintexample.c: the example event of a finding, and its call sites. */
+void lint_take_example(vmt_lint *l, struct example *x, uint64_t index,
+		       const struct vmt_event *ev);
+void lint_set_example(vmt_lint *l, struct vmt_lint_finding *f, const struct example *x);
+/* Add the tally's first `max` sites to f (role: what the calls did),
+ * while f has room.  0 or -ENOMEM. */
+int lint_sites(vmt_lint *l, struct vmt_lint_finding *f, const struct cs_tally *c,
+	       const char *role, uint32_t max);
+/* The counters of process p, thread t (NULL: out of memory or a bad
+ * index). */
+struct lproc *lint_proc(vmt_lint *l, uint32_t p);
+struct lthread *lint_thread(vmt_lint *l, uint32_t t);
+/* Keep finding f (built on the caller's stack); add a number of its
+ * evidence; add a part, keeping the VMT_LINT_MAX_PARTS largest. */
+int lint_add_finding(vmt_lint *l, const struct vmt_lint_finding *f);
+void lint_num(struct vmt_lint_finding *f, const char *key, uint64_t v, const char *unit,
+	      const char *what);
+void lint_part(struct vmt_lint_finding *f, uint32_t proc, uint32_t thread, uint64_t v);
+
+/* lintuncommit.c: prot-none-free, before and after the model applies a
+ * syscall, and at process end and trace end. */
+int lu_before(vmt_lint *l, const struct vmt_event *ev);
+int lu_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev);
+void lu_end_proc(vmt_lint *l, uint32_t proc);
+void lu_free(vmt_lint *l);
 
 #endif

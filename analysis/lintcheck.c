@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "lint_int.h"
+#include "uncommit_int.h"
 
 /* ---- Small helpers ------------------------------------------------------ */
 
@@ -39,35 +40,6 @@ static uint64_t page_up(const vmt_lint *l, uint64_t a)
 	return r < a ? ~(l->page - 1) : r; /* saturate at the top */
 }
 
-static struct lthread *thread_of(vmt_lint *l, uint32_t t)
-{
-	if (t >= VMT_MAX_THREADS || vmt_grow(&l->thr, &l->nthr, (size_t)t + 1, sizeof(*l->thr)))
-		return NULL;
-	return &l->thr[t];
-}
-
-static struct lproc *proc_of(vmt_lint *l, uint32_t p)
-{
-	if (p >= VMT_MAX_THREADS || vmt_grow(&l->prc, &l->nprc, (size_t)p + 1, sizeof(*l->prc)))
-		return NULL;
-	return &l->prc[p];
-}
-
-static void take_example(vmt_lint *l, struct example *x, uint64_t index,
-			 const struct vmt_event *ev)
-{
-	x->set = 1;
-	x->index = index;
-	x->proc = ev->proc;
-	x->thread = ev->thread;
-	x->stack = ev->kind == VMT_EV_SYSCALL ? ev->u.sc.stack_id : VMT_NONE;
-	x->is_fault = ev->kind == VMT_EV_FAULT;
-	x->ip = x->is_fault ? ev->u.fault.ip : 0;
-	vmt_buf_reset(&l->scratch);
-	vmt_render_text(&l->scratch, ev);
-	snprintf(x->text, sizeof(x->text), "%s", l->scratch.len ? l->scratch.data : "");
-}
-
 /* ---- Lifecycle ---------------------------------------------------------- */
 
 vmt_lint *vmt_lint_new(const struct vmt_header *h)
@@ -77,13 +49,15 @@ vmt_lint *vmt_lint_new(const struct vmt_header *h)
 		return NULL;
 	l->h = h;
 	l->page = h && h->page_size && !(h->page_size & (h->page_size - 1)) ? h->page_size : 4096;
+	l->strict = uc_strict_overcommit(h);
+	cs_tally_init(&l->sites_unc);
+	cs_tally_init(&l->sites_recommit);
 	l->model = vmt_asmodel_new((uint32_t)l->page);
 	l->syms = vmt_symtab_new();
 	if (!l->model || !l->syms) {
 		vmt_lint_free(l);
 		return NULL;
 	}
-	u64tab_init(&l->mprot_rw);
 	u64tab_init(&l->freed);
 	u64tab_init(&l->pages);
 	return l;
@@ -96,9 +70,11 @@ void vmt_lint_free(vmt_lint *l)
 	vmt_asmodel_free(l->model);
 	vmt_symtab_free(l->syms);
 	vmt_buf_free(&l->scratch);
+	lu_free(l);
+	cs_tally_free(&l->sites_unc);
+	cs_tally_free(&l->sites_recommit);
 	free(l->thr);
 	free(l->prc);
-	u64tab_free(&l->mprot_rw);
 	u64tab_free(&l->freed);
 	u64tab_free(&l->pages);
 	free(l->found);
@@ -118,39 +94,6 @@ static void discard_pages(vmt_lint *l, uint32_t proc, uint64_t start, uint64_t l
 	u64tab_del_range(&l->pages, lo, hi, l->page, proc);
 }
 
-/* seed 000: mprotect(RW) on a range, later mmap(PROT_NONE,
- * MAP_FIXED|MAP_PRIVATE|MAP_ANONYMOUS) over it. */
-static int check_pnf(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
-{
-	const struct vmt_syscall *sc = &ev->u.sc;
-	if (sc->op == VMT_OP_MPROTECT && (sc->args[2] & LX_PROT_WRITE)) {
-		uint64_t *v = u64tab_put(&l->mprot_rw, sc->args[0], ev->proc, NULL);
-		if (!v)
-			return -ENOMEM;
-		*v = sc->args[1];
-		return 0;
-	}
-	if (sc->op != VMT_OP_MMAP)
-		return 0;
-	uint64_t flags = sc->args[3];
-	if (sc->args[2] != 0 || !(flags & LX_MAP_FIXED) || !(flags & LX_MAP_ANONYMOUS) ||
-	    (flags & LX_MAP_TYPE) != LX_MAP_PRIVATE)
-		return 0;
-	uint64_t *len = u64tab_get(&l->mprot_rw, sc->args[0], ev->proc);
-	if (!len || *len < sc->args[1])
-		return 0;
-	u64tab_del(&l->mprot_rw, sc->args[0], ev->proc);
-	struct lthread *t = thread_of(l, ev->thread);
-	if (!t)
-		return -ENOMEM;
-	t->proc = ev->proc;
-	t->pnf_cycles++;
-	t->pnf_bytes += sc->args[1];
-	if (!l->ex_pnf.set)
-		take_example(l, &l->ex_pnf, index, ev);
-	return 0;
-}
-
 /* seed 001: bytes given back with MADV_FREE, and ranges freed again. */
 static int check_free(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 {
@@ -158,14 +101,14 @@ static int check_free(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	struct lproc *p;
 	if (sc->op == VMT_OP_PROCESS_MADVISE && (int32_t)sc->args[3] == LX_MADV_FREE) {
 		/* The ranges are in the tracee's iovec: count the call only. */
-		if (!(p = proc_of(l, ev->proc)))
+		if (!(p = lint_proc(l, ev->proc)))
 			return -ENOMEM;
 		p->free_calls++;
 		return 0;
 	}
 	if (sc->op != VMT_OP_MADVISE || (int32_t)sc->args[2] != LX_MADV_FREE)
 		return 0;
-	if (!(p = proc_of(l, ev->proc)))
+	if (!(p = lint_proc(l, ev->proc)))
 		return -ENOMEM;
 	uint64_t len = sc->args[1];
 	p->free_calls++;
@@ -178,7 +121,7 @@ static int check_free(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 		p->refree_calls++;
 		p->refree_bytes += len;
 		if (!l->ex_free.set)
-			take_example(l, &l->ex_free, index, ev);
+			lint_take_example(l, &l->ex_free, index, ev);
 	}
 	if (created || *v < len)
 		*v = len;
@@ -211,7 +154,7 @@ static int check_frag(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 		      const struct vmt_as_effect *eff)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
-	struct lproc *p = proc_of(l, ev->proc);
+	struct lproc *p = lint_proc(l, ev->proc);
 	if (!p)
 		return -ENOMEM;
 	if (eff->changed) {
@@ -243,7 +186,7 @@ static int check_frag(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 	/* The FRAG_EXAMPLE_AT-th case of a reason is part of a repeated
 	 * pattern, where the first one may be a startup mapping of ld.so. */
 	if (p->reasons[r] <= FRAG_EXAMPLE_AT)
-		take_example(l, &l->ex_frag[r], index, ev);
+		lint_take_example(l, &l->ex_frag[r], index, ev);
 	return 0;
 }
 
@@ -262,12 +205,12 @@ static int check_lock(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 	case VMT_OP_MLOCK2:
 		onfault = sc->op == VMT_OP_MLOCK2 && (sc->args[2] & LX_MLOCK_ONFAULT);
 		if (!onfault && sc->args[1] <= MLOCK_SMALL_PAGES * l->page) {
-			struct lproc *p = proc_of(l, ev->proc);
+			struct lproc *p = lint_proc(l, ev->proc);
 			if (!p)
 				return -ENOMEM;
 			p->small_mlocks++;
 			if (!l->ex_mlock.set)
-				take_example(l, &l->ex_mlock, index, ev);
+				lint_take_example(l, &l->ex_mlock, index, ev);
 		}
 		break;
 	case VMT_OP_MLOCKALL:
@@ -298,7 +241,7 @@ static int check_lock(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 	r->used_pages = u64tab_count_range(&l->pages, page_down(l, start), end, l->page, ev->proc);
 	r->ns = sc->exit_ns > ev->ts_ns ? sc->exit_ns - ev->ts_ns : 0;
 	r->bytes = (uint64_t)eff->d_locked;
-	take_example(l, &r->ex, index, ev);
+	lint_take_example(l, &r->ex, index, ev);
 	return 0;
 }
 
@@ -326,21 +269,21 @@ static int check_fault(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 		const struct vmt_vma *v = vmt_asmodel_lookup(l->model, ev->proc, pg);
 		if (v && !(v->flags & (VMT_VMA_FILE | VMT_VMA_SHARED)) && (v->prot & VMT_PROT_W)) {
 			*st = PG_READ_FIRST;
-			struct lproc *p = proc_of(l, ev->proc);
+			struct lproc *p = lint_proc(l, ev->proc);
 			if (!p)
 				return -ENOMEM;
 			p->read_first_pages++;
 		}
 	} else if (write && (*st & PG_READ_FIRST) && !(*st & PG_WRITTEN)) {
-		struct lthread *t = thread_of(l, ev->thread);
-		struct lproc *p = proc_of(l, ev->proc);
+		struct lthread *t = lint_thread(l, ev->thread);
+		struct lproc *p = lint_proc(l, ev->proc);
 		if (!t || !p)
 			return -ENOMEM;
 		t->proc = ev->proc;
 		t->rtw_pages++;
 		p->rtw_pages++;
 		if (!l->ex_rtw.set)
-			take_example(l, &l->ex_rtw, index, ev);
+			lint_take_example(l, &l->ex_rtw, index, ev);
 	}
 	if (write)
 		*st |= PG_WRITTEN;
@@ -379,18 +322,25 @@ int vmt_lint_event(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 		break;
 	case VMT_EV_EXEC:
 	case VMT_EV_PROCESS_EXIT:
-		discard_pages(l, ev->proc, 0, ~0ull - l->page);
+	case VMT_EV_MAPS:
+		if (ev->kind != VMT_EV_MAPS)
+			discard_pages(l, ev->proc, 0, ~0ull - l->page);
+		lu_end_proc(l, ev->proc);
 		break;
 	default:
 		break;
 	}
+	if (ev->kind == VMT_EV_SYSCALL && (rc = lu_before(l, ev)))
+		return rc;
 	if ((rc = vmt_asmodel_apply(l->model, ev)))
+		return rc;
+	if ((rc = lu_after(l, index, ev)))
 		return rc;
 	if (ev->kind != VMT_EV_SYSCALL || failed(&ev->u.sc))
 		return 0;
 	const struct vmt_as_effect *eff = vmt_asmodel_last(l->model);
-	if ((rc = check_pnf(l, index, ev)) || (rc = check_free(l, index, ev)) ||
-	    (rc = check_frag(l, index, ev, eff)) || (rc = check_lock(l, index, ev, eff)))
+	if ((rc = check_free(l, index, ev)) || (rc = check_frag(l, index, ev, eff)) ||
+	    (rc = check_lock(l, index, ev, eff)))
 		return rc;
 	syscall_discards(l, ev);
 	return 0;

@@ -27,73 +27,6 @@ static const char *const frag_reason_what[FR__COUNT] = {
 
 /* ---- Findings ------------------------------------------------------------ */
 
-/* Keep the finding f (built on the caller's stack). */
-static int add_finding(vmt_lint *l, const struct vmt_lint_finding *f)
-{
-	struct vmt_lint_finding *n = realloc(l->found, (l->nfound + 1) * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	l->found = n;
-	n[l->nfound++] = *f;
-	return 0;
-}
-
-static void num(struct vmt_lint_finding *f, const char *key, uint64_t v, const char *unit,
-		const char *what)
-{
-	if (f->nnums < VMT_LINT_MAX_NUMS)
-		f->nums[f->nnums++] = (struct vmt_lint_num){ key, v, unit, what };
-}
-
-/* Add a part, keeping the VMT_LINT_MAX_PARTS largest. */
-static void part(struct vmt_lint_finding *f, uint32_t proc, uint32_t thread, uint64_t v)
-{
-	if (!v)
-		return;
-	struct vmt_lint_part np = { proc, thread, v };
-	if (f->nparts < VMT_LINT_MAX_PARTS) {
-		f->parts[f->nparts++] = np;
-		return;
-	}
-	uint32_t min = 0;
-	for (uint32_t i = 1; i < f->nparts; i++)
-		if (f->parts[i].value < f->parts[min].value)
-			min = i;
-	f->parts_more++;
-	if (f->parts[min].value < v) {
-		f->parts_more_value += f->parts[min].value;
-		f->parts[min] = np;
-	} else {
-		f->parts_more_value += v;
-	}
-}
-
-static void set_example(vmt_lint *l, struct vmt_lint_finding *f, const struct example *x)
-{
-	if (!x->set)
-		return;
-	f->example_index = x->index;
-	f->example_proc = x->proc;
-	f->example_thread = x->thread;
-	snprintf(f->example, sizeof(f->example), "%s", x->text);
-	struct vmt_buf b = { 0 };
-	if (x->is_fault) {
-		vmt_symtab_render_ip(l->syms, &b, x->ip);
-		snprintf(f->frames[0], sizeof(f->frames[0]), "%s", b.len ? b.data : "?");
-		f->nframes = 1;
-	} else if (x->stack != VMT_NONE) {
-		uint32_t depth = 0;
-		const uint64_t *ips = vmt_symtab_stack(l->syms, x->stack, &depth);
-		for (uint32_t i = 0; ips && i < depth && i < VMT_LINT_MAX_FRAMES; i++) {
-			vmt_buf_reset(&b);
-			vmt_symtab_render_ip(l->syms, &b, ips[i]);
-			snprintf(f->frames[i], sizeof(f->frames[i]), "%s", b.len ? b.data : "?");
-			f->nframes = i + 1;
-		}
-	}
-	vmt_buf_free(&b);
-}
-
 /* Each find_* below fills a finding while it adds up its counters (parts
  * included) and keeps it only when the counters cross the thresholds. */
 
@@ -101,36 +34,78 @@ static int find_pnf(vmt_lint *l)
 {
 	struct vmt_lint_finding f = {
 		.id = VMT_LINT_PROT_NONE_FREE,
-		.title = "memory freed with mmap(PROT_NONE, MAP_FIXED) after mprotect(PROT_READ|PROT_WRITE)",
-		.why = "each cycle takes mmap_lock for writing twice (mprotect, then mmap) and "
-		       "faults the pages in again; threads doing it serialize on the lock "
-		       "(seed 000: 2 threads, 1,000,000 cycles: 140,000 context switches/s and "
-		       "80 s, against 8 s with madvise)",
-		.fix = "keep the range mapped read-write and give pages back with "
-		       "madvise(MADV_DONTNEED); measure with vmreplay --compare=prot-none-free",
+		.title = "memory uncommitted with mmap(PROT_NONE, MAP_FIXED), then committed again",
+		.why = "each uncommit and each commit replaces VMAs with mmap_lock held for "
+		       "writing, so threads that fault or map meanwhile wait, and committing "
+		       "again faults the pages in anyway (seed 000: 2 threads, 1,000,000 cycles: "
+		       "140,000 context switches/s and 80 s, against 8 s with madvise)",
+		.fix = "keep the range mapped with its protection and give the pages back with "
+		       "madvise(MADV_DONTNEED), so that committing it again changes nothing; "
+		       "measure with vmreplay --compare=prot-none-free",
 		.rule = "prot-none-free",
 		.part_unit = "cycles",
 	};
-	char h1[32];
-	uint64_t cycles = 0, bytes = 0, threads = 0;
-	for (uint32_t t = 0; t < l->nthr; t++)
-		if (l->thr[t].pnf_cycles >= PNF_MIN_CYCLES) {
-			cycles += l->thr[t].pnf_cycles;
-			bytes += l->thr[t].pnf_bytes;
-			threads++;
-			part(&f, l->thr[t].proc, t, l->thr[t].pnf_cycles);
-		}
-	if (!threads)
+	char h1[32], h2[32];
+	uint64_t cycles = 0, bytes = 0, threads = 0, unc = 0, ubytes = 0, rec = 0, cross = 0,
+		 unm = 0, never = 0, cut = 0, charged = 0, cbytes = 0;
+	for (uint32_t p = 0; p < l->nprc; p++) {
+		const struct lproc *P = &l->prc[p];
+		if (P->unc_cycles < PNF_MIN_CYCLES)
+			continue;
+		cycles += P->unc_cycles;
+		bytes += P->unc_cycle_bytes;
+		unc += P->unc_calls;
+		ubytes += P->unc_bytes;
+		rec += P->unc_recommitted;
+		cross += P->unc_cross;
+		unm += P->unc_unmapped;
+		never += P->unc_never;
+		cut += P->unc_cut;
+		charged += P->unc_charged;
+		cbytes += P->unc_charged_bytes;
+		for (uint32_t t = 0; t < l->nthr; t++)
+			if (l->thr[t].proc == p && l->thr[t].pnf_cycles) {
+				threads++;
+				lint_part(&f, p, t, l->thr[t].pnf_cycles);
+			}
+	}
+	if (!cycles)
 		return 0;
-	num(&f, "cycles", cycles, "cycles", "mprotect(RW) -> mmap(PROT_NONE, MAP_FIXED) cycles");
-	num(&f, "threads", threads, "threads", "threads doing it");
-	num(&f, "bytes", bytes, "bytes", "bytes remapped PROT_NONE");
+	lint_num(&f, "cycles", cycles, "cycles", "uncommits committed again or unmapped later");
+	lint_num(&f, "threads", threads, "threads", "threads uncommitting");
+	lint_num(&f, "bytes", bytes, "bytes", "bytes of those uncommits");
+	lint_num(&f, "uncommits", unc, "calls", "mmap(PROT_NONE, MAP_FIXED) calls over committed memory");
+	lint_num(&f, "recommitted", rec, "calls", "uncommits committed again (mprotect or mmap(MAP_FIXED))");
+	lint_num(&f, "recommitted_by_other_thread", cross, "calls", "of them by another thread");
+	lint_num(&f, "recommits_with_more", cut, "calls",
+	    "commits that also committed memory that was not uncommitted");
+	lint_num(&f, "unmapped", unm, "calls", "uncommits unmapped later");
+	lint_num(&f, "left_uncommitted", never, "calls", "uncommits left so until the process ended");
+	lint_num(&f, "charged_bytes", cbytes, "bytes", "bytes uncommitted that were charged to the commit limit");
 	snprintf(f.summary, sizeof(f.summary),
-		 "%" PRIu64 " mprotect(RW) -> mmap(PROT_NONE, MAP_FIXED) cycles on the same "
-		 "ranges in %" PRIu64 " thread%s (%s)",
-		 cycles, threads, threads == 1 ? "" : "s", vmt_format_bytes(h1, sizeof(h1), bytes));
-	set_example(l, &f, &l->ex_pnf);
-	return add_finding(l, &f);
+		 "%" PRIu64 " uncommits of committed memory by mmap(PROT_NONE, MAP_FIXED) (%s); "
+		 "%" PRIu64 " committed again (%" PRIu64 " by another thread), %" PRIu64
+		 " unmapped, in %" PRIu64 " thread%s (%s in those cycles)",
+		 unc, vmt_format_bytes(h1, sizeof(h1), ubytes), rec, cross, unm, threads,
+		 threads == 1 ? "" : "s", vmt_format_bytes(h2, sizeof(h2), bytes));
+	lint_set_example(l, &f, &l->ex_pnf);
+	int rc;
+	if ((rc = lint_sites(l, &f, &l->sites_unc, "uncommits", 2)) ||
+	    (rc = lint_sites(l, &f, &l->sites_recommit, "commits", 2)))
+		return rc;
+	if (l->strict)
+		snprintf(f.note, sizeof(f.note),
+			 "the trace was recorded with vm.overcommit_memory=2: rule prot-none-free "
+			 "leaves uncommits of charged memory as recorded, since madvise would keep "
+			 "the commit charge the remap drops");
+	else if (charged)
+		snprintf(f.note, sizeof(f.note),
+			 "%" PRIu64 " uncommits (%s) dropped a commit charge that madvise keeps: "
+			 "under vm.overcommit_memory=2 (glibc shrinks arenas this way only then) "
+			 "the rewritten program stays charged for that memory; the trace does not "
+			 "say which mode it was recorded under",
+			 charged, vmt_format_bytes(h1, sizeof(h1), cbytes));
+	return lint_add_finding(l, &f);
 }
 
 static int find_free(vmt_lint *l)
@@ -156,21 +131,21 @@ static int find_free(vmt_lint *l)
 		recalls += l->prc[p].refree_calls;
 		rebytes += l->prc[p].refree_bytes;
 		procs += l->prc[p].free_calls > 0;
-		part(&f, p, VMT_NONE, l->prc[p].free_bytes);
+		lint_part(&f, p, VMT_NONE, l->prc[p].free_bytes);
 	}
 	if (bytes < FREE_MIN_BYTES || recalls < FREE_MIN_REPEATS)
 		return 0;
-	num(&f, "calls", calls, "calls", "madvise(MADV_FREE) calls");
-	num(&f, "bytes", bytes, "bytes", "bytes freed lazily");
-	num(&f, "repeated_calls", recalls, "calls", "calls on a range freed before");
-	num(&f, "repeated_bytes", rebytes, "bytes", "bytes freed again");
-	num(&f, "processes", procs, "processes", "processes doing it");
+	lint_num(&f, "calls", calls, "calls", "madvise(MADV_FREE) calls");
+	lint_num(&f, "bytes", bytes, "bytes", "bytes freed lazily");
+	lint_num(&f, "repeated_calls", recalls, "calls", "calls on a range freed before");
+	lint_num(&f, "repeated_bytes", rebytes, "bytes", "bytes freed again");
+	lint_num(&f, "processes", procs, "processes", "processes doing it");
 	snprintf(f.summary, sizeof(f.summary),
 		 "%s freed with MADV_FREE in %" PRIu64 " calls; %" PRIu64
 		 " calls (%s) on ranges already freed before",
 		 vmt_format_bytes(h1, sizeof(h1), bytes), calls, recalls, vmt_format_bytes(h2, sizeof(h2), rebytes));
-	set_example(l, &f, &l->ex_free);
-	return add_finding(l, &f);
+	lint_set_example(l, &f, &l->ex_free);
+	return lint_add_finding(l, &f);
 }
 
 static int find_frag(vmt_lint *l)
@@ -205,17 +180,17 @@ static int find_frag(vmt_lint *l)
 			peak = q->peak_vmas;
 			peak_proc = p;
 		}
-		part(&f, p, VMT_NONE, q->peak_vmas);
+		lint_part(&f, p, VMT_NONE, q->peak_vmas);
 	}
 	if (!any)
 		return 0;
-	num(&f, "peak_vmas", peak, "vmas", "peak VMA count");
-	num(&f, "unmerged_small_maps", unmerged, "calls",
+	lint_num(&f, "peak_vmas", peak, "vmas", "peak VMA count");
+	lint_num(&f, "unmerged_small_maps", unmerged, "calls",
 	    "small mmaps next to a neighbour that stayed separate VMAs");
-	num(&f, "small_maps", small, "calls", "mmaps of at most 64 KiB");
+	lint_num(&f, "small_maps", small, "calls", "mmaps of at most 64 KiB");
 	for (int r = 0; r < FR__COUNT; r++)
 		if (reasons[r])
-			num(&f, frag_reason_key[r], reasons[r], "calls", frag_reason_what[r]);
+			lint_num(&f, frag_reason_key[r], reasons[r], "calls", frag_reason_what[r]);
 	int top = 0;
 	for (int r = 1; r < FR__COUNT; r++)
 		if (reasons[r] > reasons[top])
@@ -226,8 +201,8 @@ static int find_frag(vmt_lint *l)
 		 unmerged, small, frag_reason_what[top] + 10, peak, peak_proc,
 		 (double)(l->prc[peak_proc].peak_ts -
 			  (l->h && l->prc[peak_proc].peak_ts >= l->h->start_mono_ns ? l->h->start_mono_ns : 0)) / 1e9);
-	set_example(l, &f, &l->ex_frag[top]);
-	return add_finding(l, &f);
+	lint_set_example(l, &f, &l->ex_frag[top]);
+	return lint_add_finding(l, &f);
 }
 
 static int find_locks(vmt_lint *l)
@@ -262,16 +237,16 @@ static int find_locks(vmt_lint *l)
 		ns += r->ns;
 		if (!worst || locked > worst->bytes)
 			worst = r;
-		part(&f, r->proc, r->ex.thread, r->bytes);
+		lint_part(&f, r->proc, r->ex.thread, r->bytes);
 	}
 	if (!n)
 		return 0;
-	num(&f, "locks", n, "calls", "locking calls of 8 MiB or more");
-	num(&f, "locked_bytes", bytes, "bytes", "bytes locked (and populated) at once");
-	num(&f, "locked_pages", pages, "pages", "pages locked");
-	num(&f, "used_pages", used, "pages",
+	lint_num(&f, "locks", n, "calls", "locking calls of 8 MiB or more");
+	lint_num(&f, "locked_bytes", bytes, "bytes", "bytes locked (and populated) at once");
+	lint_num(&f, "locked_pages", pages, "pages", "pages locked");
+	lint_num(&f, "used_pages", used, "pages",
 	    "pages with evidence of use (faults before the lock or after it)");
-	num(&f, "lock_ns", ns, "ns", "time spent in the locking calls");
+	lint_num(&f, "lock_ns", ns, "ns", "time spent in the locking calls");
 	snprintf(f.summary, sizeof(f.summary),
 		 "%s (%" PRIu64 " pages) locked at once by %" PRIu64
 		 " call%s taking %.3f ms; %" PRIu64 " of those pages show use%s",
@@ -279,8 +254,8 @@ static int find_locks(vmt_lint *l)
 		 l->had_faults ? "" : " (no FAULT events: pages the lock populated look "
 				      "present whether used or not, so only a --touch=faults "
 				      "recording shows use)");
-	set_example(l, &f, &worst->ex);
-	return add_finding(l, &f);
+	lint_set_example(l, &f, &worst->ex);
+	return lint_add_finding(l, &f);
 }
 
 static int find_mlock(vmt_lint *l)
@@ -301,17 +276,17 @@ static int find_mlock(vmt_lint *l)
 		if (l->prc[p].small_mlocks >= MLOCK_MIN_CALLS) {
 			calls += l->prc[p].small_mlocks;
 			procs++;
-			part(&f, p, VMT_NONE, l->prc[p].small_mlocks);
+			lint_part(&f, p, VMT_NONE, l->prc[p].small_mlocks);
 		}
 	if (!procs)
 		return 0;
-	num(&f, "calls", calls, "calls", "mlock calls of at most 4 pages");
-	num(&f, "processes", procs, "processes", "processes doing it");
+	lint_num(&f, "calls", calls, "calls", "mlock calls of at most 4 pages");
+	lint_num(&f, "processes", procs, "processes", "processes doing it");
 	snprintf(f.summary, sizeof(f.summary),
 		 "%" PRIu64 " mlock calls of at most %d pages in %" PRIu64 " process%s",
 		 calls, MLOCK_SMALL_PAGES, procs, procs == 1 ? "" : "es");
-	set_example(l, &f, &l->ex_mlock);
-	return add_finding(l, &f);
+	lint_set_example(l, &f, &l->ex_mlock);
+	return lint_add_finding(l, &f);
 }
 
 static int find_rtw(vmt_lint *l)
@@ -335,24 +310,26 @@ static int find_rtw(vmt_lint *l)
 	}
 	if (rtw < RTW_MIN_PAGES)
 		return 0;
-	num(&f, "pages", rtw, "pages", "pages with a read fault then a write fault");
-	num(&f, "read_first_pages", read_first, "pages",
+	lint_num(&f, "pages", rtw, "pages", "pages with a read fault then a write fault");
+	lint_num(&f, "read_first_pages", read_first, "pages",
 	    "fresh anonymous pages whose first fault was a read");
-	num(&f, "extra_faults", rtw, "faults", "faults a write-first order would save");
+	lint_num(&f, "extra_faults", rtw, "faults", "faults a write-first order would save");
 	snprintf(f.summary, sizeof(f.summary),
 		 "%" PRIu64 " fresh anonymous pages took a read fault and then a write fault "
 		 "(%" PRIu64 " pages were read first)",
 		 rtw, read_first);
 	for (uint32_t t = 0; t < l->nthr; t++)
-		part(&f, l->thr[t].proc, t, l->thr[t].rtw_pages);
-	set_example(l, &f, &l->ex_rtw);
-	return add_finding(l, &f);
+		lint_part(&f, l->thr[t].proc, t, l->thr[t].rtw_pages);
+	lint_set_example(l, &f, &l->ex_rtw);
+	return lint_add_finding(l, &f);
 }
 
 int vmt_lint_finish(vmt_lint *l)
 {
 	int rc;
 	l->nfound = 0;
+	for (uint32_t p = 0; p < l->nprc; p++)
+		lu_end_proc(l, p);
 	if ((rc = find_pnf(l)) || (rc = find_free(l)) || (rc = find_frag(l)) ||
 	    (rc = find_locks(l)) || (rc = find_mlock(l)) || (rc = find_rtw(l)))
 		return rc;

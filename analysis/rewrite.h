@@ -14,9 +14,10 @@
  *
  * Rules (see rewrite.c and the rules_*.c files for when each must not
  * apply):
- *   prot-none-free    mprotect(RW) .. mmap(PROT_NONE, MAP_FIXED) on the
- *                     same range -> madvise(MADV_DONTNEED), range stays RW,
- *                     the next mprotect(RW) of the range is dropped
+ *   prot-none-free    an uncommit by mmap(PROT_NONE, MAP_FIXED) of
+ *                     committed memory -> madvise(MADV_DONTNEED), the range
+ *                     keeps its protection, later commits of it (mprotect,
+ *                     mmap(MAP_FIXED)) lose their part over it
  *   dontneed-to-free  madvise(MADV_DONTNEED) -> madvise(MADV_FREE) on
  *                     private anonymous ranges
  *   free-to-dontneed  madvise(MADV_FREE) -> madvise(MADV_DONTNEED)

@@ -16,8 +16,8 @@ static const char lint_usage[] =
 	"example event and its call site when the trace has stacks), what it costs\n"
 	"and the change, or vmreplay rewrite rule, that addresses it:\n"
 	"\n"
-	"  prot-none-free     mprotect(RW) ... mmap(PROT_NONE, MAP_FIXED) over the\n"
-	"                     same range, again and again (rule prot-none-free)\n"
+	"  prot-none-free     memory uncommitted by mmap(PROT_NONE, MAP_FIXED) and\n"
+	"                     committed again, again and again (rule prot-none-free)\n"
 	"  madv-free-volume   much memory given back with MADV_FREE, the same\n"
 	"                     ranges again and again (rule free-to-dontneed)\n"
 	"  vma-fragmentation  many small adjacent mappings that did not merge, and\n"
@@ -30,7 +30,8 @@ static const char lint_usage[] =
 	"                     vmrec --touch=faults\n"
 	"\n"
 	"  --json      one JSON object: trace, findings (id, title, summary,\n"
-	"              evidence, parts, example, why, fix, rule), notes\n"
+	"              evidence, parts, example, call_sites, note, why, fix,\n"
+	"              rule), notes\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"TRACE may be '-' for standard input.\n"
@@ -117,8 +118,13 @@ static void print_text(const char *path, const vmt_lint *l, int n, const char **
 			printf("  %-11s event %" PRIu64 " [p%u t%u] %s\n", "example:",
 			       f->example_index, f->example_proc, f->example_thread, f->example);
 			for (uint32_t k = 0; k < f->nframes; k++)
-				printf("  %-11s #%u %s\n", k ? "" : "call site:", k, f->frames[k]);
+				printf("  %-11s #%u %s\n", k ? "" : "stack:", k, f->frames[k]);
 		}
+		for (uint32_t k = 0; k < f->nsites; k++)
+			printf("  %-11s %s: %" PRIu64 " %s\n", k ? "" : "call sites:", f->sites[k].site,
+			       f->sites[k].calls, f->sites[k].role);
+		if (f->note[0])
+			wrap("note:", f->note, 14);
 		wrap("cost:", f->why, 14);
 		wrap("fix:", f->fix, 14);
 		if (f->rule)
@@ -164,7 +170,7 @@ static void print_json(const char *path, const vmt_lint *l, int n, const char **
 			vmt_buf_printf(&b, ",\"example\":{\"index\":%" PRIu64 ",\"proc\":%u,\"thread\":%u,\"text\":",
 				       f->example_index, f->example_proc, f->example_thread);
 			vmt_buf_json_str(&b, f->example);
-			vmt_buf_puts(&b, ",\"call_site\":[");
+			vmt_buf_puts(&b, ",\"stack\":[");
 			for (uint32_t k = 0; k < f->nframes; k++) {
 				if (k)
 					vmt_buf_puts(&b, ",");
@@ -172,6 +178,19 @@ static void print_json(const char *path, const vmt_lint *l, int n, const char **
 			}
 			vmt_buf_puts(&b, "]}");
 		}
+		vmt_buf_puts(&b, ",\"call_sites\":[");
+		for (uint32_t k = 0; k < f->nsites; k++) {
+			vmt_buf_puts(&b, k ? ",{\"site\":" : "{\"site\":");
+			vmt_buf_json_str(&b, f->sites[k].site);
+			vmt_buf_puts(&b, ",\"role\":");
+			vmt_buf_json_str(&b, f->sites[k].role);
+			vmt_buf_printf(&b, ",\"calls\":%" PRIu64 "}", f->sites[k].calls);
+		}
+		vmt_buf_puts(&b, "],\"note\":");
+		if (f->note[0])
+			vmt_buf_json_str(&b, f->note);
+		else
+			vmt_buf_puts(&b, "null");
 		vmt_buf_puts(&b, ",\"why\":");
 		vmt_buf_json_str(&b, f->why);
 		vmt_buf_puts(&b, ",\"fix\":");

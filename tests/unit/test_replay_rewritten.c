@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "replay.h"
+#include "rewrite.h"
 #include "rprun.h"
 
 /* The seed-000 rewrite in small: mprotect(RW) of a PROT_NONE reservation,
@@ -130,12 +131,110 @@ static void test_load_fd(void **state)
 	tg_remove(&t);
 }
 
+/* G1's shape: thread 1 commits a heap region, thread 2 uncommits half of
+ * it, thread 1 commits that half again with reservation beyond, uses it
+ * and discards a part of it. */
+static void write_g1(struct tg_trace *t)
+{
+	rr_begin(t);
+	tg_thread(t, 0, 1, 0);
+	tg_thread(t, 0, 2, 0);
+	TG_PUT_SC(t, 0, 1, VMT_OP_MMAP, (int64_t)A, 0, 64 * PAGE, PROT_NONE, PRIV_ANON | MAP_NORESERVE,
+		  FD_NONE, 0);
+	TG_PUT_SC(t, 0, 1, VMT_OP_MMAP, (int64_t)A, A, 32 * PAGE, RW, PRIV_ANON_FIXED, FD_NONE, 0);
+	tg_touch(t, 0, 2, A + 16 * PAGE, 16, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(t, 0, 2, VMT_OP_MMAP, (int64_t)(A + 16 * PAGE), A + 16 * PAGE, 16 * PAGE, PROT_NONE,
+		  PRIV_ANON_FIXED | MAP_NORESERVE, FD_NONE, 0);
+	TG_PUT_SC(t, 0, 1, VMT_OP_MMAP, (int64_t)(A + 16 * PAGE), A + 16 * PAGE, 24 * PAGE, RW,
+		  PRIV_ANON_FIXED, FD_NONE, 0);
+	tg_touch(t, 0, 1, A + 16 * PAGE, 24, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(t, 0, 1, VMT_OP_MADVISE, 0, A + 16 * PAGE, 4 * PAGE, MADV_DONTNEED);
+	tg_thread_exit(t, 0, 2);
+	tg_thread_exit(t, 0, 1);
+	rr_finish(t);
+}
+
+/* The element of a thread with touches on the range of element `seq`
+ * (1-based) of thread `on` waits for it. */
+static int waits_for(const rp_trace *t, const struct rp_elem *e, uint32_t on, uint32_t seq)
+{
+	for (uint32_t d = 0; d < e->ndeps; d++)
+		if (t->deps[e->dep0 + d].thread == on && t->deps[e->dep0 + d].seq >= seq)
+			return 1;
+	return 0;
+}
+
+static void test_rewritten_across_threads(void **state)
+{
+	struct tg_trace t;
+	struct rp_options o;
+	struct rp_run_result r0, r1;
+	write_g1(&t);
+	char out[] = "/tmp/rewritten.XXXXXX", err[256];
+	int ofd = mkstemp(out), ifd = open(t.path, O_RDONLY | O_CLOEXEC);
+	assert_true(ofd >= 0 && ifd >= 0);
+	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
+	assert_int_equal(vmt_rewrite_trace(rw, ifd, ofd, err, sizeof(err)), 0);
+	/* the uncommit goes, its re-commit is cut to the reservation beyond */
+	assert_int_equal(vmt_rewrite_counts(rw)->rules[0].applied, 1);
+	assert_int_equal(vmt_rewrite_counts(rw)->rules[0].details[0].n, 1);
+	vmt_rewrite_free(rw);
+	close(ifd);
+	close(ofd);
+
+	rr_opts(&o);
+	rp_trace *t0 = rr_replay_clean(t.path, &o, &r0);
+	rp_trace *t1 = rr_replay_clean(out, &o, &r1);
+	/* the same pages touched; the uncommit became the madvise */
+	assert_int_equal(r1.touched_pages, r0.touched_pages);
+	assert_int_equal(r1.ops[VMT_OP_MMAP].count + 1, r0.ops[VMT_OP_MMAP].count);
+	assert_int_equal(r1.ops[VMT_OP_MADVISE].count, 2);
+	/* Thread 1's madvise, with its touches of the range thread 2
+	 * uncommitted, waits for thread 2's madvise (that was the uncommit):
+	 * the edge the dropped part of the re-commit carried. */
+	uint32_t tid2 = RP_VOID, tid1 = RP_VOID;
+	for (uint32_t i = 0; i < t1->nthreads; i++) {
+		if (t1->threads[i].rec == 2)
+			tid2 = i;
+		if (t1->threads[i].rec == 1)
+			tid1 = i;
+	}
+	assert_true(tid1 != RP_VOID && tid2 != RP_VOID);
+	const struct rp_thread *th2 = &t1->threads[tid2], *th1 = &t1->threads[tid1];
+	uint32_t mad2 = UINT32_MAX, mad1 = UINT32_MAX;
+	for (uint32_t k = 0; k < th2->nelem; k++)
+		if (th2->elem[k].kind == RK_SYSCALL && th2->elem[k].op == VMT_OP_MADVISE)
+			mad2 = k;
+	for (uint32_t k = 0; k < th1->nelem; k++)
+		if (th1->elem[k].kind == RK_SYSCALL && th1->elem[k].op == VMT_OP_MADVISE)
+			mad1 = k;
+	assert_true(mad2 != UINT32_MAX && mad1 != UINT32_MAX);
+	assert_true(th1->elem[mad1].ntouch > 0);
+	assert_true(waits_for(t1, &th1->elem[mad1], tid2, mad2 + 1));
+	/* and in the recording, the same element waited for the uncommit */
+	const struct rp_thread *o2 = &t0->threads[tid2], *o1 = &t0->threads[tid1];
+	uint32_t unc = UINT32_MAX, m1 = UINT32_MAX;
+	for (uint32_t k = 0; k < o2->nelem; k++)
+		if (o2->elem[k].kind == RK_SYSCALL && o2->elem[k].op == VMT_OP_MMAP)
+			unc = k;
+	for (uint32_t k = 0; k < o1->nelem; k++)
+		if (o1->elem[k].kind == RK_SYSCALL && o1->elem[k].op == VMT_OP_MADVISE)
+			m1 = k;
+	assert_true(unc != UINT32_MAX && m1 != UINT32_MAX);
+	assert_true(waits_for(t0, &o1->elem[m1 - 1], tid2, unc + 1));
+	rr_release(&r0, t0);
+	rr_release(&r1, t1);
+	unlink(out);
+	tg_remove(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_expected_result_matches),
 		cmocka_unit_test(test_expected_result_differs),
 		cmocka_unit_test(test_load_fd),
+		cmocka_unit_test(test_rewritten_across_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,7 +134,7 @@ static void test_stream_deep_copy(void **state)
 }
 
 /* The counts: call sites named from the stacks (symbols at the end, as a
- * recording writes them), calls left out, and both sides' calls
+ * recording writes them), calls left out, the note, and both sides' calls
  * (those under the write lock, those changing VMAs). */
 static void test_counts(void **state)
 {
@@ -171,6 +171,9 @@ static void test_counts(void **state)
 	assert_string_equal(r->sites[0].site, "old_free (app)");
 	assert_int_equal(r->sites[0].calls, 2);
 	assert_int_equal(r->sites_rest, 0);
+	/* the reservation had no MAP_NORESERVE: mprotect(RW) charged it */
+	assert_non_null(r->note);
+	assert_non_null(strstr(r->note, "dropped a commit charge"));
 	assert_int_equal(c->in.calls, 6);
 	assert_int_equal(c->out.calls, 5);
 	assert_int_equal(c->in.write_locked, 6);
