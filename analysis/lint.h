@@ -22,6 +22,10 @@
 #define VMT_LINT_LOCKED_UNTOUCHED "locked-untouched"
 #define VMT_LINT_MLOCK_PER_PAGE "mlock-per-page"
 #define VMT_LINT_READ_THEN_WRITE "read-then-write"
+#define VMT_LINT_DISCARD_UNMAP "discard-before-unmap"
+#define VMT_LINT_FREE_DONTNEED "free-before-dontneed"
+#define VMT_LINT_DISCARD_LOCKED "discard-locked"
+#define VMT_LINT_FILE_MAP_CHURN "file-map-churn"
 
 /* One number of a finding's evidence. */
 struct vmt_lint_num {

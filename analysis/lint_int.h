@@ -11,6 +11,7 @@
 #include "linux_abi.h"
 #include "lint.h"
 #include "rangeset_int.h"
+#include "touchlog_int.h"
 #include "u64tab.h"
 
 
@@ -73,6 +74,39 @@
  * a buffer that is read before it is filled. */
 #define RTW_MIN_PAGES 256
 
+/* discard-before-unmap: a madvise(MADV_DONTNEED/MADV_FREE) or
+ * mprotect(PROT_NONE) of a range that the same thread then unmaps, with
+ * nothing else on the range in between, is a call munmap makes useless
+ * (its pages go with the mapping; mprotect also splits a VMA under the
+ * write lock).  64 of them in one process is a teardown loop (V8 frees
+ * every 256 KiB page of an isolate this way: 387 pages, 3 calls each),
+ * not a one-off. */
+#define DUN_MIN_CALLS 64
+
+/* free-before-dontneed: MADV_FREE of pages that are still present when
+ * madvise(MADV_DONTNEED) gives them back later (jemalloc's decay: dirty
+ * to muzzy, then muzzy to clean) bought nothing and cost a call and a
+ * page-table walk.  As for madv-free-volume, below 64 MiB the work is too
+ * small to matter. */
+#define FBD_MIN_BYTES (64ull << 20)
+
+/* discard-locked: madvise(MADV_DONTNEED/MADV_FREE) fails with EINVAL on
+ * locked memory (VM_LOCKED): every such call is wasted.  16 is a trim
+ * loop (qemu with mem-lock=on: 391 from glibc's malloc_trim), not a
+ * probe. */
+#define DLK_MIN_CALLS 16
+
+/* file-map-churn: a file of at most 64 KiB mapped, read and unmapped
+ * again pays mmap_lock for writing twice and a page fault, where read()
+ * copies a few hundred bytes.  1000 such pairs in one process is a
+ * per-record loop (git reading 2064 loose objects: 2072 pairs). */
+#define FMC_MAX_BYTES (64ull << 10)
+#define FMC_MIN_PAIRS 1000
+/* A mapping counts when it goes before this many more small file
+ * mappings are made: map, read, unmap, one file after the other (mappings
+ * that pile up and go at the end are vma-fragmentation's shape). */
+#define FMC_MAX_LIVE 16
+
 /* Page states in the faulted-page table. */
 #define PG_READ_FIRST 0x1u /* first fault was a read on an anonymous page */
 #define PG_WRITTEN 0x2u
@@ -96,6 +130,19 @@ struct lthread {
 	uint64_t rtw_pages;
 };
 
+/* A discard waiting for its munmap (discard-before-unmap), or a
+ * MADV_FREE waiting for its MADV_DONTNEED (free-before-dontneed). */
+struct pend_discard {
+	uint64_t start, end, index;
+	uint32_t thread, stack, op;
+	int64_t present; /* pages present at the call (-1: unknown) */
+};
+
+struct pend_list {
+	struct pend_discard *d;
+	size_t n, cap;
+};
+
 struct lproc {
 	uint64_t free_calls, free_bytes, refree_calls, refree_bytes;
 	uint64_t small_maps, unmerged, reasons[FR__COUNT];
@@ -108,6 +155,17 @@ struct lproc {
 	struct rs_set unc;
 	uint64_t unc_calls, unc_bytes, unc_cycles, unc_cycle_bytes, unc_recommitted,
 		unc_unmapped, unc_never, unc_cross, unc_cut, unc_charged, unc_charged_bytes;
+	/* discard-before-unmap */
+	struct pend_list dun;
+	uint64_t dun_calls, dun_bytes, dun_unmaps;
+	/* free-before-dontneed */
+	struct pend_list fbd;
+	uint64_t fbd_pairs, fbd_bytes, fbd_cross;
+	/* discard-locked */
+	uint64_t dlk_calls, dlk_bytes;
+	/* file-map-churn: small file mappings now (start -> length) */
+	struct u64tab fmc; /* (start, 0) -> stack << 32 | length, (start, 1) -> serial */
+	uint64_t fmc_serial, fmc_pairs, fmc_bytes;
 };
 
 struct lockrec {
@@ -135,11 +193,13 @@ struct vmt_lint {
 	uint32_t nlocks;
 	int had_faults;
 	int strict;		  /* the header says overcommit=2 */
-	struct cs_tally sites_unc, sites_recommit;
+	struct touchlog touches;  /* per thread, since its last syscall */
+	struct cs_tally sites_unc, sites_recommit, sites_dun, sites_fbd, sites_dlk, sites_fmc;
 	int unc_candidate;	  /* the syscall being applied is an uncommit */
 	uint32_t unc_prot, unc_flags;
 	struct example ex_unc[LU_EXAMPLES];
-	struct example ex_pnf, ex_free, ex_frag[FR__COUNT], ex_mlock, ex_rtw;
+	struct example ex_pnf, ex_free, ex_frag[FR__COUNT], ex_mlock, ex_rtw, ex_dun, ex_fbd,
+		ex_dlk, ex_fmc;
 	struct vmt_lint_finding *found;
 	uint32_t nfound;
 };
@@ -165,11 +225,23 @@ void lint_num(struct vmt_lint_finding *f, const char *key, uint64_t v, const cha
 	      const char *what);
 void lint_part(struct vmt_lint_finding *f, uint32_t proc, uint32_t thread, uint64_t v);
 
+/* lintfinddiscard.c: the findings of lintdiscard.c's detectors.  0 or
+ * -ENOMEM. */
+int lint_find_discards(vmt_lint *l);
+
 /* lintuncommit.c: prot-none-free, before and after the model applies a
  * syscall, and at process end and trace end. */
 int lu_before(vmt_lint *l, const struct vmt_event *ev);
 int lu_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev);
 void lu_end_proc(vmt_lint *l, uint32_t proc);
 void lu_free(vmt_lint *l);
+
+/* lintdiscard.c: discard-before-unmap, free-before-dontneed,
+ * discard-locked and file-map-churn, after the model applied an event
+ * (before, for the locked check). */
+int lnd_before(vmt_lint *l, uint64_t index, const struct vmt_event *ev);
+int lnd_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev);
+void lnd_end_proc(vmt_lint *l, uint32_t proc);
+void lnd_free(vmt_lint *l);
 
 #endif

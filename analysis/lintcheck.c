@@ -50,8 +50,13 @@ vmt_lint *vmt_lint_new(const struct vmt_header *h)
 	l->h = h;
 	l->page = h && h->page_size && !(h->page_size & (h->page_size - 1)) ? h->page_size : 4096;
 	l->strict = uc_strict_overcommit(h);
+	tl_init(&l->touches, l->page);
 	cs_tally_init(&l->sites_unc);
 	cs_tally_init(&l->sites_recommit);
+	cs_tally_init(&l->sites_dun);
+	cs_tally_init(&l->sites_fbd);
+	cs_tally_init(&l->sites_dlk);
+	cs_tally_init(&l->sites_fmc);
 	l->model = vmt_asmodel_new((uint32_t)l->page);
 	l->syms = vmt_symtab_new();
 	if (!l->model || !l->syms) {
@@ -71,8 +76,14 @@ void vmt_lint_free(vmt_lint *l)
 	vmt_symtab_free(l->syms);
 	vmt_buf_free(&l->scratch);
 	lu_free(l);
+	lnd_free(l);
+	tl_free(&l->touches);
 	cs_tally_free(&l->sites_unc);
 	cs_tally_free(&l->sites_recommit);
+	cs_tally_free(&l->sites_dun);
+	cs_tally_free(&l->sites_fbd);
+	cs_tally_free(&l->sites_dlk);
+	cs_tally_free(&l->sites_fmc);
 	free(l->thr);
 	free(l->prc);
 	u64tab_free(&l->freed);
@@ -326,17 +337,25 @@ int vmt_lint_event(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 		if (ev->kind != VMT_EV_MAPS)
 			discard_pages(l, ev->proc, 0, ~0ull - l->page);
 		lu_end_proc(l, ev->proc);
+		lnd_end_proc(l, ev->proc);
+		break;
+	case VMT_EV_TOUCH:
+		if ((rc = tl_add(&l->touches, ev)))
+			return rc;
 		break;
 	default:
 		break;
 	}
-	if (ev->kind == VMT_EV_SYSCALL && (rc = lu_before(l, ev)))
+	if (ev->kind == VMT_EV_SYSCALL && ((rc = lu_before(l, ev)) || (rc = lnd_before(l, index, ev))))
 		return rc;
 	if ((rc = vmt_asmodel_apply(l->model, ev)))
 		return rc;
-	if ((rc = lu_after(l, index, ev)))
+	if ((rc = lu_after(l, index, ev)) || (rc = lnd_after(l, index, ev)))
 		return rc;
-	if (ev->kind != VMT_EV_SYSCALL || failed(&ev->u.sc))
+	if (ev->kind != VMT_EV_SYSCALL)
+		return 0;
+	tl_clear(&l->touches, ev->thread);
+	if (failed(&ev->u.sc))
 		return 0;
 	const struct vmt_as_effect *eff = vmt_asmodel_last(l->model);
 	if ((rc = check_free(l, index, ev)) || (rc = check_frag(l, index, ev, eff)) ||

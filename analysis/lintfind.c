@@ -331,7 +331,8 @@ int vmt_lint_finish(vmt_lint *l)
 	for (uint32_t p = 0; p < l->nprc; p++)
 		lu_end_proc(l, p);
 	if ((rc = find_pnf(l)) || (rc = find_free(l)) || (rc = find_frag(l)) ||
-	    (rc = find_locks(l)) || (rc = find_mlock(l)) || (rc = find_rtw(l)))
+	    (rc = find_locks(l)) || (rc = find_mlock(l)) || (rc = find_rtw(l)) ||
+	    (rc = lint_find_discards(l)))
 		return rc;
 	return (int)l->nfound;
 }

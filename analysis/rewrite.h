@@ -25,6 +25,10 @@
  *                     MCL_ONFAULT, mmap(MAP_LOCKED) -> mmap + mlock2(ONFAULT)
  *   populate          anonymous private mmap whose pages are all touched
  *                     before it is unmapped or discarded -> MAP_POPULATE
+ *   unmap-only        madvise(MADV_DONTNEED/FREE) or mprotect(PROT_NONE)
+ *                     of a range the same thread unmaps next -> dropped
+ *   dontneed-only     madvise(MADV_FREE) of pages a later MADV_DONTNEED
+ *                     gives back while all are still present -> dropped
  *
  * Flag and advice values are the generic Linux ABI ones (x86-64, arm64,
  * riscv64), which is what the trace format's name tables use too.

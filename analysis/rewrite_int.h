@@ -50,6 +50,8 @@ extern const struct rw_rule rw_rule_dontneed_to_free;
 extern const struct rw_rule rw_rule_free_to_dontneed;
 extern const struct rw_rule rw_rule_mlock_onfault;
 extern const struct rw_rule rw_rule_populate;
+extern const struct rw_rule rw_rule_discard_before_unmap;
+extern const struct rw_rule rw_rule_free_before_dontneed;
 
 /* The most rules one chain can run. */
 #define RW_MAX_RULES 8

@@ -12,6 +12,8 @@ static const struct rw_rule *const all_rules[] = {
 	&rw_rule_free_to_dontneed,
 	&rw_rule_mlock_onfault,
 	&rw_rule_populate,
+	&rw_rule_discard_before_unmap,
+	&rw_rule_free_before_dontneed,
 };
 #define NRULES (sizeof(all_rules) / sizeof(all_rules[0]))
 _Static_assert(NRULES <= RW_MAX_RULES, "RW_MAX_RULES is too small");

@@ -9,8 +9,8 @@
 # left, and every workload replayed rewritten by the rules that fit it
 # with zero divergences.
 . "$(dirname "$0")/common.inc"
-ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate
-RULES="prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate"
+ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate,unmap-only,dontneed-only
+RULES="prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate unmap-only dontneed-only"
 
 need compare "$VMREC" "$VMREPLAY" "$VMTRACE" || exit 0
 

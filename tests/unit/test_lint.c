@@ -2,7 +2,7 @@
  * test_lint.c - the detectors of `vmtrace lint` on synthetic traces that
  * mimic the event streams of the seed workloads: each pattern is found with
  * the right numbers, and its near misses are not.  prot-none-free is in
- * test_lint_uncommit.c.
+ * test_lint_uncommit.c, the discard findings in test_lint_discard.c.
  *
  * Every trace goes through vmt_writer and vmt_reader (so the events are
  * valid ones) before the linter sees it.

@@ -4,7 +4,8 @@
  * with the expected stream).  The cases where a rule must not apply get
  * their own traces.  prot-none-free here in seed 000's shape; in the
  * shapes of HotSpot and glibc's arenas in test_rewrite_uncommit.c; the
- * streaming API in test_rewrite_stream.c.
+ * discard rules in test_rewrite_discard.c; the streaming API in
+ * test_rewrite_stream.c.
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -42,7 +42,8 @@ static void test_rule_lists(void **state)
 		const char *list, *msg;
 	} bad[] = {
 		{ "prot-none-free,bogus", "unknown rewrite rule 'bogus' (rules: prot-none-free, "
-					  "dontneed-to-free, free-to-dontneed, mlock-onfault, populate)" },
+					  "dontneed-to-free, free-to-dontneed, mlock-onfault, populate, "
+					  "unmap-only, dontneed-only)" },
 		{ "populate,populate", "rewrite rule 'populate' given twice" },
 		{ "populate,", "empty rewrite rule name in 'populate,'" },
 		{ "dontneed-to-free,free-to-dontneed",
@@ -58,7 +59,7 @@ static void test_rule_lists(void **state)
 
 	size_t n;
 	const struct vmt_rewrite_rule_info *info = vmt_rewrite_rules(&n);
-	assert_int_equal(n, 5);
+	assert_int_equal(n, 7);
 	for (size_t i = 0; i < n; i++) {
 		assert_non_null(info[i].summary);
 		assert_int_equal(vmt_rewrite_check(info[i].name, NULL, 0), 0);
