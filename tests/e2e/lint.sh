@@ -1,7 +1,9 @@
 #!/bin/sh
-# vmtrace lint: on the golden traces (exit codes, text and JSON), then on
-# every workload of tests/workloads recorded with vmrec: each variant that
-# shows a seed's pattern gets exactly that finding, the others none.
+# vmtrace lint: on the golden traces (exit codes, text and JSON), on the
+# real recordings of tests/data/real (the finding each shows, with its
+# demangled call site), then on every workload of tests/workloads recorded
+# with vmrec: each variant that shows a seed's pattern gets exactly that
+# finding, the others none.
 . "$(dirname "$0")/common.inc"
 
 # ---- golden traces ----
@@ -31,6 +33,39 @@ check_exit lint-stdin 1 sh -c "$VMTRACE lint - < $D/seed000-old.zst"
 check_exit lint-no-trace 2 $VMTRACE lint
 check_exit lint-bad-option 2 $VMTRACE lint --bogus $D/seed000-old.zst
 check_exit lint-help 0 $VMTRACE help lint
+
+# ---- real recordings (tests/data/real/README.md) ----
+check_exit lint-real-jvm17-g1 1 $VMTRACE lint $D/real/jvm17-g1.zst
+check lint-real-jvm17-g1-finding grep -q '^\[prot-none-free\] memory uncommitted with mmap(PROT_NONE, MAP_FIXED)' "$T/out"
+check lint-real-jvm17-g1-site grep -qx '  call sites: os::pd_uncommit_memory(char\*, unsigned long, bool) (libjvm.so): 1029 uncommits' "$T/out"
+check lint-real-jvm17-g1-stack grep -qx '  stack: *#0 mmap+0x13 (libc.so.6)' "$T/out"
+check_exit lint-real-jvm17-g1-json 1 $VMTRACE lint --json $D/real/jvm17-g1.zst
+check lint-real-jvm17-g1-json-sites python3 - "$T/out" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))['findings'][0]
+assert f['id'] == 'prot-none-free' and f['rule'] == 'prot-none-free', f['id']
+assert f['call_sites'][0] == {'site': 'os::pd_uncommit_memory(char*, unsigned long, bool) (libjvm.so)',
+                              'role': 'uncommits', 'calls': 1029}, f['call_sites']
+assert f['evidence']['recommitted_by_other_thread'] == 720, f['evidence']
+assert 'commit charge' in f['note']
+PY
+while read -r name want; do
+	$VMTRACE lint --json $D/real/$name.zst > "$T/$name.json" 2> "$T/$name.err"
+	got=$(python3 -c "
+import json, sys
+print(','.join(f['id'] for f in json.load(open(sys.argv[1]))['findings']) or '-')" "$T/$name.json" 2>&1)
+	if [ "$got" = "$want" ]; then ok "lint-real-$name"; else not_ok "lint-real-$name" "findings '$got', want '$want'"; fi
+done <<'LIST'
+jvm17-parallel prot-none-free
+jvm17-serial prot-none-free
+glibc-arenas -
+glibc-arenas-strict prot-none-free
+redis-jemalloc-muzzy madv-free-volume,free-before-dontneed
+node20-workers discard-before-unmap
+qemu-memlock locked-untouched,discard-locked
+ld-gold vma-fragmentation
+git-loose file-map-churn
+LIST
 
 # ---- recorded workloads ----
 need lint-workloads "$VMREC" || exit 0

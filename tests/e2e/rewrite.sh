@@ -1,6 +1,7 @@
 #!/bin/sh
 # vmtrace rewrite: the golden traces against checked-by-eye expected dumps
-# (tests/data/rewrite/), command-line errors, a damaged input, and the
+# (tests/data/rewrite/), command-line errors, a damaged input, the real
+# recordings of tests/data/real (counts, call sites, zero divergences), and the
 # seed workloads recorded with vmrec: seed000 old style with 1 and 2
 # threads loses every mmap(PROT_NONE, MAP_FIXED) and gets one
 # madvise(MADV_DONTNEED) per iteration per thread (the count the workload
@@ -58,18 +59,41 @@ check rewrite-truncated-message grep -q "^vmtrace rewrite: '.*truncated.zst': tr
 check_exit rewrite-truncated-output-valid 0 $VMTRACE dump "$T/tr.zst"
 check rewrite-truncated-output-events test "$(grep -c '\[p' "$T/out")" -gt 10
 
-# ---- recorded workloads ----
-need rewrite-workloads "$VMREC" || exit 0
-if ! "$VMREC" -q -o "$T/probe.zst" -- /bin/true > /dev/null 2> "$T/probe.err"; then
-	skip rewrite-workloads "vmrec cannot record here: $(head -1 "$T/probe.err")"
-	exit 0
-fi
 replay_ok() { # NAME TRACE: vmreplay reports 0 divergences
 	need "$1" "$VMREPLAY" || return
 	"$VMREPLAY" -q "$2" > "$T/rp.out" 2>&1; rc=$?
 	if [ "$rc" = 0 ] && grep -q 'divergences 0$' "$T/rp.out"; then ok "$1"
 	else not_ok "$1" "exit $rc"; show "$T/rp.out"; fi
 }
+
+# ---- real recordings (tests/data/real/README.md) ----
+# The counts name the call site the rule applied at; each rewritten trace
+# replays with zero divergences (its rewritten calls' results checked).
+check_exit rewrite-real-jvm17-g1 0 $VMTRACE rewrite $D/real/jvm17-g1.zst "$T/g1.zst"
+check rewrite-real-jvm17-g1-count grep -qx 'prot-none-free *720' "$T/out"
+check rewrite-real-jvm17-g1-site grep -qx ' *720 at os::pd_uncommit_memory(char\*, unsigned long, bool) (libjvm.so)' "$T/out"
+check rewrite-real-jvm17-g1-note grep -q '^  note: 720 uncommits (.*) dropped a commit charge' "$T/out"
+check rewrite-real-jvm17-g1-calls grep -qx 'mmap_lock held for writing  *2684  *1226' "$T/out"
+replay_ok rewrite-real-jvm17-g1-replay "$T/g1.zst"
+while read -r name rules count; do
+	check_exit "rewrite-real-$name" 0 $VMTRACE rewrite --rules=$rules $D/real/$name.zst "$T/$name.zst"
+	check "rewrite-real-$name-count" grep -qx "${rules%%,*} *$count" "$T/out"
+	replay_ok "rewrite-real-$name-replay" "$T/$name.zst"
+done <<'LIST'
+jvm17-parallel prot-none-free 26
+jvm17-serial prot-none-free 20
+glibc-arenas-strict prot-none-free 17
+glibc-arenas prot-none-free,unmap-only,dontneed-only 0
+node20-workers unmap-only 783
+redis-jemalloc-muzzy dontneed-only 291
+LIST
+
+# ---- recorded workloads ----
+need rewrite-workloads "$VMREC" || exit 0
+if ! "$VMREC" -q -o "$T/probe.zst" -- /bin/true > /dev/null 2> "$T/probe.err"; then
+	skip rewrite-workloads "vmrec cannot record here: $(head -1 "$T/probe.err")"
+	exit 0
+fi
 
 # seed000 old style: every free becomes a madvise, every enable but the
 # first of each thread goes.
