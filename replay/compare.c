@@ -243,6 +243,124 @@ static void row(FILE *f, const char *label, const struct rp_compare *c, const st
 		clear ? "yes" : "no");
 }
 
+/* Numbers of a run that no single field holds: calls that always take
+ * mmap_lock for writing and the time in them (madvise left out: its
+ * discarding advice takes the lock for reading), and one recorded
+ * thread's context switches (all copies of it). */
+static uint64_t wl_calls(const struct rp_run_result *r, uint32_t unused)
+{
+	uint64_t n = 0;
+	(void)unused;
+	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+		n += vmt_op_write_locked(op) == 1 ? r->ops[op].count : 0;
+	return n;
+}
+
+static uint64_t wl_ns(const struct rp_run_result *r, uint32_t unused)
+{
+	uint64_t ns = 0;
+	(void)unused;
+	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+		ns += vmt_op_write_locked(op) == 1 ? r->ops[op].count * r->ops[op].mean_ns : 0;
+	return ns;
+}
+
+static uint64_t thread_cs(const struct rp_run_result *r, uint32_t thread)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < r->nthreads; i++)
+		if (r->threads[i].thread == thread)
+			n += r->threads[i].voluntary_cs + r->threads[i].involuntary_cs;
+	return n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* get() of each run of one side: its median (the lower middle), min, max. */
+static uint64_t side_of(const struct rp_run_result *runs, unsigned n,
+			uint64_t (*get)(const struct rp_run_result *, uint32_t), uint32_t arg,
+			uint64_t *lo, uint64_t *hi)
+{
+	uint64_t v[64];
+	unsigned k = n < 64 ? n : 64;
+	for (unsigned i = 0; i < k; i++)
+		v[i] = get(&runs[i], arg);
+	qsort(v, k, sizeof(v[0]), cmp_u64);
+	*lo = v[0];
+	*hi = v[k - 1];
+	return v[(k - 1) / 2];
+}
+
+/* A row like row()'s, of get() (shown divided by unit with prec decimals). */
+static void row_of(FILE *f, const char *label, const struct rp_compare *c,
+		   uint64_t (*get)(const struct rp_run_result *, uint32_t), uint32_t arg,
+		   double unit, int prec)
+{
+	struct metric m = { label, -1, 0, unit, prec };
+	char bv[32], rv[32], rt[32], br[64], rr[64], a[32], b2[32];
+	uint64_t blo, bhi, rlo, rhi;
+	uint64_t b = side_of(c->base, c->n, get, arg, &blo, &bhi);
+	uint64_t r = side_of(c->rew, c->n, get, arg, &rlo, &rhi);
+	fmt_val(bv, sizeof(bv), b, &m);
+	fmt_val(rv, sizeof(rv), r, &m);
+	double q = rp_ratio(b, r);
+	if (!b && !r)
+		snprintf(rt, sizeof(rt), "-");
+	else
+		snprintf(rt, sizeof(rt), q < 100 ? "%.2f" : "%.0f", q);
+	fmt_val(a, sizeof(a), blo, &m);
+	fmt_val(b2, sizeof(b2), bhi, &m);
+	snprintf(br, sizeof(br), "%s-%s", a, b2);
+	fmt_val(a, sizeof(a), rlo, &m);
+	fmt_val(b2, sizeof(b2), rhi, &m);
+	snprintf(rr, sizeof(rr), "%s-%s", a, b2);
+	fprintf(f, "%-20s %12s %12s %8s  %-23s %-23s %s\n", label, bv, rv, rt, br, rr,
+		bhi < rlo || rhi < blo ? "yes" : "no");
+}
+
+struct tcs {
+	uint32_t thread;
+	uint64_t cs;
+};
+
+static int by_cs(const void *a, const void *b)
+{
+	const struct tcs *x = a, *y = b;
+	return x->cs != y->cs ? (x->cs < y->cs ? 1 : -1) : (x->thread > y->thread) - (x->thread < y->thread);
+}
+
+/* Rows for the (at most 4) recorded threads with the most context
+ * switches on either side: where a rewrite moves waiting between threads
+ * (a JVM's GC threads, an allocator's background thread). */
+static void thread_rows(FILE *f, const struct rp_compare *c)
+{
+	struct tcs *t = calloc(c->base[0].nthreads + 1, sizeof(*t));
+	uint32_t n = 0;
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < c->base[0].nthreads; i++) {
+		uint32_t id = c->base[0].threads[i].thread;
+		uint64_t lo, hi, v = side_of(c->base, c->n, thread_cs, id, &lo, &hi);
+		uint64_t w = side_of(c->rew, c->n, thread_cs, id, &lo, &hi);
+		int seen = 0;
+		for (uint32_t k = 0; k < n; k++)
+			seen |= t[k].thread == id;
+		if (!seen && (v || w))
+			t[n++] = (struct tcs){ id, v > w ? v : w };
+	}
+	qsort(t, n, sizeof(*t), by_cs);
+	for (uint32_t k = 0; k < n && k < 4; k++) {
+		char label[32];
+		snprintf(label, sizeof(label), "cs of t%u", t[k].thread);
+		row_of(f, label, c, thread_cs, t[k].thread, 1, 0);
+	}
+	free(t);
+}
+
 static void divergences(FILE *f, const char *side, const struct rp_run_result *r)
 {
 	if (!r->divergences)
@@ -297,6 +415,9 @@ int rp_compare_report_text(FILE *f, const rp_trace *base, const rp_trace *rew,
 		"rewritten", "ratio", "baseline min-max", "rewritten min-max", "clear");
 	for (size_t i = 0; i < sizeof(run_metrics) / sizeof(run_metrics[0]); i++)
 		row(f, run_metrics[i].label, c, &run_metrics[i]);
+	row_of(f, "write-lock calls", c, wl_calls, 0, 1, 0);
+	row_of(f, "write-lock ms", c, wl_ns, 0, 1e6, 3);
+	thread_rows(f, c);
 	for (unsigned op = 1; op < VMT_OP__COUNT; op++) {
 		if (!c->base_med.ops[op].count && !c->rew_med.ops[op].count)
 			continue;
@@ -309,7 +430,9 @@ int rp_compare_report_text(FILE *f, const rp_trace *base, const rp_trace *rew,
 		}
 	}
 	fprintf(f, "(ratio: baseline median / rewritten median, the divisor at least 1;"
-		   " clear: the two sides' ranges do not overlap)\n");
+		   " clear: the two sides' ranges do not overlap;\n"
+		   " write-lock: the calls that take mmap_lock for writing, madvise not"
+		   " counted; cs of tN: recorded thread N's context switches)\n");
 	divergences(f, "baseline", &c->base_med);
 	divergences(f, "rewritten", &c->rew_med);
 	fputc('\n', f);

@@ -90,6 +90,17 @@ assert rows['madvise calls'][7] == 'yes'
 # the table's ratio column is baseline/max(rewritten,1)
 b, r = (int(x) for x in rows['mprotect calls'][:2])
 assert abs(float(rows['mprotect calls'][2]) - b / max(r, 1)) < 0.6, rows['mprotect calls']
+# write-lock calls: the mmaps and mprotects of each side (madvise reads);
+# the frees' mmaps and all but each thread's first mprotect(RW) are gone
+wl = [int(x) for x in rows['write-lock calls'][:2]]
+mm = [int(x) for x in rows['mmap calls'][:2]]
+mp = [int(x) for x in rows['mprotect calls'][:2]]
+assert wl[0] >= mm[0] + mp[0] and wl[0] - wl[1] == 2 * frees - 2, (wl, mm, mp)
+assert 'write-lock ms' in rows
+# per-thread rows (threads that switched at all): at most four, of
+# recorded threads 0 to 2
+cs = [k for k in rows if k.startswith('cs of t')]
+assert len(cs) <= 4 and all(k[len('cs of t'):] in ('0', '1', '2') for k in cs), cs
 EOF
 check compare-json python3 - "$T/c.json" "$FREES" <<'EOF'
 import json, sys
