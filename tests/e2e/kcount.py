@@ -7,8 +7,10 @@ Runs the vmrec command line given (which must write TRACE) inside a tracefs
 instance of its own that counts the sys_enter events of the recorded ops for
 vmrec and every task it creates (event-fork), then compares, thread by
 thread (by tid), the kernel's counts with the SYSCALL events of TRACE.
-vmrec's own calls and those of the launched command before its exec are not
-recorded, so they are left out of the kernel's count too.
+vmrec's own calls, its helper children's, and those of the launched command
+before its exec are not recorded, so they are left out of the kernel's count
+too: counted are the launched command from its exec on and the tasks it
+creates (sched_process_fork), whatever they exec.
 
 Prints one line per difference and exits 1 if there is any, 77 (with a
 line saying why) when tracefs or the syscall events are not there, and
@@ -61,7 +63,9 @@ def main():
         for op in ops:
             write("%s/events/syscalls/sys_enter_%s/enable" % (inst, op), "1")
         write(inst + "/events/sched/sched_process_exec/enable", "1")
+        write(inst + "/events/sched/sched_process_fork/enable", "1")
         write(inst + "/options/event-fork", "1")
+        write(inst + "/options/record-tgid", "1")
         # The shell puts itself in the set and becomes vmrec.
         pidfile = "%s.pid" % trace
         rc = subprocess.call(["sh", "-c", 'echo $$ > "$1" && echo $$ > "$0/set_event_pid" && '
@@ -70,20 +74,25 @@ def main():
             vmrec_pid = int(f.read())
         os.unlink(pidfile)
         write(inst + "/tracing_on", "0")
-        started = False
+        # Recorded are the launched command from its exec on and every task
+        # it creates; vmrec's own threads and helper children are not.
+        root, kept = None, set()
         kernel = collections.defaultdict(collections.Counter)
         with open(inst + "/trace") as f:
             for line in f:
-                m = re.match(r"\s*.*?-(\d+)\s+\[\d+\]\s+\S+\s+[\d.]+: (\w+)[:(]", line)
+                m = re.match(r"\s*.*?-(\d+)\s+\(\s*(?:\d+|-+)\)\s+\[\d+\]\s+\S+\s+[\d.]+: (\w+)[:(](.*)", line)
                 if not m:
                     continue
-                tid, what = int(m.group(1)), m.group(2)
-                if tid == vmrec_pid:
-                    continue
-                # Recording starts at the launched command's exec.
+                tid, what, rest = int(m.group(1)), m.group(2), m.group(3)
                 if what == "sched_process_exec":
-                    started = True
-                elif started and what.startswith("sys_"):
+                    if root is None and tid != vmrec_pid:
+                        root = tid
+                        kept.add(tid)
+                elif what == "sched_process_fork":
+                    c = re.search(r"child_pid=(\d+)", rest)
+                    if c and tid in kept:
+                        kept.add(int(c.group(1)))
+                elif tid in kept and what.startswith("sys_"):
                     kernel[tid][what[4:]] += 1
         lost = 0
         for cpu in os.listdir(inst + "/per_cpu"):
