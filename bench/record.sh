@@ -56,6 +56,8 @@ run() {
 	ptrace) "$B/vmrec" -q --backend=ptrace --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	resident) "$B/vmrec" -q --backend=ptrace --touch=resident --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	faults) "$B/vmrec" -q --backend=ptrace --touch=faults --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
+	sstacks) "$B/vmrec" -q --backend=stream --stacks --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
+	pstacks) "$B/vmrec" -q --backend=ptrace --stacks --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	strace) strace -f -o /dev/null -e trace="$ops" "$@" > "$out" 2>&1 || true ;;
 	perf) perf trace -q -o /dev/null -e "$ops" -- "$@" > "$out" 2>&1 || true ;;
 	esac
@@ -64,7 +66,7 @@ run() {
 	if [ -z "$prog" ]; then
 		case $v in
 		native) prog=$((t1 - t0)) ;;
-		stream|ptrace|resident|faults)
+		stream|ptrace|resident|faults|sstacks|pstacks)
 			prog=$("$B/vmtrace" stat --json "$tmp/t.zst" 2> /dev/null |
 			       sed -n 's/.*"duration_ns":\([0-9]*\).*/\1/p') ;;
 		esac
@@ -98,16 +100,16 @@ bench() {
 	done
 	echo "$line"
 }
-# bench_touch NAME -- CMD...: the ptrace backend's touch sources
-bench_touch() {
-	name=$1; shift 2
-	for v in resident faults; do : > "$tmp/e.$v"; : > "$tmp/p.$v"; done
+# bench_two NAME V1 V2 -- CMD...: two variants against native
+bench_two() {
+	name=$1 v1=$2 v2=$3; shift 4
+	for v in $v1 $v2; do : > "$tmp/e.$v"; : > "$tmp/p.$v"; done
 	: > "$tmp/e.native"
 	for r in $(seq "$rounds"); do
 		run native "$@" > "$tmp/base"
 		read -r be bp < "$tmp/base"
 		echo "$be" >> "$tmp/e.native"
-		for v in resident faults; do
+		for v in $v1 $v2; do
 			run "$v" "$@" > "$tmp/one"
 			read -r e p < "$tmp/one"
 			echo "$e $be" | awk '{print $1 / $2}' >> "$tmp/e.$v"
@@ -116,8 +118,8 @@ bench_touch() {
 	done
 	printf '%-24s %9.1f %7.2f %7.2f %7.2f %7.2f\n' "$name" \
 		"$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')" \
-		"$(median < "$tmp/e.resident")" "$(median < "$tmp/p.resident")" \
-		"$(median < "$tmp/e.faults")" "$(median < "$tmp/p.faults")"
+		"$(median < "$tmp/e.$v1")" "$(median < "$tmp/p.$v1")" \
+		"$(median < "$tmp/e.$v2")" "$(median < "$tmp/p.$v2")"
 }
 
 variants="ptrace strace"
@@ -140,5 +142,16 @@ echo
 echo "the ptrace backend's touch sources: time / native, medians of $rounds interleaved rounds"
 printf '%-24s %9s %15s %15s\n' "" "native" "resident" "faults"
 printf '%-24s %9s %7s %7s %7s %7s\n' workload ms elapsed prog elapsed prog
-bench_touch "seed000 new 1 thread" -- "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
-bench_touch "python3 -c pass" -- python3 -c pass
+bench_two "seed000 new 1 thread" resident faults -- "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
+bench_two "python3 -c pass" resident faults -- python3 -c pass
+echo
+echo "--stacks: time / native, medians of $rounds interleaved rounds"
+printf '%-24s %9s %15s %15s\n' "" "native" "stream" "ptrace"
+printf '%-24s %9s %7s %7s %7s %7s\n' workload ms elapsed prog elapsed prog
+if [ $stream = 1 ]; then
+	bench_two "seed000 new 1 thread" sstacks pstacks -- "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
+	bench_two "python3 -c pass" sstacks pstacks -- python3 -c pass
+	bench_two "gcc -O2 -c small.c" sstacks pstacks -- gcc -O2 -c -o "$tmp/small.o" "$tmp/small.c"
+else
+	echo "(no stream backend: $(tail -1 "$tmp/probe"))"
+fi

@@ -25,6 +25,9 @@ static const char usage_text[] =
 	"  -q, --quiet         no summary line at the end\n"
 	"      --stacks[=DEPTH]  record the user call stack of every call\n"
 	"                      (at most DEPTH frames, default 32)\n"
+	"      --stack-copy=BYTES  with the stream backend, the bytes of stack\n"
+	"                      copied at each call to unwind (512 to 16384,\n"
+	"                      default 8192): deeper stacks need more\n"
 	"      --backend=NAME  how to record: auto (default: stream where the\n"
 	"                      kernel allows it, else ptrace), stream (the kernel\n"
 	"                      writes the calls into a ring buffer, through BPF;\n"
@@ -35,8 +38,8 @@ static const char usage_text[] =
 	"                      (pages present before each discarding call and at\n"
 	"                      exit; ptrace only), none\n"
 	"      --ring-size=MiB the stream backend's ring buffer (a power of two,\n"
-	"                      default 16): larger rings lose nothing in longer\n"
-	"                      bursts\n"
+	"                      default 16, 64 with --stacks): larger rings lose\n"
+	"                      nothing in longer bursts\n"
 	"  -p, --pid=PID       attach to the running process PID (all its\n"
 	"                      threads; with ptrace slower: no seccomp filter)\n"
 	"      --same-cpu      run vmrec and CMD on one CPU: traced calls cost\n"
@@ -84,7 +87,7 @@ static int parse_uint(const char *s, unsigned long lo, unsigned long hi,
 }
 
 enum { OPT_FORCE = 256, OPT_STACKS, OPT_TOUCH, OPT_VERSION, OPT_SAME_CPU, OPT_BACKEND,
-       OPT_RING };
+       OPT_RING, OPT_STACK_COPY };
 
 /* A --backend value; -1 if unknown. */
 static int backend_of(const char *name)
@@ -111,6 +114,7 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 		{ "same-cpu", no_argument, NULL, OPT_SAME_CPU },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "ring-size", required_argument, NULL, OPT_RING },
+		{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long v;
@@ -119,7 +123,7 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 	memset(o, 0, sizeof(*o));
 	o->touch = VMR_TOUCH_AUTO;
 	o->backend = VMR_BACKEND_AUTO;
-	o->ring_mib = VMR_DEFAULT_RING_MIB;
+	o->stack_copy = VMR_DEFAULT_STACK_COPY;
 	if (backend_env && *backend_env && (o->backend = backend_of(backend_env)) < 0)
 		return fail(err, errlen, "VMREC_BACKEND: unknown backend '%s' (use auto, stream or ptrace)",
 			    backend_env);
@@ -179,6 +183,13 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 					    optarg, VMR_MAX_RING_MIB);
 			o->ring_mib = (unsigned)v;
 			break;
+		case OPT_STACK_COPY:
+			if (parse_uint(optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY, &v) || (v & 7))
+				return fail(err, errlen,
+					    "--stack-copy: '%s' is not a multiple of 8 from %u to %u (bytes)",
+					    optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY);
+			o->stack_copy = (unsigned)v;
+			break;
 		case 'p':
 			if (parse_uint(optarg, 1, 0x3fffffff, &v))
 				return fail(err, errlen, "-p: invalid process id '%s'", optarg);
@@ -202,6 +213,8 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 			return fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (!o->ring_mib)
+		o->ring_mib = o->stack_depth ? VMR_DEFAULT_RING_MIB_STACKS : VMR_DEFAULT_RING_MIB;
 	o->cmd_argc = argc - optind;
 	o->cmd_argv = argv + optind;
 	if (o->attach_pid && o->same_cpu)
@@ -229,6 +242,8 @@ void vmr_options_string(const struct vmr_opts *o, const char *backend, int touch
 		     touch >= 0 && touch <= 2 ? touch_names[touch] : "?");
 	if (o->stack_depth && n >= 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " stacks=%u", o->stack_depth);
+	if (o->stack_depth && !strcmp(backend, "stream") && n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " stack-copy=%u", o->stack_copy);
 	if (o->same_cpu && n >= 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, " same-cpu");
 	if (o->attach_pid && n >= 0 && (size_t)n < len)

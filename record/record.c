@@ -178,6 +178,15 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 	sum->threads = r->next_thread;
 	sum->procs = r->next_proc;
 	sum->lost = r->lost;
+	if (r->stacks) {
+		struct vmr_stacks_stats ss;
+		vmr_stacks_get_stats(r->stacks, &ss);
+		sum->stack_captures = ss.captures + r->stack_skipped;
+		sum->stack_failed = ss.failed + r->stack_skipped;
+		sum->stack_skipped = r->stack_skipped;
+		sum->stack_shallow = ss.shallow;
+		sum->stacks = ss.stacks;
+	}
 	sum->backend = r->backend->name;
 	sum->touch = touch_names[r->touch];
 	sum->stopped_by = r->stopped_by;

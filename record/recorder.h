@@ -21,6 +21,10 @@
 
 #define VMR_VERSION "0.1"
 #define VMR_DEFAULT_STACK_DEPTH 32u
+/* --stack-copy: bytes of stack the stream backend copies at each call. */
+#define VMR_DEFAULT_STACK_COPY 8192u
+#define VMR_MIN_STACK_COPY 512u
+#define VMR_MAX_STACK_COPY 16384u
 
 enum vmr_touch_mode {
 	VMR_TOUCH_RESIDENT = 0, /* pagemap before discarding ops and at exit */
@@ -36,8 +40,10 @@ enum vmr_backend_choice {
 	VMR_BACKEND_PTRACE,   /* ptrace + seccomp: a stop at every call */
 };
 
-/* --ring-size: the stream backend's ring buffer, MiB (a power of two). */
+/* --ring-size: the stream backend's ring buffer, MiB (a power of two);
+ * larger by default with --stacks, whose records carry a stack copy. */
 #define VMR_DEFAULT_RING_MIB 16u
+#define VMR_DEFAULT_RING_MIB_STACKS 64u
 #define VMR_MAX_RING_MIB 1024u
 
 enum vmr_action {
@@ -54,7 +60,8 @@ struct vmr_opts {
 	unsigned stack_depth;	/* 0: no stacks; else --stacks=DEPTH */
 	int touch;		/* enum vmr_touch_mode */
 	int backend;		/* enum vmr_backend_choice */
-	unsigned ring_mib;	/* --ring-size */
+	unsigned ring_mib;	/* --ring-size; 0: the default */
+	unsigned stack_copy;	/* --stack-copy (bytes) */
 	pid_t attach_pid;	/* -p PID, or 0 */
 	int same_cpu;		/* --same-cpu: vmrec and the program on one CPU */
 	int cmd_argc;		/* launch mode: CMD [ARG...] */
@@ -97,6 +104,10 @@ struct vmr_summary {
 	uint32_t threads, procs;
 	uint64_t raw_bytes, file_bytes;
 	uint64_t lost;		/* events that could not be captured */
+	/* --stacks: captures tried, those that gave no stack, those that
+	 * gave only the innermost frame, distinct stacks, and (stream) those
+	 * not even tried because vmrec had fallen behind (in the first two) */
+	uint64_t stack_captures, stack_failed, stack_shallow, stacks, stack_skipped;
 	const char *backend;	/* "stream" or "ptrace" */
 	const char *touch;	/* the touch source: "faults", "resident", "none" */
 };

@@ -1,302 +1,23 @@
 /*
- * stacks.c - call stacks of ptrace-stopped tasks, interned and symbolized.
+ * stacks.c - call stacks, interned and symbolized: of ptrace-stopped tasks,
+ * and from the copies the stream backend's kernel side makes at a call.
  *
- * Unwinding uses libunwind (remote address spaces) with these changes to
- * libunwind-ptrace's defaults, all for speed, since a stack is captured at
- * every traced syscall:
- *  - one address space per traced process with UNW_CACHE_GLOBAL and a
- *    larger cache, so a call site's unwind rules are looked up only the
- *    first time it is seen;
- *  - our own find_proc_info: the module holding an ip comes from a cached
- *    copy of /proc/PID/maps and the location of its .eh_frame_hdr table is
- *    read once per module file (ehframe.c); libunwind-ptrace instead
- *    rereads /proc/PID/maps and maps the whole module file every time the
- *    module changes from one frame to the next (and aborts the program on
- *    a table encoding it does not know).  It remains the fallback for code
- *    outside any readable file;
- *  - registers come from one PTRACE_GETREGS per capture instead of one
- *    PTRACE_PEEKUSER per register (x86-64);
- *  - tracee memory is read 4 KiB at a time with process_vm_readv into a
- *    small cache valid for one capture, instead of one PTRACE_PEEKDATA per
- *    word.  libunwind-ptrace calls our access_mem both with our argument
- *    and, from inside _UPT_find_proc_info, with its own UPT handle, so the
- *    capture in progress is found through a thread-local pointer.
- *
- * Symbolization: at the first sight of an ip we note its module (path, dev,
- * inode from the per-process copy of /proc/PID/maps) and file offset; at
- * finish each module's ELF symbols are read once (symbolize.c).
+ * Unwinding is stackunw.c's.  Symbolization: at the first sight of an ip
+ * we note its module (path, dev, inode from the per-process copy of
+ * /proc/PID/maps) and file offset; at finish each module's ELF symbols are
+ * read once (symbolize.c).
  */
-#include "stacks.h"
-#include "ehframe.h"
-#include "symbolize.h"
-#include "u64map.h"
-#include "rec_internal.h"
+#include "stacks_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libunwind-ptrace.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/user.h>
-#include <unistd.h>
 
 #define DEBUG_ROOT "/usr/lib/debug"
-#define UNW_CACHE_ENTRIES 1024 /* unwind rules cached per process */
-#define MC_SLOTS 16	       /* memory cache: 16 blocks of 4 KiB */
-#define MC_BLOCK 4096u
 
-/* ---- state -------------------------------------------------------------- */
-struct smap { /* one executable mapping of a process */
-	uint64_t start, end, off;
-	uint32_t module; /* VMT_NONE for anonymous code */
-};
-
-struct sproc {
-	pid_t tgid;
-	unsigned ntasks;
-	uint32_t gen; /* bumped by invalidate: UPT handles are rebuilt */
-	unw_addr_space_t as;
-	struct smap *maps;
-	size_t nmaps, capmaps;
-	int maps_valid;
-};
-
-struct stask {
-	pid_t tid;
-	uint32_t proc;
-	uint32_t gen;
-	void *upt;
-};
-
-struct sstack {
-	size_t off; /* into ips[] */
-	uint32_t depth;
-	uint64_t hash;
-};
-
-struct vmr_stacks {
-	unsigned max_depth;
-	unw_accessors_t acc;
-	struct vmr_stacks_stats st;
-
-	struct sproc **procs; /* by trace process index */
-	size_t nprocs;
-	struct stask **tasks;
-	size_t ntasks, captasks;
-	struct u64map task_by_tid;
-
-	/* interned stacks */
-	uint64_t *ips;
-	size_t nips, capips;
-	struct sstack *stacks;
-	size_t nstacks, capstacks;
-	uint32_t *stab; /* id + 1, 0 = empty */
-	size_t stabcap;
-
-	struct vmr_syms *syms; /* where each distinct ip lives */
-	struct vmr_maps mtext;	/* scratch for read_maps */
-	struct ehf_module *umods; /* unwind tables, by module index */
-	size_t numods;
-
-	/* the capture in progress */
-	pid_t cur_tid;
-	uint64_t *frame; /* max_depth ips */
-	int regs_ok;
-	int maps_reread; /* this capture reread maps for an unknown ip */
-#ifdef __x86_64__
-	struct user_regs_struct regs;
-#endif
-	int no_pvr; /* process_vm_readv refused: use PTRACE_PEEKDATA */
-	uint32_t mgen;
-	uint64_t mc_addr[MC_SLOTS];
-	uint32_t mc_gen[MC_SLOTS];
-	unsigned char mc_data[MC_SLOTS][MC_BLOCK];
-};
-
-static __thread struct vmr_stacks *cur_stacks;
-
-/* ---- libunwind accessors ------------------------------------------------ */
-static int read_direct(struct vmr_stacks *s, uint64_t addr, unw_word_t *val)
-{
-	if (!s->no_pvr) {
-		struct iovec l = { val, sizeof(*val) };
-		struct iovec r = { (void *)(uintptr_t)addr, sizeof(*val) };
-		ssize_t n = process_vm_readv(s->cur_tid, &l, 1, &r, 1, 0);
-		s->st.mem_reads++;
-		if (n == (ssize_t)sizeof(*val))
-			return 0;
-		if (n < 0 && (errno == EPERM || errno == ENOSYS))
-			s->no_pvr = 1;
-		else
-			return -UNW_EINVAL;
-	}
-	errno = 0;
-	long w = ptrace(PTRACE_PEEKDATA, s->cur_tid, (void *)(uintptr_t)addr, 0);
-	if (w == -1 && errno)
-		return -UNW_EINVAL;
-	*val = (unw_word_t)w;
-	return 0;
-}
-
-static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
-		   int write, void *arg)
-{
-	struct vmr_stacks *s = cur_stacks;
-	if (write || !s)
-		return -UNW_EINVAL; /* unwinding never writes */
-	uint64_t blk = addr & ~(uint64_t)(MC_BLOCK - 1);
-	if (s->no_pvr || addr - blk > MC_BLOCK - sizeof(*val))
-		return read_direct(s, addr, val);
-	unsigned slot = (unsigned)(blk / MC_BLOCK) % MC_SLOTS;
-	if (s->mc_addr[slot] != blk || s->mc_gen[slot] != s->mgen) {
-		struct iovec l = { s->mc_data[slot], MC_BLOCK };
-		struct iovec r = { (void *)(uintptr_t)blk, MC_BLOCK };
-		ssize_t n = process_vm_readv(s->cur_tid, &l, 1, &r, 1, 0);
-		s->st.mem_reads++;
-		if (n != (ssize_t)MC_BLOCK) {
-			/* A block at the edge of a mapping: read the word. */
-			s->mc_gen[slot] = s->mgen - 1;
-			return read_direct(s, addr, val);
-		}
-		s->mc_addr[slot] = blk;
-		s->mc_gen[slot] = s->mgen;
-	}
-	memcpy(val, s->mc_data[slot] + (addr - blk), sizeof(*val));
-	return 0;
-}
-
-static int acc_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val,
-		   int write, void *arg)
-{
-	struct stask *t = arg;
-#ifdef __x86_64__
-	struct vmr_stacks *s = cur_stacks;
-	if (!write && s && s->regs_ok && reg >= 0 && reg <= UNW_X86_64_RIP) {
-		const struct user_regs_struct *r = &s->regs;
-		static const size_t off[] = {
-			[UNW_X86_64_RAX] = offsetof(struct user_regs_struct, rax),
-			[UNW_X86_64_RDX] = offsetof(struct user_regs_struct, rdx),
-			[UNW_X86_64_RCX] = offsetof(struct user_regs_struct, rcx),
-			[UNW_X86_64_RBX] = offsetof(struct user_regs_struct, rbx),
-			[UNW_X86_64_RSI] = offsetof(struct user_regs_struct, rsi),
-			[UNW_X86_64_RDI] = offsetof(struct user_regs_struct, rdi),
-			[UNW_X86_64_RBP] = offsetof(struct user_regs_struct, rbp),
-			[UNW_X86_64_RSP] = offsetof(struct user_regs_struct, rsp),
-			[UNW_X86_64_R8] = offsetof(struct user_regs_struct, r8),
-			[UNW_X86_64_R9] = offsetof(struct user_regs_struct, r9),
-			[UNW_X86_64_R10] = offsetof(struct user_regs_struct, r10),
-			[UNW_X86_64_R11] = offsetof(struct user_regs_struct, r11),
-			[UNW_X86_64_R12] = offsetof(struct user_regs_struct, r12),
-			[UNW_X86_64_R13] = offsetof(struct user_regs_struct, r13),
-			[UNW_X86_64_R14] = offsetof(struct user_regs_struct, r14),
-			[UNW_X86_64_R15] = offsetof(struct user_regs_struct, r15),
-			[UNW_X86_64_RIP] = offsetof(struct user_regs_struct, rip),
-		};
-		unsigned long long v;
-		memcpy(&v, (const char *)r + off[reg], sizeof(v));
-		*val = (unw_word_t)v;
-		return 0;
-	}
-#endif
-	return _UPT_access_reg(as, reg, val, write, t->upt);
-}
-
-static int find_proc_info(struct vmr_stacks *s, struct stask *t,
-			  unw_addr_space_t as, unw_word_t ip,
-			  unw_proc_info_t *pi, int need);
-
-static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip,
-			      unw_proc_info_t *pi, int need, void *arg)
-{
-	return find_proc_info(cur_stacks, arg, as, ip, pi, need);
-}
-
-static void acc_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi,
-				void *arg)
-{
-	_UPT_put_unwind_info(as, pi, ((struct stask *)arg)->upt);
-}
-
-static int acc_dyn_list(unw_addr_space_t as, unw_word_t *addr, void *arg)
-{
-	return _UPT_get_dyn_info_list_addr(as, addr, ((struct stask *)arg)->upt);
-}
-
-static int acc_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val,
-		     int write, void *arg)
-{
-	return _UPT_access_fpreg(as, reg, val, write, ((struct stask *)arg)->upt);
-}
-
-static int acc_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
-{
-	return -UNW_EINVAL; /* we never resume through libunwind */
-}
-
-static int acc_proc_name(unw_addr_space_t as, unw_word_t ip, char *buf,
-			 size_t len, unw_word_t *off, void *arg)
-{
-	return _UPT_get_proc_name(as, ip, buf, len, off,
-				  ((struct stask *)arg)->upt);
-}
-
-/* ---- processes, tasks, maps --------------------------------------------- */
-static void proc_free(struct sproc *p)
-{
-	if (!p)
-		return;
-	if (p->as)
-		unw_destroy_addr_space(p->as);
-	free(p->maps);
-	free(p);
-}
-
-/* Read the executable mappings of p from /proc/TGID/maps (the recorder's
- * parser, into the scratch copy s->mtext). */
-static int read_maps(struct vmr_stacks *s, struct sproc *p)
-{
-	p->nmaps = 0;
-	p->maps_valid = 0;
-	int err = vmr_maps_read(&s->mtext, p->tgid);
-	if (err)
-		return err;
-	s->st.maps_reads++;
-	for (uint32_t i = 0; i < s->mtext.n; i++) {
-		const struct vmt_map_entry *e = &s->mtext.e[i];
-		if (!(e->perms & VMT_PROT_X))
-			continue;
-		uint32_t mod = VMT_NONE;
-		if (*e->path) {
-			mod = vmr_syms_module(s->syms, e->path, e->dev, e->ino);
-			if (mod == VMT_NONE)
-				return -ENOMEM;
-		}
-		if (vmt_grow(&p->maps, &p->capmaps, p->nmaps + 1, sizeof(*p->maps)))
-			return -ENOMEM;
-		p->maps[p->nmaps++] = (struct smap){ e->start, e->end, e->offset, mod };
-	}
-	p->maps_valid = 1; /* maps is sorted by address */
-	return 0;
-}
-
-static const struct smap *find_map(const struct sproc *p, uint64_t ip)
-{
-	size_t lo = 0, hi = p->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->maps[mid].end <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->nmaps && p->maps[lo].start <= ip ? &p->maps[lo] : NULL;
-}
-
+/* ---- processes and tasks of the ptrace backend -------------------------- */
 static struct sproc *proc_get(struct vmr_stacks *s, uint32_t idx, pid_t tgid,
 			      int *err)
 {
@@ -310,15 +31,11 @@ static struct sproc *proc_get(struct vmr_stacks *s, uint32_t idx, pid_t tgid,
 	}
 	if (s->procs[idx])
 		return s->procs[idx];
-	struct sproc *p = calloc(1, sizeof(*p));
-	if (!p || !(p->as = unw_create_addr_space(&s->acc, 0))) {
-		free(p);
+	struct sproc *p = stk_proc_new(s, tgid);
+	if (!p) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	unw_set_caching_policy(p->as, UNW_CACHE_GLOBAL);
-	unw_set_cache_size(p->as, UNW_CACHE_ENTRIES, 0);
-	p->tgid = tgid;
 	s->procs[idx] = p;
 	return p;
 }
@@ -375,7 +92,7 @@ void vmr_stacks_task_gone(struct vmr_stacks *s, pid_t tid)
 	struct sproc *p = t->proc < s->nprocs ? s->procs[t->proc] : NULL;
 	if (p && --p->ntasks == 0) {
 		/* The last task of the process: its caches go with it. */
-		proc_free(p);
+		stk_proc_free(p);
 		s->procs[t->proc] = NULL;
 	}
 	free(t);
@@ -387,100 +104,9 @@ void vmr_stacks_invalidate(struct vmr_stacks *s, pid_t pid)
 		return;
 	for (size_t i = 0; i < s->nprocs; i++) {
 		struct sproc *p = s->procs[i];
-		if (!p || p->tgid != pid)
-			continue;
-		p->gen++;
-		p->maps_valid = 0;
-		unw_flush_cache(p->as, 0, 0);
+		if (p && p->tgid == pid)
+			stk_proc_flush(s, p);
 	}
-}
-
-/* ---- unwind tables ------------------------------------------------------ */
-/* libunwind's search of a remote .eh_frame_hdr table: exported by
- * libunwind (libunwind-ptrace itself calls it) though not in its headers. */
-extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as,
-					      unw_word_t ip,
-					      unw_dyn_info_t *di,
-					      unw_proc_info_t *pi,
-					      int need_unwind_info, void *arg);
-
-/* The unwind-table location of the module mapped at m, read once per
- * module file: through /proc/PID/map_files (the very file mapped, even if
- * deleted or replaced since), else the path under /proc/PID/root. */
-static const struct ehf_module *module_unwind(struct vmr_stacks *s,
-					      const struct sproc *p,
-					      const struct smap *m)
-{
-	if (vmt_grow(&s->umods, &s->numods, (size_t)m->module + 1, sizeof(*s->umods)))
-		return NULL;
-	struct ehf_module *u = &s->umods[m->module];
-	if (u->state != EHF_UNKNOWN)
-		return u;
-	char path[PATH_MAX + 64];
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx",
-		 (int)p->tgid, (unsigned long long)m->start,
-		 (unsigned long long)m->end);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	const char *mpath;
-	uint64_t dev, ino;
-	if (fd < 0 && vmr_syms_module_info(s->syms, m->module, &mpath, &dev,
-					   &ino) == 0 && mpath[0] == '/') {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)p->tgid,
-			 mpath);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-		struct stat st;
-		if (fd >= 0 && (fstat(fd, &st) < 0 ||
-				(st.st_dev == dev && st.st_ino != ino))) {
-			close(fd); /* another file by now */
-			fd = -1;
-		}
-	}
-	if (fd < 0) {
-		u->state = EHF_NONE;
-		return u;
-	}
-	ehf_load(u, fd);
-	close(fd);
-	return u;
-}
-
-static int find_proc_info(struct vmr_stacks *s, struct stask *t,
-			  unw_addr_space_t as, unw_word_t ip,
-			  unw_proc_info_t *pi, int need)
-{
-	struct sproc *p = s && t->proc < s->nprocs ? s->procs[t->proc] : NULL;
-	const struct smap *m = NULL;
-	if (p) {
-		if (!p->maps_valid)
-			read_maps(s, p);
-		m = find_map(p, ip);
-		if (!m && !s->maps_reread) {
-			s->maps_reread = 1; /* code mapped since (dlopen) */
-			read_maps(s, p);
-			m = find_map(p, ip);
-		}
-	}
-	const struct ehf_module *u = m && m->module != VMT_NONE
-				     ? module_unwind(s, p, m) : NULL;
-	uint64_t bias;
-	if (u && u->state == EHF_ODD)
-		return -UNW_ENOINFO; /* (libunwind-ptrace would abort) */
-	if (u && u->state == EHF_OK &&
-	    ehf_bias(u, m->start, m->off, ip - m->start + m->off, &bias) == 0) {
-		unw_dyn_info_t di;
-		memset(&di, 0, sizeof(di));
-		di.start_ip = m->start;
-		di.end_ip = m->end;
-		di.gp = u->gp + bias;
-		di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-		di.u.rti.segbase = bias + u->hdr_vaddr;
-		di.u.rti.table_data = bias + u->hdr_vaddr + u->table_off;
-		di.u.rti.table_len = u->fde_count * 8 / sizeof(unw_word_t);
-		return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need, t);
-	}
-	/* Anonymous code, a file we cannot open, no .eh_frame_hdr: let
-	 * libunwind-ptrace try (it also knows .debug_frame). */
-	return _UPT_find_proc_info(as, ip, pi, need, t->upt);
 }
 
 /* ---- interning ---------------------------------------------------------- */
@@ -546,15 +172,8 @@ static int place_ips(struct vmr_stacks *s, struct sproc *p, const uint64_t *ips,
 	for (uint32_t i = 0; i < depth; i++) {
 		if (vmr_syms_has(s->syms, ips[i]))
 			continue;
-		int err = 0;
-		if (!p->maps_valid)
-			err = read_maps(s, p);
-		const struct smap *m = find_map(p, ips[i]);
-		if (!m && !s->maps_reread && err != -ENOMEM) {
-			s->maps_reread = 1; /* code mapped since (dlopen) */
-			err = read_maps(s, p);
-			m = find_map(p, ips[i]);
-		}
+		int err;
+		const struct smap *m = stk_find_code(s, p, ips[i], &err);
 		if (err == -ENOMEM)
 			return err;
 		if (m)
@@ -585,46 +204,54 @@ struct vmr_stacks *vmr_stacks_new(unsigned max_depth, int *err)
 		return NULL;
 	}
 	s->max_depth = max_depth;
-	s->acc = (unw_accessors_t){
-		.find_proc_info = acc_find_proc_info,
-		.put_unwind_info = acc_put_unwind_info,
-		.get_dyn_info_list_addr = acc_dyn_list,
-		.access_mem = acc_mem,
-		.access_reg = acc_reg,
-		.access_fpreg = acc_fpreg,
-		.resume = acc_resume,
-		.get_proc_name = acc_proc_name,
-	};
+	if (stk_init(s)) {
+		vmr_stacks_free(s);
+		*err = -ENOMEM;
+		return NULL;
+	}
 	s->mgen = 1;
 	return s;
 }
 
-/* Unwind t into s->frame; returns the depth (0 when it failed). */
-static uint32_t unwind(struct vmr_stacks *s, struct sproc *p, struct stask *t)
+/* The registers of stopped task tid into s->ureg. */
+static void get_regs(struct vmr_stacks *s, pid_t tid)
 {
-	s->cur_tid = t->tid;
-	s->maps_reread = 0;
-	s->mgen++; /* the tracee ran since the last capture */
+	s->regs_ok = 0;
 #ifdef __x86_64__
-	s->regs_ok = ptrace(PTRACE_GETREGS, t->tid, 0, &s->regs) == 0;
-	if (!s->regs_ok)
-		return 0;
+	struct user_regs_struct r;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
+		return;
+	uint64_t *u = s->ureg;
+	u[UNW_X86_64_RAX] = r.rax, u[UNW_X86_64_RDX] = r.rdx, u[UNW_X86_64_RCX] = r.rcx;
+	u[UNW_X86_64_RBX] = r.rbx, u[UNW_X86_64_RSI] = r.rsi, u[UNW_X86_64_RDI] = r.rdi;
+	u[UNW_X86_64_RBP] = r.rbp, u[UNW_X86_64_RSP] = r.rsp, u[UNW_X86_64_R8] = r.r8;
+	u[UNW_X86_64_R9] = r.r9, u[UNW_X86_64_R10] = r.r10, u[UNW_X86_64_R11] = r.r11;
+	u[UNW_X86_64_R12] = r.r12, u[UNW_X86_64_R13] = r.r13, u[UNW_X86_64_R14] = r.r14;
+	u[UNW_X86_64_R15] = r.r15, u[UNW_X86_64_RIP] = r.rip;
+	s->regs_ok = 1;
 #endif
-	unw_cursor_t c;
-	uint32_t depth = 0;
-	cur_stacks = s;
-	if (unw_init_remote(&c, p->as, t) == 0) {
-		while (depth < s->max_depth) {
-			unw_word_t ip;
-			if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
-				break;
-			s->frame[depth++] = ip;
-			if (unw_step(&c) <= 0)
-				break;
-		}
+}
+
+/* The id of stack ips[depth], and when new its STACK event appended to w. */
+static int add_stack(struct vmr_stacks *s, vmt_writer *w, const uint64_t *ips, uint32_t depth,
+		     uint32_t thread, uint32_t proc, uint64_t ts, uint32_t *stack_id)
+{
+	int is_new;
+	int64_t id = intern(s, ips, depth, &is_new);
+	if (id < 0)
+		return (int)id;
+	if (is_new) {
+		struct vmt_event ev = { .kind = VMT_EV_STACK, .thread = thread, .proc = proc,
+					.ts_ns = ts };
+		ev.u.stack.id = (uint32_t)id;
+		ev.u.stack.depth = depth;
+		ev.u.stack.ips = s->ips + s->stacks[id].off;
+		int err = vmt_writer_append(w, &ev);
+		if (err)
+			return err;
 	}
-	cur_stacks = NULL;
-	return depth;
+	*stack_id = (uint32_t)id;
+	return 0;
 }
 
 int vmr_stacks_capture(struct vmr_stacks *s, vmt_writer *w, pid_t tid,
@@ -649,28 +276,279 @@ int vmr_stacks_capture(struct vmr_stacks *s, vmt_writer *w, pid_t tid,
 			return -ENOMEM;
 		t->gen = p->gen;
 	}
-	uint32_t depth = unwind(s, p, t);
+	get_regs(s, tid);
+	s->copy = NULL;
+	uint32_t depth = stk_unwind(s, p, t);
 	if (depth == 0) {
 		s->st.failed++;
 		return 0;
 	}
-	int is_new;
-	int64_t id = intern(s, s->frame, depth, &is_new);
-	if (id < 0)
-		return (int)id;
-	if (is_new) {
-		if ((err = place_ips(s, p, s->frame, depth)))
-			return err;
-		struct vmt_event ev = { .kind = VMT_EV_STACK, .thread = thread,
-					.proc = proc, .ts_ns = ts };
-		ev.u.stack.id = (uint32_t)id;
-		ev.u.stack.depth = depth;
-		ev.u.stack.ips = s->frame;
-		if ((err = vmt_writer_append(w, &ev)))
-			return err;
+	if (depth == 1)
+		s->st.shallow++;
+	if ((err = place_ips(s, p, s->frame, depth)))
+		return err;
+	return add_stack(s, w, s->frame, depth, thread, proc, ts, stack_id);
+}
+
+/* ---- stacks from copies ------------------------------------------------- */
+/*
+ * A copy is unwound after the fact, when /proc shows the process as it is
+ * now, perhaps exec'd or gone.  So a copy's process is "modelled": its
+ * file mappings are those the trace says it has, from its exec's MAPS and
+ * the calls since (vmr_stacks_copy_*), never reread.  A process whose
+ * exec was not seen (attached to, adopted) reads /proc once instead.
+ */
+
+/* The copy process of trace process proc, made when new. */
+static struct sproc *cproc(struct vmr_stacks *s, uint32_t proc, pid_t tgid)
+{
+	int err;
+	return proc_get(s, proc, tgid, &err);
+}
+
+static struct sproc *cproc_find(struct vmr_stacks *s, uint32_t proc)
+{
+	return s && proc < s->nprocs ? s->procs[proc] : NULL;
+}
+
+/* Remove [start, end) from p's mappings, cutting those it overlaps.
+ * 1 if that changed them, 0 if none overlapped, -ENOMEM (p left as it
+ * was). */
+static int maps_cut(struct sproc *p, uint64_t start, uint64_t end)
+{
+	if (vmt_grow(&p->maps, &p->capmaps, p->nmaps + 1, sizeof(*p->maps)))
+		return -ENOMEM;
+	struct smap *m = p->maps;
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (m[i].start < start && m[i].end > end) {
+			/* The cut is inside one mapping (the only one it
+			 * overlaps): it becomes two. */
+			memmove(&m[i + 2], &m[i + 1], (p->nmaps - i - 1) * sizeof(*m));
+			m[i + 1] = m[i];
+			m[i].end = start;
+			m[i + 1].off += end - m[i + 1].start;
+			m[i + 1].start = end;
+			p->nmaps++;
+			return 1;
+		}
+	size_t n = 0, was = p->nmaps;
+	int changed = 0;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		struct smap x = m[i];
+		if (x.start < end && start < x.end) {
+			changed = 1;
+			if (x.start < start) {
+				x.end = start;
+			} else if (x.end > end) {
+				x.off += end - x.start;
+				x.start = end;
+			} else {
+				continue;
+			}
+		}
+		m[n++] = x;
 	}
-	*stack_id = (uint32_t)id;
+	p->nmaps = n;
+	return changed || n != was;
+}
+
+/* Put x into p's mappings (sorted; where maps_cut made room). */
+static int maps_insert(struct sproc *p, const struct smap *x)
+{
+	if (vmt_grow(&p->maps, &p->capmaps, p->nmaps + 1, sizeof(*p->maps)))
+		return -ENOMEM;
+	size_t i = p->nmaps;
+	while (i > 0 && p->maps[i - 1].start >= x->end)
+		i--;
+	memmove(&p->maps[i + 1], &p->maps[i], (p->nmaps - i) * sizeof(*p->maps));
+	p->maps[i] = *x;
+	p->nmaps++;
 	return 0;
+}
+
+/* A layout change of an unmodelled process: reread at the next need when
+ * it touches what was read. */
+static void unmodelled_change(struct vmr_stacks *s, struct sproc *p, uint64_t start,
+			      uint64_t end)
+{
+	for (size_t i = 0; p->maps_valid && i < p->nmaps; i++)
+		if (p->maps[i].start < end && start < p->maps[i].end) {
+			stk_proc_flush(s, p);
+			return;
+		}
+}
+
+void vmr_stacks_copy_maps(struct vmr_stacks *s, uint32_t proc, pid_t tgid,
+			  const struct vmt_map_entry *e, uint32_t n)
+{
+	struct sproc *p = s ? cproc(s, proc, tgid) : NULL;
+	if (!p)
+		return;
+	stk_proc_flush(s, p);
+	p->tgid = tgid;
+	p->nmaps = 0;
+	p->modelled = e != NULL;
+	p->maps_valid = p->modelled;
+	for (uint32_t i = 0; e && i < n; i++) {
+		if (e[i].path[0] != '/')
+			continue;
+		uint32_t mod = vmr_syms_module(s->syms, e[i].path, e[i].dev, e[i].ino);
+		struct smap x = { e[i].start, e[i].end, e[i].offset, mod,
+				  !!(e[i].perms & VMT_PROT_X) };
+		if (mod == VMT_NONE || maps_insert(p, &x))
+			p->modelled = p->maps_valid = 0; /* (out of memory: /proc) */
+	}
+}
+
+void vmr_stacks_copy_map(struct vmr_stacks *s, uint32_t proc, uint64_t start, uint64_t end,
+			 uint64_t off, int exec, const struct vmt_map_file *f)
+{
+	struct sproc *p = cproc_find(s, proc);
+	if (!p)
+		return;
+	if (!p->modelled) {
+		unmodelled_change(s, p, start, end);
+		return;
+	}
+	uint32_t mod = f && f->path[0] == '/' ? vmr_syms_module(s->syms, f->path, f->dev, f->ino)
+					      : VMT_NONE;
+	struct smap x = { start, end, off, mod, exec };
+	int cut = maps_cut(p, start, end);
+	if (cut < 0 || (f && (mod == VMT_NONE || maps_insert(p, &x))))
+		p->modelled = p->maps_valid = 0;
+	if (cut || f)
+		stk_proc_flush(s, p); /* (not for an anonymous mapping: no code) */
+}
+
+void vmr_stacks_copy_unmap(struct vmr_stacks *s, uint32_t proc, uint64_t start, uint64_t end)
+{
+	struct sproc *p = cproc_find(s, proc);
+	if (!p)
+		return;
+	if (!p->modelled) {
+		unmodelled_change(s, p, start, end);
+		return;
+	}
+	int cut = maps_cut(p, start, end);
+	if (cut < 0)
+		p->modelled = p->maps_valid = 0;
+	if (cut)
+		stk_proc_flush(s, p);
+}
+
+void vmr_stacks_copy_move(struct vmr_stacks *s, uint32_t proc, uint64_t old, uint64_t oldlen,
+			  uint64_t new, uint64_t newlen)
+{
+	struct sproc *p = cproc_find(s, proc);
+	if (!p)
+		return;
+	if (!p->modelled) {
+		unmodelled_change(s, p, old, old + oldlen);
+		unmodelled_change(s, p, new, new + newlen);
+		return;
+	}
+	/* What moves: the part of the old range the new one keeps; a grown
+	 * mapping grows its last file mapping if that reached the old end. */
+	uint64_t keep = oldlen < newlen ? oldlen : newlen;
+	struct smap *moved = NULL;
+	size_t nmoved = 0, capmoved = 0;
+	int bad = maps_cut(p, old + keep, old + oldlen) < 0;
+	for (size_t i = 0; !bad && i < p->nmaps; i++) {
+		const struct smap *m = &p->maps[i];
+		if (m->end <= old || m->start >= old + keep)
+			continue;
+		struct smap x = *m;
+		if (x.start < old) {
+			x.off += old - x.start;
+			x.start = old;
+		}
+		if (x.end > old + keep)
+			x.end = old + keep;
+		if (x.end == old + keep && newlen > oldlen)
+			x.end += newlen - oldlen;
+		x.start = x.start - old + new;
+		x.end = x.end - old + new;
+		if (vmt_grow(&moved, &capmoved, nmoved + 1, sizeof(*moved)))
+			bad = 1;
+		else
+			moved[nmoved++] = x;
+	}
+	bad = bad || maps_cut(p, old, old + keep) < 0 || maps_cut(p, new, new + newlen) < 0;
+	for (size_t i = 0; !bad && i < nmoved; i++)
+		bad = maps_insert(p, &moved[i]) != 0;
+	free(moved);
+	if (bad)
+		p->modelled = p->maps_valid = 0;
+	stk_proc_flush(s, p);
+}
+
+void vmr_stacks_copy_fork(struct vmr_stacks *s, uint32_t parent, uint32_t child, pid_t tgid)
+{
+	struct sproc *pp = cproc_find(s, parent), *c;
+	if (!pp || !(c = cproc(s, child, tgid)))
+		return;
+	c->nmaps = 0;
+	c->modelled = c->maps_valid = 0;
+	if (!pp->modelled || vmt_grow(&c->maps, &c->capmaps, pp->nmaps, sizeof(*c->maps)))
+		return;
+	memcpy(c->maps, pp->maps, pp->nmaps * sizeof(*c->maps));
+	c->nmaps = pp->nmaps;
+	c->modelled = c->maps_valid = 1;
+}
+
+void vmr_stacks_copy_gone(struct vmr_stacks *s, uint32_t proc)
+{
+	struct sproc *p = cproc_find(s, proc);
+	if (p && !p->ntasks) {
+		stk_proc_free(p);
+		s->procs[proc] = NULL;
+	}
+}
+
+_Static_assert((int)VMR_NREGS == STK_NREGS && (int)VMR_REG_SP == (int)UNW_X86_64_RSP &&
+	       (int)VMR_REG_IP == (int)UNW_X86_64_RIP && (int)VMR_REG_R15 == (int)UNW_X86_64_R15,
+	       "vmr_reg numbers libunwind's x86-64 registers");
+
+int vmr_stacks_capture_copy(struct vmr_stacks *s, vmt_writer *w, pid_t tgid, uint32_t thread,
+			    uint32_t proc, uint64_t ts, const struct vmr_stack_copy *c,
+			    uint32_t *stack_id)
+{
+	*stack_id = VMT_NONE;
+	s->st.captures++;
+	struct sproc *p = cproc(s, proc, tgid);
+	if (!p)
+		return -ENOMEM;
+	struct stask t = { .tid = tgid, .proc = proc };
+	memcpy(s->ureg, c->regs, sizeof(s->ureg));
+	s->regs_ok = 1;
+	s->copy = c->data;
+	s->copy_lo = c->base;
+	s->copy_len = c->size;
+	uint32_t id, depth;
+	if (!s->memo)
+		s->memo = calloc(STK_MEMO_SLOTS, sizeof(*s->memo)); /* (NULL: none) */
+	if (stk_memo_find(s, p, &id, &depth)) {
+		s->copy = NULL;
+		s->st.memo_hits++;
+		s->st.shallow += depth == 1;
+		*stack_id = id;
+		return 0;
+	}
+	depth = stk_unwind(s, p, &t);
+	if (depth == 0) {
+		s->copy = NULL;
+		s->st.failed++;
+		return 0;
+	}
+	if (depth == 1)
+		s->st.shallow++;
+	int err = place_ips(s, p, s->frame, depth);
+	if (!err)
+		err = add_stack(s, w, s->frame, depth, thread, proc, ts, stack_id);
+	if (!err)
+		stk_memo_put(s, p, *stack_id, depth);
+	s->copy = NULL;
+	return err;
 }
 
 int vmr_stacks_finish(struct vmr_stacks *s, vmt_writer *w, uint64_t ts)
@@ -695,7 +573,9 @@ void vmr_stacks_free(struct vmr_stacks *s)
 		free(s->tasks[i]);
 	}
 	for (size_t i = 0; i < s->nprocs; i++)
-		proc_free(s->procs[i]);
+		stk_proc_free(s->procs[i]);
+	stk_fini(s);
+	stk_memo_free(s);
 	free(s->tasks);
 	free(s->procs);
 	u64map_free(&s->task_by_tid);

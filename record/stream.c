@@ -136,10 +136,6 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 	snprintf(why, len, "the stream backend records x86-64 only");
 	return -EOPNOTSUPP;
 #endif
-	if (o->stack_depth) {
-		snprintf(why, len, "--stacks: call stacks are recorded with ptrace only");
-		return -EOPNOTSUPP;
-	}
 	if (o->same_cpu) {
 		snprintf(why, len, "--same-cpu is for ptrace's round trips");
 		return -EOPNOTSUPP;
@@ -166,8 +162,15 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 	}
 	s->ring_bytes = (uint64_t)o->ring_mib << 20;
 	int touch = o->touch != VMR_TOUCH_NONE;
+	/* With stacks the recorder unwinds each copy while the program runs
+	 * on, and needs the process still there to read its mappings: it is
+	 * woken sooner. */
+	uint64_t wake = o->stack_depth ? STREAM_STACK_WAKE : s->ring_bytes / 4;
 	if ((e = set_u32(s->obj, "want_faults", touch)) ||
-	    (e = set_u64(s->obj, "wake_bytes", s->ring_bytes / 4)) ||
+	    (e = set_u32(s->obj, "stack_bytes", o->stack_depth ? o->stack_copy : 0)) ||
+	    (e = set_u64(s->obj, "wake_bytes", wake < s->ring_bytes / 4 ? wake : s->ring_bytes / 4)) ||
+	    (e = set_u64(s->obj, "flow_bytes", s->ring_bytes / 2)) ||
+	    (e = set_u64(s->obj, "stack_room", s->ring_bytes / 4 * 3)) ||
 	    (e = set_rodata(s->obj, "nr_clone", &(int){ nr_of("clone") }, sizeof(int))) ||
 	    (e = set_rodata(s->obj, "nr_clone3", &(int){ nr_of("clone3") }, sizeof(int))) ||
 	    (e = set_rodata(s->obj, "nr_vfork", &(int){ nr_of("vfork") }, sizeof(int)))) {
@@ -188,16 +191,18 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 		char *nl = strrchr(lib_msg, '\n');
 		if (nl && nl == lib_msg + strlen(lib_msg) - 1)
 			*nl = 0;
+		const char *last = strrchr(lib_msg, '\n') ? strrchr(lib_msg, '\n') + 1 : lib_msg;
+		/* The verifier's refusal is EACCES too: root lacks no right. */
+		int denied = (e == -EPERM || e == -EACCES) && geteuid() != 0;
 		snprintf(why, len, "the kernel refused the BPF programs (%s)%s%.160s",
-			 e == -EPERM || e == -EACCES ? "needs root: CAP_BPF and CAP_PERFMON"
-						     : strerror(-e),
-			 lib_msg[0] && e != -EPERM && e != -EACCES ? ": " : "",
-			 e != -EPERM && e != -EACCES ? (strrchr(lib_msg, '\n') ? strrchr(lib_msg, '\n') + 1 : lib_msg) : "");
+			 denied ? "needs root: CAP_BPF and CAP_PERFMON" : strerror(-e),
+			 lib_msg[0] && !denied ? ": " : "", denied ? "" : last);
 		stream_free(s);
 		return e;
 	}
 	s->tgids_fd = bpf_object__find_map_fd_by_name(s->obj, "tgids");
 	s->stats_fd = bpf_object__find_map_fd_by_name(s->obj, "stats");
+	s->waiting_fd = bpf_object__find_map_fd_by_name(s->obj, "waiting");
 	int opmap = bpf_object__find_map_fd_by_name(s->obj, "opmap");
 	for (uint32_t op = 1; op < VMT_OP__COUNT; op++) {
 		int nr = r->sys.nr_of_op[op];
@@ -254,6 +259,18 @@ static int trace_tgid(struct stream *s, pid_t tgid)
 }
 
 /* Records the BPF side dropped, not reported yet: a LOST event. */
+/* Stacks the kernel side left out because the ring was 3/4 full. */
+static uint64_t stacks_skipped(const struct stream *s)
+{
+	uint64_t v[256], sum = 0;
+	uint32_t key = SR_STAT_STACKSKIP;
+	if (s->ncpus <= 0 || s->ncpus > 256 || bpf_map_lookup_elem(s->stats_fd, &key, v))
+		return 0;
+	for (int i = 0; i < s->ncpus; i++)
+		sum += v[i];
+	return sum;
+}
+
 static void report_drops(struct vmr_rec *r, struct stream *s)
 {
 	uint64_t v[256], sum = 0;
@@ -401,15 +418,30 @@ static int launch_failed(struct vmr_rec *r, char *err, size_t errlen)
 	return -e;
 }
 
+/* Is a recorded task still there?  (Once records were lost, an exit may
+ * have been among them.) */
+static int any_task_alive(const struct vmr_rec *r)
+{
+	for (uint32_t i = 0; i < r->tabcap; i++) {
+		const struct vmr_task *t = r->tab[i];
+		if (t && (kill(t->tid, 0) == 0 || errno == EPERM))
+			return 1;
+	}
+	return 0;
+}
+
 static int stream_run(struct vmr_rec *r, char *err, size_t errlen)
 {
 	struct stream *s = r->stream;
 	int e, stopping = 0, root_status = 0, root_reaped = 0;
+	uint64_t last_alive_check = 0;
 
 	e = r->attach ? attach_running(r, s, err, errlen) : launch(r, s, err, errlen);
 	if (e)
 		return e;
 	for (;;) {
+		/* (a wake-up as soon as a batch waits, not one per record) */
+		bpf_map_update_elem(s->waiting_fd, &(uint32_t){ 0 }, &(uint32_t){ 1 }, BPF_ANY);
 		int n = ring_buffer__poll(s->rb, 50);
 		if (n < 0 && n != -EINTR && n != -EAGAIN) {
 			if (!r->werr)
@@ -432,6 +464,11 @@ static int stream_run(struct vmr_rec *r, char *err, size_t errlen)
 			break;
 		if (!r->root_exec_seen && root_reaped)
 			break; /* it died before exec */
+		if (root_reaped && s->dropped_told && vmt_now_ns() - last_alive_check > 100000000ull) {
+			last_alive_check = vmt_now_ns();
+			if (!any_task_alive(r))
+				break; /* (their exits were lost) */
+		}
 		if (stopping && r->attach)
 			break;
 		if (stopping && vmt_now_ns() - s->stop_at > 5000000000ull)
@@ -441,6 +478,7 @@ static int stream_run(struct vmr_rec *r, char *err, size_t errlen)
 		stream_flush(r, s, 0);
 	stream_flush(r, s, 1);
 	report_drops(r, s);
+	r->stack_skipped = stacks_skipped(s);
 	if (stopping)
 		r->stopped_by = vmr_stop_signal();
 	if (!r->attach && !r->root_exec_seen)

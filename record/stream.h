@@ -16,6 +16,8 @@
 #define STREAM_WINDOW_NS 2000000ull
 #define STREAM_WINDOW_BYTES (8u << 20) /* ... and at most this much */
 #define STREAM_BATCH 16384 /* records taken from the ring in one go */
+#define STREAM_STACK_WAKE (256u << 10) /* with stacks, wake at this much */
+
 
 /* A SR_FILE waiting for its SR_CALL (the same task's next record). */
 struct stream_file {
@@ -36,7 +38,7 @@ struct stream {
 	struct bpf_link *links[STREAM_MAX_LINKS];
 	int nlinks;
 	struct ring_buffer *rb;
-	int tgids_fd, stats_fd;
+	int tgids_fd, stats_fd, waiting_fd;
 	int ncpus;
 	uint64_t ring_bytes;
 	pid_t root;

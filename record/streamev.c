@@ -31,6 +31,7 @@
 #include <dirent.h>
 #include "linux_abi.h"
 #include "stream.h"
+#include "stacks.h"
 
 struct qhdr {
 	uint32_t len; /* of what follows, a multiple of 8 */
@@ -42,19 +43,21 @@ static size_t round8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* Room for n more bytes at the tail (the head's space reclaimed). */
+/* Room for n more bytes at the tail: the head's space reclaimed when it is
+ * at least what the window holds (so that each byte moves at most once on
+ * average), else a larger buffer. */
 static int q_reserve(struct stream *s, size_t n)
 {
 	if (s->qtail + n <= s->qcap)
 		return 0;
-	if (s->qhead) {
-		memmove(s->q, s->q + s->qhead, s->qtail - s->qhead);
+	size_t live = s->qtail - s->qhead;
+	if (s->qhead && s->qhead >= live && live + n <= s->qcap) {
+		memmove(s->q, s->q + s->qhead, live);
 		for (size_t i = s->lockhead; i < s->nlocks; i++)
 			s->locks[i].off -= s->qhead;
-		s->qtail -= s->qhead;
+		s->qtail = live;
 		s->qhead = 0;
-		if (s->qtail + n <= s->qcap)
-			return 0;
+		return 0;
 	}
 	return vmt_grow(&s->q, &s->qcap, s->qtail + n, 1);
 }
@@ -133,8 +136,20 @@ int stream_record(void *ctx, void *data, size_t size)
 		f->used = 1;
 		memcpy(&f->f, data, sizeof(f->f));
 		return 0;
-	}
-	if (h->kind == SR_CALL && size >= sizeof(struct sr_call)) {
+	} else if (h->kind == SR_STACK && size >= sizeof(struct sr_stack)) {
+		/* Into the window from the stack pointer up (the kernel copied
+		 * whole pages): less to move. */
+		struct sr_stack k;
+		_Static_assert(sizeof(k) % 8 == 0, "the copy follows the record");
+		memcpy(&k, data, sizeof(k));
+		uint64_t skip = k.regs[1] > k.base ? (k.regs[1] - k.base) & ~7ull : 0;
+		if (k.size > size - sizeof(k) || skip > k.size)
+			skip = k.size = 0;
+		k.base += skip;
+		k.size -= skip;
+		k.h.size = (unsigned short)(sizeof(k) + k.size);
+		e = put(s, &k, sizeof(k), (const unsigned char *)data + sizeof(k) + skip, k.size);
+	} else if (h->kind == SR_CALL && size >= sizeof(struct sr_call)) {
 		const struct sr_call *c = data;
 		struct stream_file *f = file_slot(s, h->tid);
 		const void *file = NULL;
@@ -204,16 +219,22 @@ static void on_fork(struct vmr_rec *r, struct stream *s, const struct sr_fork *f
 			vmr_proc_free(p);
 		return;
 	}
-	if (how != VMT_NONE)
+	if (how != VMT_NONE) {
 		s->live_procs++;
+		vmr_stacks_copy_fork(r->stacks, parent->proc->index, p->index, (pid_t)f->child_tgid);
+	}
 	vmr_start_events(r, t, parent->thread, parent->proc->index, how, f->h.time);
 }
 
 static void on_task_exit(struct vmr_rec *r, struct stream *s, const struct sr_exit *x)
 {
 	struct vmr_task *t = vmr_task_find(r, (pid_t)x->h.tid);
-	if (t && vmr_task_end(r, t, x->exit_code, x->h.time) && s->live_procs)
-		s->live_procs--;
+	uint32_t proc = t ? t->proc->index : 0;
+	if (t && vmr_task_end(r, t, x->exit_code, x->h.time)) {
+		vmr_stacks_copy_gone(r->stacks, proc);
+		if (s->live_procs)
+			s->live_procs--;
+	}
 }
 
 /* A path from components leaf first (ncomp > SR_PATH_SLOTS: unknown,
@@ -278,6 +299,7 @@ static void on_exec(struct vmr_rec *r, struct stream *s, const struct sr_exec *x
 		n += s->vmas[i].tid == x->old_tid || s->vmas[i].tid == x->h.tid;
 	if (!x->complete || !n) {
 		vmr_maps_event(r, t, ts);
+		vmr_stacks_copy_maps(r->stacks, t->proc->index, (pid_t)x->h.tgid, NULL, 0);
 		goto out;
 	}
 	struct vmt_map_entry *e = calloc((size_t)n + 1, sizeof(*e));
@@ -324,6 +346,7 @@ static void on_exec(struct vmr_rec *r, struct stream *s, const struct sr_exec *x
 	if (s->vsyscall.end)
 		e[k++] = s->vsyscall;
 	vmr_maps_emit(r, t, e, k, ts);
+	vmr_stacks_copy_maps(r->stacks, t->proc->index, (pid_t)x->h.tgid, e, k);
 	free(e);
 	free(names);
 out:;
@@ -363,6 +386,56 @@ static void take_file(struct vmr_rec *r, struct vmr_task *t, const struct sr_cal
 	(void)r;
 }
 
+/* The stack of a call to come, unwound now, in the trace's order (the
+ * mappings its process has are those of the trace), and kept for the
+ * SR_CALL of the same entry time. */
+static void on_stack(struct vmr_rec *r, struct stream *s, const struct sr_stack *k,
+		     size_t len)
+{
+	/* (the order of sr_stack: ip sp bp bx r12-r15 ax cx dx si di r8-r11) */
+	static const unsigned char reg[] = {
+		VMR_REG_IP, VMR_REG_SP, VMR_REG_BP, VMR_REG_BX, VMR_REG_R12, VMR_REG_R13,
+		VMR_REG_R14, VMR_REG_R15, VMR_REG_AX, VMR_REG_CX, VMR_REG_DX, VMR_REG_SI,
+		VMR_REG_DI, VMR_REG_R8, VMR_REG_R9, VMR_REG_R10, VMR_REG_R11,
+	};
+	struct vmr_stack_copy c = { .data = k->data, .base = k->base, .size = k->size };
+	uint32_t id;
+	if (!r->stacks || len < sizeof(*k) || k->size > len - sizeof(*k))
+		return;
+	struct vmr_task *t = task_of(r, s, k->h.tid, k->h.tgid, k->h.time);
+	if (!t || (t->flags & T_PRESTART))
+		return;
+	for (size_t i = 0; i < sizeof(reg); i++)
+		c.regs[reg[i]] = k->regs[i];
+	int e = vmr_stacks_capture_copy(r->stacks, r->w, (pid_t)k->h.tgid, t->thread,
+					t->proc->index, k->h.time, &c, &id);
+	if (e) {
+		if (!r->werr)
+			r->werr = e;
+		return;
+	}
+	t->stack = id == VMT_NONE ? 0 : id + 1;
+	t->stack_t = k->h.time;
+}
+
+/* What a call changed of the mappings copies are unwound with. */
+static void stack_maps(struct vmr_rec *r, struct vmr_task *t, const struct sr_call *c)
+{
+	uint32_t proc = t->proc->index;
+	uint64_t ps = r->page_size, len = (c->args[1] + ps - 1) & ~(ps - 1);
+	if (!r->stacks || vmt_is_errno(c->ret) || (c->lock_ok & 2))
+		return;
+	if (c->op == VMT_OP_MMAP)
+		vmr_stacks_copy_map(r->stacks, proc, (uint64_t)c->ret, (uint64_t)c->ret + len,
+				    c->args[5], !!(c->args[2] & LX_PROT_EXEC),
+				    (t->flags & T_HAVE_FILE) ? &t->file : NULL);
+	else if (c->op == VMT_OP_MUNMAP)
+		vmr_stacks_copy_unmap(r->stacks, proc, c->args[0], c->args[0] + len);
+	else if (c->op == VMT_OP_MREMAP)
+		vmr_stacks_copy_move(r->stacks, proc, c->args[0], len, (uint64_t)c->ret,
+				     (c->args[2] + ps - 1) & ~(ps - 1));
+}
+
 static void on_call(struct vmr_rec *r, struct stream *s, const struct sr_call *c,
 		    const struct sr_file *f)
 {
@@ -371,6 +444,9 @@ static void on_call(struct vmr_rec *r, struct stream *s, const struct sr_call *c
 		return;
 	struct vmt_syscall sc = { .op = c->op, .result = c->ret, .exit_ns = c->h.time,
 				  .stack_id = VMT_NONE };
+	if (t->stack && t->stack_t == c->t_enter)
+		sc.stack_id = t->stack - 1;
+	t->stack = 0;
 	memcpy(sc.args, c->args, sizeof(sc.args));
 	if (c->lock_ok & 2) { /* the task died inside the call */
 		sc.flags |= VMT_SC_NO_RESULT;
@@ -380,6 +456,7 @@ static void on_call(struct vmr_rec *r, struct stream *s, const struct sr_call *c
 	t->flags &= ~T_HAVE_FILE;
 	if (f)
 		take_file(r, t, c, f);
+	stack_maps(r, t, c);
 	vmr_sc_record(r, t, &sc, c->t_enter);
 }
 
@@ -426,8 +503,11 @@ static void process(struct vmr_rec *r, struct stream *s, const unsigned char *re
 	case SR_FAULT:
 		on_fault(r, (const void *)rec);
 		break;
+	case SR_STACK:
+		on_stack(r, s, (const void *)rec, len);
+		break;
 	default:
-		break; /* SR_STACK: not recorded by this version */
+		break;
 	}
 }
 

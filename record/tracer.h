@@ -59,6 +59,9 @@ struct vmr_task {
 	struct vmt_event sc;	  /* the call in progress (T_IN_SC) */
 	struct vmt_map_file file; /* its file (T_HAVE_FILE) */
 	char *path;		  /* PATH_MAX buffer for file.path, lazily */
+	/* stream: the stack of the call entered at stack_t (id + 1; 0 none) */
+	uint32_t stack;
+	uint64_t stack_t;
 };
 
 struct vmr_orphan {
@@ -119,6 +122,7 @@ struct vmr_rec {
 	struct vmr_stacks *stacks;
 	struct vmr_faults *faults;
 	uint64_t lost;
+	uint64_t stack_skipped; /* stream: stacks left out, the ring 3/4 full */
 
 	int root_exec_seen;
 	int have_root_status, root_status;

@@ -99,6 +99,17 @@ int main(int argc, char **argv)
 			sum.procs == 1 ? "" : "es",
 			(unsigned long long)sum.file_bytes, ratio,
 			(unsigned long long)sum.lost, out);
+		if (sum.stack_captures) {
+			fprintf(stderr, "vmrec: %llu distinct stacks; of %llu calls, %llu without a stack, "
+				"%llu with only the innermost frame\n",
+				(unsigned long long)sum.stacks, (unsigned long long)sum.stack_captures,
+				(unsigned long long)sum.stack_failed,
+				(unsigned long long)sum.stack_shallow);
+			if (sum.stack_skipped)
+				fprintf(stderr, "vmrec: %llu of the calls without a stack came while "
+					"vmrec was far behind (see --stack-copy)\n",
+					(unsigned long long)sum.stack_skipped);
+		}
 	}
 	return sum.exit_code;
 }

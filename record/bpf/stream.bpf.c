@@ -29,6 +29,8 @@ const volatile unsigned int want_faults = 1;
 const volatile unsigned int want_lock = 1;
 const volatile unsigned int stack_bytes = 0; /* 0: no stacks */
 const volatile unsigned long long wake_bytes = 1 << 20;
+const volatile unsigned long long flow_bytes = 1 << 23; /* half the ring */
+const volatile unsigned long long stack_room = 3 << 22; /* 3/4 of the ring */
 /* Syscall numbers of the calls that create tasks (their flags say whether
  * a child is a vfork), -1 where the architecture lacks one. */
 const volatile int nr_clone = -1, nr_clone3 = -1, nr_vfork = -1;
@@ -52,6 +54,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24); /* the recorder sets the size */
 } rb SEC(".maps");
+
+/* 1 while the reader sleeps in its poll (it sets it, wake() clears it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} waiting SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -97,12 +107,23 @@ static __always_inline void count(u32 i)
 		(*v)++;
 }
 
-/* Wake the reader only once a quarter of the ring waits: a wake-up per
- * record costs more than the record. */
+/* Wake the reader once wake_bytes wait, and once only: a wake-up (an
+ * interrupt to the CPU) costs more than a record, and the reader, once
+ * awake, takes everything there is.  It says before it sleeps that it
+ * waits (two CPUs may both see that and both wake it: harmless).  But
+ * once half the ring waits, the reader is falling behind: every record
+ * wakes it, and the interrupt each costs the program slows it down to the
+ * reader's pace, so that the ring does not fill and lose records. */
 static __always_inline u64 wake(void)
 {
-	return bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP
-									 : BPF_RB_NO_WAKEUP;
+	u32 k = 0, *w;
+	u64 avail = bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA);
+	if (avail >= flow_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	if (avail < wake_bytes || !(w = bpf_map_lookup_elem(&waiting, &k)) || !*w)
+		return BPF_RB_NO_WAKEUP;
+	*w = 0;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 static __always_inline int traced_tgid(u32 tgid)
@@ -134,13 +155,23 @@ static __always_inline void hdr(struct sr_hdr *h, u16 kind, u16 size)
 	h->time = bpf_ktime_get_ns();
 }
 
-static __always_inline void stack_copy(struct pt_regs *regs)
+/* The registers and the top of the user stack at a call's entry (time
+ * t_enter, which names the call's SR_CALL). */
+static __always_inline void stack_copy(struct pt_regs *regs, u64 t_enter)
 {
-	u32 n = stack_bytes > SR_STACK_MAX ? SR_STACK_MAX : stack_bytes;
-	struct sr_stack *e = reserve(sizeof(*e) + (stack_bytes > SR_STACK_MAX ? SR_STACK_MAX : stack_bytes));
+	const u32 cap = stack_bytes > SR_STACK_MAX ? SR_STACK_MAX : stack_bytes;
+	/* Past 3/4 of the ring the reader is far behind, and flow control has
+	 * not slowed the program enough: give up this stack, not the calls
+	 * that would follow it into a full ring. */
+	if (bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= stack_room) {
+		count(SR_STAT_STACKSKIP);
+		return;
+	}
+	struct sr_stack *e = reserve(sizeof(*e) + cap + SR_PAGE);
 	if (!e)
 		return;
 	hdr(&e->h, SR_STACK, sizeof(*e));
+	e->h.time = t_enter;
 	e->regs[0] = regs->ip;
 	e->regs[1] = regs->sp;
 	e->regs[2] = regs->bp;
@@ -159,17 +190,17 @@ static __always_inline void stack_copy(struct pt_regs *regs)
 	e->regs[15] = regs->r10;
 	e->regs[16] = regs->r11;
 	e->regs[17] = regs->flags;
-	/* The top of the stack may be nearer than n bytes: smaller until
-	 * the copy fits. */
+	/* Whole pages, from the one sp is in up to n bytes above sp: a page
+	 * is there or not (the top of the stack, or one swapped out), and
+	 * the copy ends at the first that is not. */
+	u64 from = regs->sp & ~(u64)(SR_PAGE - 1);
+	e->base = from;
 	e->size = 0;
-	for (int i = 0; i < 6; i++) {
-		if (n > SR_STACK_MAX)
-			n = SR_STACK_MAX;
-		if (!bpf_probe_read_user(e->data, n, (void *)regs->sp)) {
-			e->size = n;
+	for (u32 i = 0; i < SR_STACK_MAX / SR_PAGE + 1; i++) {
+		if (i * SR_PAGE >= cap + SR_PAGE ||
+		    bpf_probe_read_user(e->data + i * SR_PAGE, SR_PAGE, (void *)(from + i * SR_PAGE)))
 			break;
-		}
-		n >>= 1;
+		e->size += SR_PAGE;
 	}
 	if (!e->size)
 		count(SR_STAT_NOSTACK);
@@ -225,9 +256,9 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 			bpf_probe_read_kernel(&f, sizeof(f), &fda[fd]);
 		p->file = (u64)f;
 	}
-	if (stack_bytes)
-		stack_copy(regs);
 	p->t_enter = bpf_ktime_get_ns();
+	if (stack_bytes)
+		stack_copy(regs, p->t_enter);
 	return 0;
 }
 

@@ -20,7 +20,8 @@ enum sr_kind {
 	SR_EXIT,     /* a task of a traced process exits */
 	SR_FAULT,    /* a user page fault */
 	SR_STACK,    /* registers and a copy of the user stack, at a call's
-			entry, before its SR_CALL */
+			entry, before its SR_CALL; time: the entry, as
+			the SR_CALL's t_enter */
 };
 
 struct sr_hdr {
@@ -103,12 +104,14 @@ struct sr_fault {
 	unsigned long long addr, ip, error_code;
 };
 
-#define SR_STACK_MAX 16384
+#define SR_STACK_MAX 16384 /* bytes above sp: the copy is of whole pages */
+#define SR_PAGE 4096
 #define SR_NREGS 18 /* x86-64: ip sp bp bx r12 r13 r14 r15 ax cx dx si di
 		       r8 r9 r10 r11 flags */
 struct sr_stack {
 	struct sr_hdr h;
 	unsigned long long regs[SR_NREGS];
+	unsigned long long base; /* the address of data[0]: sp's page */
 	unsigned long long size; /* bytes of stack that follow */
 	unsigned char data[];
 };
@@ -118,6 +121,7 @@ enum sr_stat {
 	SR_STAT_DROPPED = 0, /* records the ring had no room for */
 	SR_STAT_NOFILE,	     /* file mmaps whose file could not be read */
 	SR_STAT_NOSTACK,     /* stacks that could not be copied */
+	SR_STAT_STACKSKIP,   /* stacks left out: the ring was 3/4 full */
 	SR_STAT__COUNT,
 };
 

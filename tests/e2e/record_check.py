@@ -19,6 +19,10 @@ tests/e2e/record_*.sh scripts).
                                        each thread makes the same calls (op,
                                        arguments and result but addresses) in
                                        the same order
+  record_check.py same-stacks TRACE1 TRACE2
+                                       each thread's calls have the same
+                                       call stacks (functions and offsets)
+                                       in the same order
   record_check.py order TRACE          no mmap without MAP_FIXED returns a
                                        page the trace still has mapped (calls
                                        are in the order the kernel ran them)
@@ -272,6 +276,51 @@ def cmd_same_calls(trace1, trace2):
             fail("thread %d: %d calls against %d" % (t, len(a[t]), len(b[t])))
 
 
+def per_thread_stacks(trace):
+    """thread -> [(op, (frame, ...))], frames as vmtrace dump --stacks
+    names them (function+offset (module)); addresses of code outside any
+    module differ from run to run and are left out."""
+    p = subprocess.run([VMTRACE, "dump", "--stacks", trace], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("vmtrace dump failed: " + p.stderr.strip())
+    calls = collections.defaultdict(list)
+    cur = None
+    for line in p.stdout.splitlines():
+        m = re.match(r"\s*\S+ \[p\d+ t(\d+)\] (\w+)\(", line)
+        if m and m.group(2) in OPS:
+            cur = (m.group(2), [])
+            calls[int(m.group(1))].append(cur)
+            continue
+        f = re.match(r"\s+#\d+\s+(.*)", line)
+        if f and cur is not None:
+            name = f.group(1)
+            cur[1].append("?" if name.startswith("0x") else name)
+        elif not line.startswith(" " * 4 + "#"):
+            cur = None if not m else cur
+    return {t: [(op, tuple(fr)) for op, fr in v] for t, v in calls.items()}
+
+
+def cmd_same_stacks(trace1, trace2):
+    a, b = per_thread_stacks(trace1), per_thread_stacks(trace2)
+    if sorted(a) != sorted(b):
+        fail("threads differ: %s against %s" % (sorted(a), sorted(b)))
+    n = 0
+    for t in sorted(a):
+        for i, (x, y) in enumerate(zip(a[t], b[t])):
+            if x != y:
+                k = next((k for k, (f, g) in enumerate(zip(x[1], y[1])) if f != g),
+                         min(len(x[1]), len(y[1])))
+                fail("thread %d, call %d (%s against %s), %d and %d frames: frame %d is %s against %s"
+                     % (t, i, x[0], y[0], len(x[1]), len(y[1]), k,
+                        x[1][k] if k < len(x[1]) else "missing",
+                        y[1][k] if k < len(y[1]) else "missing"))
+            n += len(x[1]) > 0
+        if len(a[t]) != len(b[t]):
+            fail("thread %d: %d calls against %d" % (t, len(a[t]), len(b[t])))
+    if not n:
+        fail("no call has a stack")
+
+
 def cmd_order(trace):
     live = collections.defaultdict(set)  # proc -> pages mapped by hint-less mmaps
     n = bad = 0
@@ -298,6 +347,7 @@ def main():
     {"match": cmd_match, "counts": cmd_counts, "touch": cmd_touch,
      "events": cmd_events, "touch-before": cmd_touch_before,
      "touch-at-exit": cmd_touch_at_exit, "same-calls": cmd_same_calls,
+     "same-stacks": cmd_same_stacks,
      "order": cmd_order}[cmd](*args)
 
 

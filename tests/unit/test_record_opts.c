@@ -76,7 +76,15 @@ static void test_all_options(void **state)
 	assert_int_equal(o.stack_depth, 7);
 	assert_int_equal(o.touch, VMR_TOUCH_NONE);
 	vmr_options_string(&o, "stream", o.touch, s, sizeof(s));
-	assert_string_equal(s, "backend=stream touch=none stacks=7");
+	assert_string_equal(s, "backend=stream touch=none stacks=7 stack-copy=8192");
+	/* The stack copy is the stream backend's; stacks get a larger ring. */
+	assert_int_equal(o.stack_copy, VMR_DEFAULT_STACK_COPY);
+	assert_int_equal(o.ring_mib, VMR_DEFAULT_RING_MIB_STACKS);
+	assert_int_equal(PARSE(&o, err, "--stacks", "--stack-copy=512", "--ring-size=8", "a"), 0);
+	assert_int_equal(o.stack_copy, 512);
+	assert_int_equal(o.ring_mib, 8);
+	vmr_options_string(&o, "stream", VMR_TOUCH_FAULTS, s, sizeof(s));
+	assert_string_equal(s, "backend=stream touch=faults stacks=32 stack-copy=512");
 
 	assert_int_equal(PARSE(&o, err, "--stacks", "--touch=faults", "b"), 0);
 	assert_int_equal(o.stack_depth, VMR_DEFAULT_STACK_DEPTH);
@@ -140,6 +148,9 @@ static void test_errors(void **state)
 	expect_error(PARSE_ENV("bpf", &o, err, "c"), err, "VMREC_BACKEND: unknown backend 'bpf'");
 	expect_error(PARSE(&o, err, "--ring-size=3", "x"), err, "power of two");
 	expect_error(PARSE(&o, err, "--ring-size=2048", "x"), err, "--ring-size");
+	expect_error(PARSE(&o, err, "--stack-copy=100", "x"), err, "--stack-copy: '100'");
+	expect_error(PARSE(&o, err, "--stack-copy=1001", "x"), err, "multiple of 8");
+	expect_error(PARSE(&o, err, "--stack-copy=32768", "x"), err, "16384");
 	expect_error(PARSE(&o, err, "--backend=stream", "--touch=resident", "x"), err,
 		     "--touch=resident needs --backend=ptrace");
 	expect_error(PARSE(&o, err, "--stacks=1025", "x"), err, "1025");
