@@ -59,7 +59,7 @@ run() {
 	sstacks) "$B/vmrec" -q --backend=stream --stacks --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	pstacks) "$B/vmrec" -q --backend=ptrace --stacks --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	strace) strace -f -o /dev/null -e trace="$ops" "$@" > "$out" 2>&1 || true ;;
-	perf) perf trace -q -o /dev/null -e "$ops" -- "$@" > "$out" 2>&1 || true ;;
+	perf) perf trace -o /dev/null -e "$ops" -- "$@" > "$out" 2>&1 || true ;;
 	esac
 	t1=$(now)
 	prog=$(sed -n 's/.*wall_ns=\([0-9]*\).*/\1/p' "$out" | head -1)
@@ -74,13 +74,15 @@ run() {
 	echo "$((t1 - t0)) ${prog:-0}"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
+# ratio R: R as %7.2f, or "-" when there is none
+ratio() { case $1 in -) printf '%7s' - ;; *) printf '%7.2f' "$1" ;; esac; }
 
 # bench NAME VARIANTS -- CMD...
 bench() {
 	name=$1; variants=$2; shift 3
 	for v in $variants; do : > "$tmp/e.$v"; : > "$tmp/p.$v"; done
+	: > "$tmp/e.native"
 	for r in $(seq "$rounds"); do
-		set -- "$@"
 		run native "$@" > "$tmp/base"
 		read -r be bp < "$tmp/base"
 		for v in $variants; do
@@ -94,7 +96,7 @@ bench() {
 	line=$(printf '%-24s %9.1f' "$name" "$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')")
 	for v in stream ptrace strace perf; do
 		case " $variants " in *" $v "*)
-			line="$line $(printf '%7.2f %7.2f' "$(median < "$tmp/e.$v")" "$(median < "$tmp/p.$v" 2>/dev/null || echo 0)")" ;;
+			line="$line $(ratio "$(median < "$tmp/e.$v")") $(ratio "$(median < "$tmp/p.$v")")" ;;
 		*) line="$line $(printf '%7s %7s' - -)" ;;
 		esac
 	done
@@ -116,10 +118,10 @@ bench_two() {
 			[ "$p" != 0 ] && echo "$p $bp" | awk '{print $1 / $2}' >> "$tmp/p.$v"
 		done
 	done
-	printf '%-24s %9.1f %7.2f %7.2f %7.2f %7.2f\n' "$name" \
+	printf '%-24s %9.1f %s %s %s %s\n' "$name" \
 		"$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')" \
-		"$(median < "$tmp/e.$v1")" "$(median < "$tmp/p.$v1")" \
-		"$(median < "$tmp/e.$v2")" "$(median < "$tmp/p.$v2")"
+		"$(ratio "$(median < "$tmp/e.$v1")")" "$(ratio "$(median < "$tmp/p.$v1")")" \
+		"$(ratio "$(median < "$tmp/e.$v2")")" "$(ratio "$(median < "$tmp/p.$v2")")"
 }
 
 variants="ptrace strace"
