@@ -76,9 +76,10 @@ check rewrite-real-jvm17-g1-note grep -q '^  note: 720 uncommits (.*) dropped a 
 check rewrite-real-jvm17-g1-calls grep -qx 'mmap_lock held for writing  *2684  *1226' "$T/out"
 replay_ok rewrite-real-jvm17-g1-replay "$T/g1.zst"
 while read -r name rules count; do
-	check_exit "rewrite-real-$name" 0 $VMTRACE rewrite --rules=$rules $D/real/$name.zst "$T/$name.zst"
-	check "rewrite-real-$name-count" grep -qx "${rules%%,*} *$count" "$T/out"
-	replay_ok "rewrite-real-$name-replay" "$T/$name.zst"
+	t="rewrite-real-$name-${rules%%,*}"
+	check_exit "$t" 0 $VMTRACE rewrite --rules=$rules $D/real/$name.zst "$T/$name.zst"
+	check "$t-count" grep -qx "${rules%%,*} *$count" "$T/out"
+	replay_ok "$t-replay" "$T/$name.zst"
 done <<'LIST'
 jvm17-parallel prot-none-free 26
 jvm17-serial prot-none-free 20
@@ -86,6 +87,10 @@ glibc-arenas-strict prot-none-free 17
 glibc-arenas prot-none-free,unmap-only,dontneed-only 0
 node20-workers unmap-only 783
 redis-jemalloc-muzzy dontneed-only 291
+glibc-arenas dontneed-to-free 52
+redis-jemalloc-muzzy free-to-dontneed 301
+qemu-memlock mlock-onfault 1
+jvm17-g1 populate 710
 LIST
 
 # ---- recorded workloads ----

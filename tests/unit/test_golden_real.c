@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "linux_abi.h"
 #include "lint.h"
 #include "rewrite.h"
 #include "tgen.h"
@@ -130,6 +131,36 @@ static void count_calls(int fd, uint64_t *calls, uint64_t *rewritten, uint64_t *
 		*madv += e.u.sc.op == VMT_OP_MADVISE && e.u.sc.args[2] == LX_MADV_DONTNEED;
 	}
 	vmt_reader_free(r);
+}
+
+/* What the rewritten calls of the trace in fd (rewound) are: how many
+ * are flagged VMT_SC_REWRITTEN, and of those how many are `op` with
+ * args[argi] == val (mask 0: equal; else the bits of mask of args[argi]
+ * equal val); also how many calls in all match. */
+struct opcount {
+	uint64_t rewritten, rewritten_match, match;
+};
+
+static struct opcount count_op(int fd, uint32_t op, int argi, uint64_t mask, uint64_t val)
+{
+	int err;
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	vmt_reader *r = vmt_reader_open_fd(fd, &err, NULL, 0);
+	assert_non_null(r);
+	struct vmt_event e;
+	struct opcount c = { 0, 0, 0 };
+	while (vmt_reader_next(r, &e) == 1) {
+		if (e.kind != VMT_EV_SYSCALL)
+			continue;
+		uint64_t a = e.u.sc.args[argi];
+		int m = e.u.sc.op == op && (mask ? (a & mask) == val : a == val);
+		int rw = !!(e.u.sc.flags & VMT_SC_REWRITTEN);
+		c.match += m;
+		c.rewritten += rw;
+		c.rewritten_match += rw && m;
+	}
+	vmt_reader_free(r);
+	return c;
 }
 
 /* ---- the JVMs and glibc: uncommit by remap ------------------------------ */
@@ -260,6 +291,111 @@ static void test_redis_muzzy(void **state)
 	close(fd);
 }
 
+/* ---- the one-call rules: dontneed-to-free, free-to-dontneed,
+ * mlock-onfault, populate ---------------------------------------------- */
+
+/* glibc's arenas in the default mode shrink with 52 madvise(MADV_DONTNEED)
+ * of private anonymous memory: dontneed-to-free makes each a MADV_FREE.
+ * QEMU's malloc_trim under mlockall makes 391 that failed with EINVAL on
+ * locked memory: none is rewritten.  redis/jemalloc's 301 MADV_FREE all
+ * become MADV_DONTNEED with free-to-dontneed. */
+static void test_madvise_swaps(void **state)
+{
+	struct vmt_rewrite_counts c;
+	struct vmt_rewrite_count r[8];
+	int fd = rewrite_file(DIR "glibc-arenas.zst", "dontneed-to-free", &c, r);
+	assert_int_equal(r[0].applied, 52);
+	assert_non_null(strstr(r[0].sites[0].site, "(libc.so.6)"));
+	struct opcount o = count_op(fd, VMT_OP_MADVISE, 2, 0, LX_MADV_FREE);
+	assert_int_equal(o.rewritten, 52);
+	assert_int_equal(o.rewritten_match, 52);
+	assert_int_equal(count_op(fd, VMT_OP_MADVISE, 2, 0, LX_MADV_DONTNEED).match, 0);
+	assert_int_equal(c.events_in, c.events_out);
+	close(fd);
+
+	fd = rewrite_file(DIR "qemu-memlock.zst", "dontneed-to-free", &c, r);
+	assert_int_equal(r[0].applied, 0);
+	o = count_op(fd, VMT_OP_MADVISE, 2, 0, LX_MADV_DONTNEED);
+	assert_int_equal(o.match, 391); /* all still there, none rewritten */
+	assert_int_equal(o.rewritten, 0);
+	close(fd);
+
+	fd = rewrite_file(DIR "redis-jemalloc-muzzy.zst", "free-to-dontneed", &c, r);
+	assert_int_equal(r[0].applied, 301);
+	assert_string_equal(r[0].sites[0].site, "libjemalloc.so.2+0x94ebe");
+	o = count_op(fd, VMT_OP_MADVISE, 2, 0, LX_MADV_DONTNEED);
+	assert_int_equal(o.rewritten_match, 301);
+	assert_int_equal(o.rewritten, 301);
+	assert_int_equal(count_op(fd, VMT_OP_MADVISE, 2, 0, LX_MADV_FREE).match, 0);
+	close(fd);
+}
+
+/* QEMU with mem-lock=on: its one mlockall(MCL_CURRENT|MCL_FUTURE) gets
+ * MCL_ONFAULT; the JVM, which locks nothing, is left alone. */
+static void test_mlock_onfault_real(void **state)
+{
+	struct vmt_rewrite_counts c;
+	struct vmt_rewrite_count r[8];
+	int fd = rewrite_file(DIR "qemu-memlock.zst", "mlock-onfault", &c, r);
+	assert_int_equal(r[0].applied, 1);
+	struct opcount o = count_op(fd, VMT_OP_MLOCKALL, 0, 0,
+				    LX_MCL_CURRENT | LX_MCL_FUTURE | LX_MCL_ONFAULT);
+	assert_int_equal(o.rewritten_match, 1);
+	assert_int_equal(o.rewritten, 1);
+	assert_int_equal(c.events_in, c.events_out);
+	close(fd);
+
+	fd = rewrite_file(DIR "jvm17-g1.zst", "mlock-onfault", &c, r);
+	assert_int_equal(r[0].applied, 0);
+	assert_int_equal(count_op(fd, VMT_OP_MLOCKALL, 0, 0, 0).rewritten, 0);
+	close(fd);
+}
+
+/* populate on G1 and glibc's arenas: the mappings it populates are
+ * private anonymous ones, never MAP_NORESERVE (G1's heap reservation and
+ * the NORESERVE uncommits stay lazy), never PROT_NONE. */
+static void test_populate_real(void **state)
+{
+	static const struct {
+		const char *file;
+		uint64_t applied;
+	} t[] = {
+		{ DIR "jvm17-g1.zst", 710 },
+		{ DIR "glibc-arenas.zst", 17 },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct vmt_rewrite_counts c;
+		struct vmt_rewrite_count r[8];
+		int fd = rewrite_file(t[i].file, "populate", &c, r);
+		assert_int_equal(r[0].applied, t[i].applied);
+		struct opcount o = count_op(fd, VMT_OP_MMAP, 3, LX_MAP_POPULATE, LX_MAP_POPULATE);
+		assert_int_equal(o.rewritten, t[i].applied);
+		assert_int_equal(o.rewritten_match, t[i].applied);
+		assert_int_equal(o.match, t[i].applied);
+		/* each populated mmap is a private anonymous, accessible one
+		 * without MAP_NORESERVE */
+		int err;
+		assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+		vmt_reader *rd = vmt_reader_open_fd(fd, &err, NULL, 0);
+		assert_non_null(rd);
+		struct vmt_event e;
+		uint64_t n = 0;
+		while (vmt_reader_next(rd, &e) == 1) {
+			const struct vmt_syscall *sc = &e.u.sc;
+			if (e.kind != VMT_EV_SYSCALL || sc->op != VMT_OP_MMAP ||
+			    !(sc->args[3] & LX_MAP_POPULATE))
+				continue;
+			n++;
+			assert_int_equal(sc->args[3] & (LX_MAP_SHARED | LX_MAP_ANONYMOUS |
+							 LX_MAP_NORESERVE), LX_MAP_ANONYMOUS);
+			assert_int_not_equal(sc->args[2], LX_PROT_NONE);
+		}
+		vmt_reader_free(rd);
+		assert_int_equal(n, t[i].applied);
+		close(fd);
+	}
+}
+
 /* ---- the counting findings ---------------------------------------------- */
 
 static void test_counting_findings(void **state)
@@ -293,6 +429,9 @@ int main(void)
 		cmocka_unit_test(test_glibc_default),
 		cmocka_unit_test(test_node_teardown),
 		cmocka_unit_test(test_redis_muzzy),
+		cmocka_unit_test(test_madvise_swaps),
+		cmocka_unit_test(test_mlock_onfault_real),
+		cmocka_unit_test(test_populate_real),
 		cmocka_unit_test(test_counting_findings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

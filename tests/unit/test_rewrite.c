@@ -345,7 +345,19 @@ static void madv_trace(struct tg_trace *b, uint64_t adv)
 	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, 0x300000, PAGE, adv); /* file: no */
 	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, R1, 8 * PAGE, adv); /* past the mapping: no */
 	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, R1 + PAGE, PAGE, adv); /* part of it: yes */
+	/* locked (on fault): the kernel refuses both advices there; a call
+	 * the trace says succeeded is not changed all the same */
+	TG_PUT_SC(b, 0, 1, VMT_OP_MMAP, 0x400000, 0, 2 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MLOCK2, 0, 0x400000, PAGE, LX_MLOCK_ONFAULT);
+	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, 0x400000, 2 * PAGE, adv); /* locked in part: no */
+	TG_PUT_SC(b, 0, 1, VMT_OP_MADVISE, 0, 0x401000, PAGE, adv); /* the unlocked page: yes */
 }
+
+#define MADV_LOCKED_LINES(adv, rewritten) \
+	"t1 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x400000\n" \
+	"t1 mlock2(0x400000, 4096, MLOCK_ONFAULT) = 0\n" \
+	"t1 madvise(0x400000, 8192, " adv ") = 0\n" \
+	"t1 madvise(0x401000, 4096, " rewritten ") = 0 (rewritten)\n"
 
 static void test_dontneed_to_free(void **state)
 {
@@ -361,8 +373,9 @@ static void test_dontneed_to_free(void **state)
 	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE, 3, 0) = 0x300000\n"
 	      "t1 madvise(0x300000, 4096, MADV_DONTNEED) = 0\n"
 	      "t1 madvise(0x100000, 32768, MADV_DONTNEED) = 0\n"
-	      "t1 madvise(0x101000, 4096, MADV_FREE) = 0 (rewritten)\n",
-	      2);
+	      "t1 madvise(0x101000, 4096, MADV_FREE) = 0 (rewritten)\n"
+	      MADV_LOCKED_LINES("MADV_DONTNEED", "MADV_FREE"),
+	      3);
 }
 
 static void test_free_to_dontneed(void **state)
@@ -379,8 +392,9 @@ static void test_free_to_dontneed(void **state)
 	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE, 3, 0) = 0x300000\n"
 	      "t1 madvise(0x300000, 4096, MADV_FREE) = 0\n"
 	      "t1 madvise(0x100000, 32768, MADV_FREE) = 0\n"
-	      "t1 madvise(0x101000, 4096, MADV_DONTNEED) = 0 (rewritten)\n",
-	      2);
+	      "t1 madvise(0x101000, 4096, MADV_DONTNEED) = 0 (rewritten)\n"
+	      MADV_LOCKED_LINES("MADV_FREE", "MADV_DONTNEED"),
+	      3);
 }
 
 /* ---- mlock-onfault ------------------------------------------------------ */
@@ -451,6 +465,15 @@ static void test_populate(void **state)
 		  FD_NONE, 0);
 	tg_touch(&b, 0, 1, 0x500000, 1, VMT_PAGE_WRITTEN);
 	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, 0x500000, PAGE);
+	/* a private file mapping and a MAP_LOCKED one (populated already),
+	 * each touched entirely: no */
+	tg_file(&b, 0, 1, "/data/f", 42, 1 << 20, 0);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, 0x700000, 0, PAGE, RW, LX_MAP_PRIVATE, 3, 0);
+	tg_touch(&b, 0, 1, 0x700000, 1, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, 0x700000, PAGE);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, 0x800000, 0, PAGE, RW, PRIV_ANON | LX_MAP_LOCKED, FD_NONE, 0);
+	tg_touch(&b, 0, 1, 0x800000, 1, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, 0x800000, PAGE);
 	/* touched entirely by exit: yes */
 	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, 0x600000, 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
 	tg_put(&b, tg_ev_touch(0, 0, 0x600000, 1, VMT_TOUCH_EXIT, 1,
@@ -477,6 +500,13 @@ static void test_populate(void **state)
 	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0) = 0x500000\n"
 	      "t1 touch(0x500000, 1 page: 1 written, before op)\n"
 	      "t1 munmap(0x500000, 4096) = 0\n"
+	      "t1 map_file(\"/data/f\", dev=8:1, ino=42, size=1048576, flags=O_RDONLY)\n"
+	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE, 3, 0) = 0x700000\n"
+	      "t1 touch(0x700000, 1 page: 1 written, before op)\n"
+	      "t1 munmap(0x700000, 4096) = 0\n"
+	      "t1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_LOCKED, -1, 0) = 0x800000\n"
+	      "t1 touch(0x800000, 1 page: 1 written, before op)\n"
+	      "t1 munmap(0x800000, 4096) = 0\n"
 	      "t2 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x600000 (rewritten)\n"
 	      "t0 touch(0x600000, 1 page: 1 read, exit)\n"
 	      "t0 +++ process_exit status=0 (exited 0) +++\n",

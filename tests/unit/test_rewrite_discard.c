@@ -91,7 +91,7 @@ static void test_dun_free(void **state)
 
 enum dun_miss {
 	MISS_OTHER_THREAD, MISS_PART, MISS_USED, MISS_BETWEEN, MISS_SHARED, MISS_REMOVE,
-	MISS_FAILED, MISS_GUARD, MISS_WIDE_TOUCH, MISS__COUNT
+	MISS_FAILED, MISS_GUARD, MISS_WIDE_TOUCH, MISS_FILE, MISS_LOCKED, MISS__COUNT
 };
 
 static void test_dun_not(void **state)
@@ -99,12 +99,19 @@ static void test_dun_not(void **state)
 	for (int m = 0; m < MISS__COUNT; m++) {
 		struct tg_trace b;
 		rwt_open(&b);
-		map(&b, m == MISS_SHARED ? SHARED_ANON : PRIV_ANON);
-		if (m == MISS_GUARD || m == MISS_WIDE_TOUCH) {
+		if (m == MISS_FILE) { /* a private file mapping */
+			tg_file(&b, 0, 1, "/data/f", 42, K256, 0);
+			TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, (int64_t)Z, 0, K256, RW, LX_MAP_PRIVATE, 3, 0);
+		} else {
+			map(&b, m == MISS_SHARED ? SHARED_ANON : PRIV_ANON);
+		}
+		if (m == MISS_LOCKED) /* mprotect works on locked memory */
+			TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCK, 0, Z, K256);
+		if (m == MISS_GUARD || m == MISS_WIDE_TOUCH || m == MISS_LOCKED) {
 			prot_none(&b, 1);
 			if (m == MISS_WIDE_TOUCH)
 				tg_touch(&b, 0, 1, Z - PAGE, 65, VMT_PAGE_WRITTEN);
-			else
+			else if (m == MISS_GUARD)
 				tg_proc_exit(&b, 0, 1);
 		} else {
 			advise(&b, 1, K256, m == MISS_REMOVE ? LX_MADV_REMOVE : LX_MADV_DONTNEED,
