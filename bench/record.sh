@@ -11,7 +11,7 @@
 #    seed-000 loop its own wall_ns (the loop only), otherwise the trace's
 #    duration (the program's exec to its exit), against native elapsed.
 #
-# Goals (issue: near-native recording): the seed-000 loop at most 1.3x
+# Goals: the seed-000 loop at most 1.3x
 # native (stretch 1.15x); python3 -c pass and gcc -c at most 1.05x; node
 # with two worker threads at most 1.10x.  The touch rows measure what the
 # ptrace backend's touch sources cost (resident, faults).
