@@ -79,6 +79,8 @@ int rp_load_rewritten(const char *path, const char *rules, const struct rp_optio
 	info->events_in = cnt->events_in;
 	info->events_out = cnt->events_out;
 	info->overflows = cnt->overflows;
+	info->calls_in = cnt->in;
+	info->calls_out = cnt->out;
 	if (lseek(tmp, 0, SEEK_SET) < 0) {
 		rc = -errno;
 		*is_input_error = 0;
@@ -411,6 +413,16 @@ int rp_compare_report_text(FILE *f, const rp_trace *base, const rp_trace *rew,
 		fprintf(f, "(%" PRIu64 " decisions forced early by the rewrite look-ahead limit)\n",
 			info->overflows);
 
+	/* what the rewrite changed in the trace itself (counted, not measured) */
+	const struct vmt_rewrite_calls *ci = &info->calls_in, *co = &info->calls_out;
+	fprintf(f, "\n%-20s %12s %12s %8s\n", "calls in the trace", "baseline", "rewritten", "ratio");
+	fprintf(f, "%-20s %12" PRIu64 " %12" PRIu64 " %8.2f\n", "all", ci->calls, co->calls,
+		rp_ratio(ci->calls, co->calls));
+	fprintf(f, "%-20s %12" PRIu64 " %12" PRIu64 " %8.2f\n", "changing VMAs", ci->vma_changes,
+		co->vma_changes, rp_ratio(ci->vma_changes, co->vma_changes));
+	fprintf(f, "%-20s %12" PRIu64 " %12" PRIu64 " %8.2f\n", "write-locked", ci->write_locked,
+		co->write_locked, rp_ratio(ci->write_locked, co->write_locked));
+
 	fprintf(f, "\n%-20s %12s %12s %8s  %-23s %-23s %s\n", "metric (median)", "baseline",
 		"rewritten", "ratio", "baseline min-max", "rewritten min-max", "clear");
 	for (size_t i = 0; i < sizeof(run_metrics) / sizeof(run_metrics[0]); i++)
@@ -457,6 +469,12 @@ static void json_rules(struct vmt_buf *b, const struct rp_rewrite_info *info)
 	vmt_buf_printf(b, "},\"rewrite_events_in\":%" PRIu64 ",\"rewrite_events_out\":%" PRIu64
 			  ",\"rewrite_overflows\":%" PRIu64,
 		       info->events_in, info->events_out, info->overflows);
+	const struct vmt_rewrite_calls *side[2] = { &info->calls_in, &info->calls_out };
+	for (int i = 0; i < 2; i++)
+		vmt_buf_printf(b, ",\"rewrite_calls_%s\":{\"calls\":%" PRIu64 ",\"write_locked\":%" PRIu64
+				  ",\"vma_changes\":%" PRIu64 "}",
+			       i ? "out" : "in", side[i]->calls, side[i]->write_locked,
+			       side[i]->vma_changes);
 }
 
 static void json_ratio(struct vmt_buf *b, const char *key, uint64_t base, uint64_t rew, int comma)

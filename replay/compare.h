@@ -31,6 +31,9 @@ struct rp_rewrite_info {
 	} rule[RP_MAX_RULES];
 	uint64_t events_in, events_out;
 	uint64_t overflows; /* early decisions forced by the engine's look-ahead limit */
+	/* the calls of the trace as recorded and as rewritten: all, those
+	 * that take mmap_lock for writing, those that change VMAs */
+	struct vmt_rewrite_calls calls_in, calls_out;
 };
 
 /* Rewrite the trace at path by `rules` (NULL or "": the default list) and

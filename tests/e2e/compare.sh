@@ -97,6 +97,17 @@ mm = [int(x) for x in rows['mmap calls'][:2]]
 mp = [int(x) for x in rows['mprotect calls'][:2]]
 assert wl[0] >= mm[0] + mp[0] and wl[0] - wl[1] == 2 * frees - 2, (wl, mm, mp)
 assert 'write-lock ms' in rows
+# the calls in the traces: the frees' mmaps and all but each thread's
+# first mprotect(RW) no longer change VMAs nor take the lock for writing
+calls = {}
+for l in txt.split('calls in the trace', 1)[1].split('metric (median)')[0].splitlines()[1:]:
+    m = re.match(r'^(.+?) +(\d+) +(\d+) +(\S+)$', l)
+    if m:
+        calls[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+assert set(calls) == {'all', 'changing VMAs', 'write-locked'}, calls
+assert calls['all'][0] - calls['all'][1] == frees - 2, calls
+assert calls['changing VMAs'][0] - calls['changing VMAs'][1] == 2 * frees - 2, calls
+assert calls['write-locked'] == tuple(wl), (calls, wl)
 # per-thread rows (threads that switched at all): at most four, of
 # recorded threads 0 to 2
 cs = [k for k in rows if k.startswith('cs of t')]
@@ -117,6 +128,9 @@ for side in ('baseline', 'rewritten'):
             assert {'count', 'errors', 'p50_ns', 'p99_ns', 'max_ns'} <= set(o), op
     assert s['median']['divergences'] == 0, (side, s['median']['divergence_list'])
 assert d['rules'] == {'prot-none-free': frees}
+ci, co = d['rewrite_calls_in'], d['rewrite_calls_out']
+assert set(ci) == set(co) == {'calls', 'write_locked', 'vma_changes'}, ci
+assert ci['calls'] - co['calls'] == frees - 2 and ci['vma_changes'] - co['vma_changes'] == 2 * frees - 2
 B, R = d['baseline']['median'], d['rewritten']['median']
 # The rule's effect, as replayed: one madvise per free, the frees' mmaps
 # and all but each thread's first mprotect(RW) gone, nothing else changed.
