@@ -136,6 +136,7 @@ struct pend_discard {
 	uint64_t start, end, index;
 	uint32_t thread, stack, op;
 	int64_t present; /* pages present at the call (-1: unknown) */
+	uint64_t calls;	 /* calls it stands for: the same call again, nothing between */
 };
 
 struct pend_list {

@@ -68,8 +68,21 @@ static int locked(const vmt_lint *l, uint32_t proc, uint64_t a, uint64_t b)
 
 /* ---- pending lists ------------------------------------------------------ */
 
+/* The same discard again by the same thread, with nothing on the range
+ * between (nothing forgot the first), is one entry that counts twice: a
+ * loop of discards without touches (a trace without a touch source)
+ * would otherwise make the list, and every search of it, as long as the
+ * loop. */
 static int pl_add(struct pend_list *p, const struct pend_discard *d)
 {
+	for (size_t i = 0; i < p->n; i++) {
+		struct pend_discard *e = &p->d[i];
+		if (e->start == d->start && e->end == d->end && e->thread == d->thread &&
+		    e->stack == d->stack && e->op == d->op && e->present == d->present) {
+			e->calls += d->calls;
+			return 0;
+		}
+	}
 	if (vmt_grow(&p->d, &p->cap, p->n + 1, sizeof(*p->d)))
 		return -ENOMEM;
 	p->d[p->n++] = *d;
@@ -131,11 +144,11 @@ static int dun_unmap(vmt_lint *l, struct lproc *P, const struct vmt_event *ev, u
 		const struct pend_discard *d = &P->dun.d[i];
 		if (d->thread != ev->thread || d->start < a || d->end > b)
 			continue;
-		P->dun_calls++;
-		P->dun_bytes += d->end - d->start;
+		P->dun_calls += d->calls;
+		P->dun_bytes += (d->end - d->start) * d->calls;
 		counted = 1;
 		if (cs_tally_add(&l->sites_dun, d->stack,
-				 d->op == VMT_OP_MPROTECT ? VMT_OP_MPROTECT : VMT_OP_MADVISE, 1))
+				 d->op == VMT_OP_MPROTECT ? VMT_OP_MPROTECT : VMT_OP_MADVISE, d->calls))
 			return -ENOMEM;
 		if (!l->ex_dun.set) {
 			struct vmt_event x = pend_event(d, ev->proc);
@@ -159,10 +172,10 @@ static int fbd_dontneed(vmt_lint *l, struct lproc *P, const struct vmt_event *ev
 		int64_t now = tl_present(&l->touches, ev->thread, d->start, d->end);
 		if (now < d->present)
 			continue;
-		P->fbd_pairs++;
-		P->fbd_bytes += d->end - d->start;
-		P->fbd_cross += d->thread != ev->thread;
-		if (cs_tally_add(&l->sites_fbd, d->stack, VMT_OP_MADVISE, 1))
+		P->fbd_pairs += d->calls;
+		P->fbd_bytes += (d->end - d->start) * d->calls;
+		P->fbd_cross += d->thread != ev->thread ? d->calls : 0;
+		if (cs_tally_add(&l->sites_fbd, d->stack, VMT_OP_MADVISE, d->calls))
 			return -ENOMEM;
 		if (!l->ex_fbd.set) {
 			struct vmt_event x = pend_event(d, ev->proc);
@@ -253,7 +266,7 @@ int lnd_before(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 		}
 	}
 	if (kind && private_anon(l, ev->proc, a, b)) {
-		struct pend_discard d = { a, b, index, ev->thread, sc->stack_id, kind, -1 };
+		struct pend_discard d = { a, b, index, ev->thread, sc->stack_id, kind, -1, 1 };
 		if ((rc = pl_add(&P->dun, &d)))
 			return rc;
 		if (kind == LX_MADV_FREE) {
