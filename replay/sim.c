@@ -611,9 +611,67 @@ static int sim_shmdt(struct loader *L, uint32_t tid, struct lproc *P, struct rp_
 	return sim_range(L, P, th, &m, e, rng, nrng);
 }
 
+/* ---- touches of other threads ------------------------------------------ */
+
+static int overlaps(const struct lrange *r, uint32_t n, const struct lrange *rng, int nrng)
+{
+	for (uint32_t i = 0; i < n; i++)
+		for (int j = 0; j < nrng; j++)
+			if (r[i].a < rng[j].b && rng[j].a < r[i].b)
+				return 1;
+	return 0;
+}
+
+/*
+ * A thread's touches wait for its own next op, but the pages were touched
+ * at their recorded place: before this op of another thread.  Where this
+ * op uses a range another thread of the process touched since its last op
+ * (a JVM's GC worker fills a bitmap, its service thread uncommits part of
+ * it with mmap(PROT_NONE, MAP_FIXED)), the touches could otherwise run
+ * after the op, on memory it took away, and be lost.  So this thread takes
+ * them over and does them before its op; their ranges order it as its own
+ * touches do (order.c).  Touches of other ranges stay with their thread,
+ * which keeps the concurrency of the recording.
+ */
+static int adopt_touches(struct loader *L, uint32_t tid, struct lproc *P,
+			 const struct lrange *rng, int nrng)
+{
+	struct lthread *me = &L->lt[tid];
+	for (uint32_t i = 0; i < P->nthreads; i++) {
+		uint32_t u = P->threads[i];
+		struct lthread *o = &L->lt[u];
+		if (u == tid || !o->npt || !overlaps(o->tr, o->ntr, rng, nrng))
+			continue;
+		if (vmt_grow(&me->pt, &me->cappt, (size_t)me->npt + o->npt, sizeof(*me->pt)) ||
+		    vmt_grow(&me->tr, &me->captr, (size_t)me->ntr + o->ntr, sizeof(*me->tr)))
+			return ld_fail(L, -ENOMEM, "out of memory");
+		memcpy(&me->pt[me->npt], o->pt, o->npt * sizeof(*o->pt));
+		me->npt += o->npt;
+		memcpy(&me->tr[me->ntr], o->tr, o->ntr * sizeof(*o->tr));
+		me->ntr += o->ntr;
+		o->npt = 0;
+		o->ntr = 0;
+	}
+	return 0;
+}
+
 /* ---- entry ------------------------------------------------------------- */
 
+static int sim_op(struct loader *L, uint32_t tid, const struct vmt_event *ev,
+		  struct rp_elem *e, struct lrange *rng, int *nrng, int *global);
+
 int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
+		struct rp_elem *e, struct lrange *rng, int *nrng, int *global)
+{
+	struct lproc *P = &L->lp[L->t->threads[tid].proc];
+	int rc = sim_op(L, tid, ev, e, rng, nrng, global);
+	if (rc < 0 || *global || !*nrng || e->kind == RK_SKIP)
+		return rc;
+	int a = adopt_touches(L, tid, P, rng, *nrng);
+	return a < 0 ? a : rc;
+}
+
+static int sim_op(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 		struct rp_elem *e, struct lrange *rng, int *nrng, int *global)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
