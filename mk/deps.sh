@@ -21,6 +21,13 @@ need python3         'command -v python3'
 need binutils        'command -v nm'
 need clang           'command -v clang'
 need libclang-rt-14-dev 'test -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)"'
+# The corpus of real programs (tests/e2e/corpus.sh, bench/corpus.sh).
+need nodejs          'command -v node'
+need default-jdk-headless 'command -v javac'
+need sqlite3         'command -v sqlite3'
+need xz-utils        'command -v xz'
+need gcc             'command -v gcc'
+need gzip            'command -v gzip'
 # vmreplay --kernel's tests and demo: qemu (as root; elsewhere those tests
 # skip) and a Debian 6.1 kernel image (mk/kernel.sh).
 [ "$(id -u)" = 0 ] && need qemu-system-x86 'command -v qemu-system-x86_64'

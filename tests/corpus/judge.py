@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""A corpus program's replay against its native runs.
+
+    judge.py faults NATIVE.json REPLAY.json   replay minor faults (median)
+                                              within 2% of native (median)
+    judge.py div REPLAY.json                  0 divergences in every run
+    judge.py speed NATIVE.json REPLAY.json    the --speed=1 replay's wall
+                                              time against native: printed,
+                                              fails only if the replay did
+                                              not run at recorded speed
+                                              (under half the native time)
+    judge.py row NAME NATIVE.json REPLAY.json RECWALL_NS SPEED.json
+                                              one bench/corpus.sh row
+
+NATIVE.json is written by native.py, REPLAY.json by vmreplay --json.
+"""
+import json
+import sys
+
+TOLERANCE = 0.02
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def faults(nat, rep):
+    n, r = nat["minor_faults"], rep["median"]["minor_faults"]
+    ratio = r / n if n else 0.0
+    line = "replay %d minor faults, native %d (ratio %.3f, want %.2f-%.2f); native runs %s, replay runs %s" % (
+        r, n, ratio, 1 - TOLERANCE, 1 + TOLERANCE,
+        ",".join(str(x["minor_faults"]) for x in nat["runs"]),
+        ",".join(str(x["minor_faults"]) for x in rep["runs"]))
+    print(line)
+    return 0 if abs(ratio - 1) <= TOLERANCE else 1
+
+
+def div(rep):
+    d = [x["divergences"] for x in rep["runs"]]
+    print("divergences per run: %s" % d)
+    return 0 if not any(d) else 1
+
+
+def speed(nat, rep):
+    w, n = rep["median"]["wall_ns"], nat["wall_ns"]
+    print("--speed=1 replay wall %.1f ms, native %.1f ms (ratio %.2f)" % (w / 1e6, n / 1e6, w / n))
+    return 0 if w >= n / 2 else 1
+
+
+def row(name, nat, rep, recwall, spd):
+    n, r = nat["minor_faults"], rep["median"]["minor_faults"]
+    print("%-10s %9d %9d %7.3f %5d %8.2f %8.2f" % (
+        name, n, r, r / n if n else 0, rep["median"]["divergences"],
+        recwall / nat["wall_ns"], spd["median"]["wall_ns"] / nat["wall_ns"]))
+    return 0
+
+
+def main():
+    a = sys.argv
+    if a[1] == "faults":
+        return faults(load(a[2]), load(a[3]))
+    if a[1] == "div":
+        return div(load(a[2]))
+    if a[1] == "speed":
+        return speed(load(a[2]), load(a[3]))
+    if a[1] == "row":
+        return row(a[2], load(a[3]), load(a[4]), int(a[5]), load(a[6]))
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

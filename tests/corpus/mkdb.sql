@@ -1,0 +1,5 @@
+PRAGMA page_size=4096;
+CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 60000)
+INSERT INTO t SELECT x, (x * 7919) % 20000, printf('%d-%s', x, hex(zeroblob(24))) FROM c;
+CREATE INDEX ta ON t(a);

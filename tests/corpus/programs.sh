@@ -1,0 +1,61 @@
+# tests/corpus/programs.sh - the corpus of real programs (sourced by
+# tests/e2e/corpus.sh and bench/corpus.sh; not a test itself).
+#
+# corpus_setup DIR     makes the programs' inputs in DIR (compiles the Java
+#                      class, creates the sqlite database, the xz input)
+# corpus_names         the names, in order
+# corpus_need NAME     the commands NAME needs (mk/deps.sh installs them)
+# corpus_cmd NAME DIR  NAME's command line (words separated by spaces)
+#
+# Each program runs for a fraction of a second natively, so that the whole
+# corpus stays small in make check.  All come from Debian packages.
+# Run from the top of the tree (as mk/check.sh and bench/ scripts are).
+CORPUS=${CORPUS:-$PWD/tests/corpus}
+
+corpus_names() {
+	echo node java python xz gcc sqlite pool pipeline
+}
+
+corpus_need() {
+	case $1 in
+	node) echo node ;;
+	java) echo java javac ;;
+	python|pool) echo python3 ;;
+	xz) echo xz ;;
+	gcc) echo gcc ;;
+	sqlite) echo sqlite3 ;;
+	pipeline) echo sort gzip ;;
+	esac
+}
+
+corpus_setup() {
+	_d=$1
+	if command -v javac > /dev/null 2>&1; then
+		javac -d "$_d" "$CORPUS/Alloc.java" || return 1
+	fi
+	if command -v sqlite3 > /dev/null 2>&1; then
+		rm -f "$_d/t.db"
+		sqlite3 "$_d/t.db" < "$CORPUS/mkdb.sql" || return 1
+	fi
+	seq 1 400000 > "$_d/xzin"
+}
+
+# python3 is Debian's (/usr/bin/python3 where it exists), not a wrapper
+# script in front of it on PATH (pyenv's shim forks a dozen shells).
+corpus_python() {
+	if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3; fi
+}
+
+corpus_cmd() {
+	_d=$2
+	case $1 in
+	node) echo "node $CORPUS/workers.js" ;;
+	java) echo "java -cp $_d Alloc" ;;
+	python) echo "$(corpus_python) $CORPUS/alloc.py" ;;
+	xz) echo "xz -T2 -6 --block-size=1MiB -c -k $_d/xzin" ;;
+	gcc) echo "gcc -O2 -c $CORPUS/../../format/render.c -I$CORPUS/../../format -o $_d/render.o" ;;
+	sqlite) echo "sqlite3 $_d/t.db -init $CORPUS/query.sql .quit" ;;
+	pool) echo "$(corpus_python) $CORPUS/pool.py" ;;
+	pipeline) echo "sh $CORPUS/pipeline.sh $_d/xzin" ;;
+	esac
+}

@@ -1,0 +1,4 @@
+PRAGMA mmap_size=268435456;
+SELECT count(*), sum(length(b)) FROM t;
+SELECT count(*) FROM t WHERE a BETWEEN 1000 AND 9000;
+SELECT a, count(*) FROM t GROUP BY a ORDER BY 2 DESC LIMIT 3;

@@ -1,0 +1,82 @@
+#!/bin/sh
+# A corpus of real programs (tests/corpus/programs.sh), recorded in the
+# default mode and replayed.  Per program:
+#  (a) vmrec exits with the program's own status;
+#  (b) the trace's op counts equal the kernel's own count of the same run,
+#      thread by thread (kcount.py, through tracefs);
+#  (c) the replay has 0 divergences;
+#  (d) the replay's minor faults (median of 3 runs) are within 2% of the
+#      program's native minor faults (median of 5 runs, getrusage over the
+#      whole process tree: native.py);
+#  (e) the replay at --speed=1 runs at the recorded pace: its wall time is
+#      printed against native (and must be at least half of it).
+# The programs come from Debian packages that mk/deps.sh installs; where
+# one is missing here, its rows are skipped, saying so.
+. "$(dirname "$0")/common.inc"
+need corpus "$VMREC" "$VMREPLAY" "$VMTRACE" || exit 0
+. tests/corpus/programs.sh
+KCOUNT="python3 $E2E/kcount.py $VMTRACE"
+JUDGE="python3 $CORPUS/judge.py"
+
+if ! corpus_setup "$T" > "$T/setup.out" 2>&1; then
+	not_ok corpus-setup "$(tail -1 "$T/setup.out")"
+	exit 0
+fi
+
+for p in $(corpus_names); do
+	missing=""
+	for c in $(corpus_need "$p"); do
+		command -v "$c" > /dev/null 2>&1 || missing="$missing $c"
+	done
+	if [ -n "$missing" ]; then
+		skip "$p" "not installed:$missing (mk/deps.sh installs it)"
+		continue
+	fi
+	cmd=$(corpus_cmd "$p" "$T")
+	# shellcheck disable=SC2086
+	python3 "$CORPUS/native.py" 5 "$T/$p.native.json" -- $cmd
+	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$T/$p.native.json")
+	# (a) and (b): one recording, in the kernel's count.
+	# shellcheck disable=SC2086
+	$KCOUNT "$T/$p.zst" -- "$VMREC" -q --force -o "$T/$p.zst" -- $cmd > "$T/$p.kcount" 2>&1
+	krc=$?
+	if [ $krc = 77 ]; then
+		skip "$p-kernel-count" "$(grep '^skip: ' "$T/$p.kcount" | cut -c7-)"
+		# shellcheck disable=SC2086
+		"$VMREC" -q --force -o "$T/$p.zst" -- $cmd > /dev/null 2> "$T/$p.err"
+		krc=$?
+		if [ "$krc" = "$want" ]; then ok "$p-status"; else not_ok "$p-status" "vmrec exited $krc, the program $want"; fi
+	elif [ $krc = 0 ]; then
+		if [ "$want" = 0 ]; then ok "$p-status"; else not_ok "$p-status" "vmrec exited 0, the program $want"; fi
+		ok "$p-kernel-count"
+	else
+		if grep -q '^vmrec exited' "$T/$p.kcount"; then
+			not_ok "$p-status" "$(tail -1 "$T/$p.kcount"), the program $want"
+		else
+			[ "$want" = 0 ] && ok "$p-status"
+			not_ok "$p-kernel-count" "$(tail -1 "$T/$p.kcount")"
+		fi
+		show "$T/$p.kcount"
+	fi
+	[ -s "$T/$p.zst" ] || continue
+	# (c) and (d)
+	if ! "$VMREPLAY" "$T/$p.zst" --repeat=3 -q --no-progress --json="$T/$p.replay.json" > "$T/$p.replay.out" 2>&1; then
+		not_ok "$p-replay" "$(tail -1 "$T/$p.replay.out")"
+		show "$T/$p.replay.out"
+		continue
+	fi
+	check "$p-divergences" $JUDGE div "$T/$p.replay.json"
+	if [ "${SAN:-}" = 1 ]; then
+		skip "$p-faults" "a sanitized replayer's faults include its shadow memory"
+	else
+		check "$p-faults" $JUDGE faults "$T/$p.native.json" "$T/$p.replay.json" &&
+			sed 's/^/    /' "$T/check.out"
+	fi
+	# (e)
+	if "$VMREPLAY" "$T/$p.zst" --speed=1 -q --no-progress --json="$T/$p.speed.json" > "$T/$p.speed.out" 2>&1; then
+		check "$p-speed1" $JUDGE speed "$T/$p.native.json" "$T/$p.speed.json" &&
+			sed 's/^/    /' "$T/check.out"
+	else
+		not_ok "$p-speed1" "$(tail -1 "$T/$p.speed.out")"
+	fi
+done
