@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zstd.h>
 #include "codec.h"
+#include "prefetch_int.h"
 
 struct vmt_reader {
 	int fd;
@@ -48,6 +49,14 @@ struct vmt_reader {
 	int done;
 	struct vmt_footer footer;
 	struct vmt_chunk_info *chunks;
+
+	/* With vmt_reader_prefetch(): the fields above belong to the
+	 * producer thread until the consumer has seen the end (pf_final);
+	 * the consumer's own position is here. */
+	struct vmt_prefetch *pf;
+	int pf_final;	      /* 0, 1 (end reached), or the error */
+	uint64_t pf_events;   /* events returned to the consumer */
+	uint64_t pf_chunk_off;
 };
 
 static int fail(struct vmt_reader *r, int err, uint64_t off, const char *fmt, ...)
@@ -498,7 +507,44 @@ static int took(struct vmt_reader *r, const struct vmt_event *ev, int rc)
 	return rc;
 }
 
+static int reader_next(vmt_reader *r, struct vmt_event *ev);
+
+/* The producer's source (prefetch_int.h). */
+static int pf_source(void *src, struct vmt_event *ev, uint64_t *chunk_off)
+{
+	struct vmt_reader *r = src;
+	int rc = reader_next(r, ev);
+	*chunk_off = r->chunk_off;
+	return rc;
+}
+
+int vmt_reader_prefetch(vmt_reader *r)
+{
+	if (r->pf || r->events || r->err || r->done)
+		return r->pf ? 0 : -EINVAL;
+	if (r->file_size == UINT64_MAX)
+		return -ENOTSUP; /* a pipe: vmt_reader_free must not wait on it */
+	int err = 0;
+	r->pf = vmt_pf_start(pf_source, r, &err);
+	return r->pf ? 0 : err;
+}
+
 int vmt_reader_next(vmt_reader *r, struct vmt_event *ev)
+{
+	if (!r->pf)
+		return reader_next(r, ev);
+	int rc = vmt_pf_next(r->pf, ev, &r->pf_chunk_off);
+	if (rc == 1) {
+		r->pf_events++;
+		return 1;
+	}
+	r->pf_final = rc ? rc : 1;
+	if (rc < 0 && !r->err) /* the producer's own failure: no memory */
+		fail(r, rc, r->pf_chunk_off, "out of memory");
+	return rc;
+}
+
+static int reader_next(vmt_reader *r, struct vmt_event *ev)
 {
 	/* The common case first: a well-formed SYSCALL inside a chunk.  The
 	 * general decoder below handles everything else and names errors. */
@@ -581,28 +627,33 @@ int vmt_reader_next(vmt_reader *r, struct vmt_event *ev)
 
 const char *vmt_reader_errmsg(const vmt_reader *r)
 {
+	if (r->pf)
+		return r->pf_final < 0 ? r->msg : "";
 	return r->err ? r->msg : "";
 }
 
 const struct vmt_footer *vmt_reader_footer(const vmt_reader *r)
 {
+	if (r->pf)
+		return r->pf_final == 1 ? &r->footer : NULL;
 	return r->done ? &r->footer : NULL;
 }
 
 uint64_t vmt_reader_event_index(const vmt_reader *r)
 {
-	return r->events;
+	return r->pf ? r->pf_events : r->events;
 }
 
 uint64_t vmt_reader_offset(const vmt_reader *r)
 {
-	return r->chunk_off;
+	return r->pf ? r->pf_chunk_off : r->chunk_off;
 }
 
 void vmt_reader_free(vmt_reader *r)
 {
 	if (!r)
 		return;
+	vmt_pf_stop(r->pf);
 	for (uint32_t i = 0; i < r->nhstrings; i++)
 		free(r->hstrings[i]);
 	free(r->hstrings);

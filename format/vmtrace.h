@@ -392,6 +392,18 @@ vmt_reader *vmt_reader_open_fd(int fd, int *err, char *errmsg, size_t errlen);
 /* The trace header (valid for the reader's lifetime). */
 const struct vmt_header *vmt_reader_header(const vmt_reader *r);
 
+/* Decode ahead on a second thread: reading, decompressing, decoding and
+ * validating the events then run beside the caller's own work on them,
+ * with memory still bounded (a few batches of events).  The events, their
+ * order, errors and messages are the same as without; so are the other
+ * functions' results, which describe the caller's position (the event
+ * last returned), not the thread's.  Call it before the first
+ * vmt_reader_next().  Only for regular files (vmt_reader_free() waits for
+ * the thread, which must not wait on a pipe).  Returns 0, or -ENOTSUP
+ * (not a regular file), -EINVAL (events already read) or -errno (no
+ * thread): the reader then works as before. */
+int vmt_reader_prefetch(vmt_reader *r);
+
 /* Read the next event into *ev.  Returns 1 for an event, 0 at the clean end
  * of the trace (footer read and consistent), or a negative error; after an
  * error the reader stays in that error. */

@@ -32,6 +32,9 @@ int vmt_input_open(struct vmt_input *in, const char *path)
 		in->fd = -1;
 		return -1;
 	}
+	/* The model of a subcommand is sequential; the decoding need not
+	 * wait for it (a pipe stays sequential). */
+	vmt_reader_prefetch(in->r);
 	return 0;
 }
 
@@ -51,6 +54,7 @@ int vmt_input_rewind(struct vmt_input *in)
 		fprintf(stderr, "vmtrace: '%s': %s\n", in->path, msg);
 		return -1;
 	}
+	vmt_reader_prefetch(in->r);
 	return 0;
 }
 

@@ -1,0 +1,38 @@
+/*
+ * prefetch_int.h - internal to libvmtrace: decoding events ahead of their
+ * consumer on a second thread (the reader's vmt_reader_prefetch()).
+ *
+ * A producer thread calls a source function, which decodes the next event
+ * (the reader's sequential path: read, decompress, decode, validate), and
+ * fills batches of events; the consumer takes them in order.  Strings and
+ * arrays of events are copied into their batch, so that the pointers in an
+ * event stay valid until the consumer asks for the next one.  A batch
+ * ends at a chunk boundary, so that each batch has one chunk offset.
+ */
+#ifndef VMT_PREFETCH_INT_H
+#define VMT_PREFETCH_INT_H
+
+#include <stdint.h>
+#include "vmtrace.h"
+
+/* The source: returns 1 with *ev (pointers valid until the next call) and
+ * *chunk_off set, 0 at the clean end, or a negative error, after which it
+ * is not called again. */
+typedef int (*vmt_pf_source)(void *src, struct vmt_event *ev, uint64_t *chunk_off);
+
+struct vmt_prefetch;
+
+/* Start the producer thread on src.  NULL and *err (negative errno) on
+ * failure; nothing is consumed from src then. */
+struct vmt_prefetch *vmt_pf_start(vmt_pf_source fn, void *src, int *err);
+
+/* The next event: 1 with *ev and *chunk_off (its chunk's offset), 0 at the
+ * end, or the source's error (sticky).  The producer is done with src
+ * once this has returned 0 or an error. */
+int vmt_pf_next(struct vmt_prefetch *p, struct vmt_event *ev, uint64_t *chunk_off);
+
+/* Stop the producer (it finishes the event it is decoding), wait for it
+ * and free everything.  Accepts NULL. */
+void vmt_pf_stop(struct vmt_prefetch *p);
+
+#endif
