@@ -31,6 +31,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "stream.h"
+#include "tpfind.h"
 #include "rec_internal.h"
 
 /* libbpf's messages: kept (the last few lines) to explain a failed load. */
@@ -187,6 +188,12 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 	}
 	if (!touch)
 		bpf_program__set_autoload(fault, false);
+	/* x86 has a tracepoint for faults taken in kernel mode; elsewhere
+	 * those faults are not recorded. */
+	struct bpf_program *kfault = bpf_object__find_program_by_name(s->obj, "on_kfault");
+	struct tp_info ktp;
+	if (kfault && (!touch || tp_find("exceptions", "page_fault_kernel", &ktp)))
+		bpf_program__set_autoload(kfault, false);
 	if ((e = bpf_object__load(s->obj))) {
 		char *nl = strrchr(lib_msg, '\n');
 		if (nl && nl == lib_msg + strlen(lib_msg) - 1)

@@ -545,8 +545,7 @@ int BPF_PROG(on_task_exit, struct task_struct *task, bool group_dead)
 	return 0;
 }
 
-SEC("tp_btf/page_fault_user")
-int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+static __always_inline int fault(unsigned long address, unsigned long ip, unsigned long error_code)
 {
 	if (!want_faults || !traced())
 		return 0;
@@ -555,8 +554,26 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 		return 0;
 	hdr(&e->h, SR_FAULT, sizeof(*e));
 	e->addr = address;
-	e->ip = regs->ip;
+	e->ip = ip;
 	e->error_code = error_code;
 	bpf_ringbuf_submit(e, wake());
 	return 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	return fault(address, regs->ip, error_code);
+}
+
+/* Faults the kernel takes on the program's memory for it: read() into a
+ * fresh buffer, the arguments of a new image.  The program's own rusage
+ * counts them as it counts its own, and a replay touch redoes them.  The
+ * kernel's faults on its own (upper-half) addresses are not the program's. */
+SEC("tp_btf/page_fault_kernel")
+int BPF_PROG(on_kfault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	if ((long)address < 0)
+		return 0;
+	return fault(address, regs->ip, error_code);
 }
