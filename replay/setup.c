@@ -110,17 +110,25 @@ void rt_watch_children(struct rp_rt *rt)
 	sigaction(SIGCHLD, &sa, NULL);
 }
 
-/* Read the scratch files once, so that their pages are in the page cache
+/*
+ * Read the scratch files once, so that their pages are in the page cache
  * as the recorded files' pages were: faults on them are then minor, with
- * fault-around, instead of major.  Bounded, as it costs memory. */
+ * fault-around, instead of major.  Page by page, without readahead: the
+ * cache then holds single pages, as it does for a file written or read a
+ * page at a time (a database), and a fault maps the pages around it
+ * (fault-around), as natively; read in large blocks, the cache would hold
+ * large folios, which a fault maps whole, and the replay would take fewer
+ * faults than the program did.  Bounded, as it costs memory.
+ */
 static void warm_cache(struct rp_rt *rt)
 {
-	static char buf[1 << 16];
+	static char buf[4096];
 	uint64_t budget = 256ull << 20;
 	for (uint32_t i = 0; i < rt->t->nfiles && budget; i++) {
 		if (rt->fd_rw[i] < 0 || rt->t->files[i].shm)
 			continue;
 		uint64_t size = rt->t->files[i].size;
+		posix_fadvise(rt->fd_rd[i], 0, 0, POSIX_FADV_RANDOM);
 		for (uint64_t off = 0; off < size && budget; off += sizeof(buf)) {
 			ssize_t r = pread(rt->fd_rd[i], buf, sizeof(buf), (off_t)off);
 			if (r <= 0)
