@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "execint.h"
@@ -138,6 +139,25 @@ static void warm_cache(struct rp_rt *rt)
 	}
 }
 
+/* The recorded file, read-only, where it is still the file that was
+ * mapped: the same inode and size (a file replaced under its path, as
+ * package upgrades and compilers do, has another inode).  The device
+ * number is not compared: it changes across boots (device-mapper numbers
+ * its devices as they come up) and in containers.  -1 if not. */
+static int open_original(const struct rp_file *f)
+{
+	struct stat st;
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->rec_size ||
+	    (f->ino && (uint64_t)st.st_ino != f->ino)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /*
  * Scratch files: created in a private directory, sized (sparse), opened
  * read-only and read-write, then unlinked at once with their directory, so
@@ -190,11 +210,8 @@ int rt_open_files(struct rp_rt *rt)
 			}
 			continue;
 		}
-		if (f->original) {
-			rt->fd_rd[i] = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-			if (rt->fd_rd[i] >= 0)
-				continue;
-		}
+		if (f->original && (rt->fd_rd[i] = open_original(f)) >= 0)
+			continue;
 		if (!made) {
 			if (!mkdtemp(dir))
 				return -errno;

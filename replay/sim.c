@@ -338,7 +338,11 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 			struct rp_file *F = &L->t->files[idx];
 			if (valid_len && off < RP_ADDR_LIMIT && off + plen > F->size)
 				F->size = off + plen;
-			if (shared && writable)
+			/* Only a shared mapping that can write keeps the
+			 * original out: one made read-only maps the original,
+			 * opened read-only, and a later mprotect(PROT_WRITE)
+			 * of it fails (a divergence), never writes it. */
+			if (shared && writable && (prot & LX_PROT_WRITE))
 				F->shared_rw = 1;
 			e->flags |= RF_FILE | (writable ? RF_FILE_RW : 0);
 			e->arg = idx;
