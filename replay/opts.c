@@ -44,6 +44,10 @@ static const char usage_text[] =
 "                      read-only, when it exists with the recorded size\n"
 "  --max-memory=SIZE   refuse traces needing more (bytes; suffixes K M G T;\n"
 "                      default: half of physical memory)\n"
+"  --truncated=refuse|replay\n"
+"                      a trace cut short (its recorder killed): refuse it\n"
+"                      (default), or replay it up to its last complete chunk,\n"
+"                      ending there the threads still alive, and report the cut\n"
 "  --progress          show progress on standard error (loading, then each run),\n"
 "                      also when it is not a terminal\n"
 "  --no-progress       never show progress (default: shown on a terminal,\n"
@@ -140,6 +144,7 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 	enum {
 		OPT_REWRITE = 256, OPT_COMPARE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_KERNEL,
 		OPT_VM_CPUS, OPT_VM_MEMORY, OPT_VM_ACCEL, OPT_VM_TIMEOUT, OPT_VM_CONSOLE,
+		OPT_TRUNCATED,
 	};
 	static const struct option longopts[] = {
 		{"order", required_argument, NULL, 'o'},
@@ -150,6 +155,7 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 		{"json", required_argument, NULL, 'j'},
 		{"files", required_argument, NULL, 'f'},
 		{"max-memory", required_argument, NULL, 'm'},
+		{"truncated", required_argument, NULL, OPT_TRUNCATED},
 		{"rewrite", optional_argument, NULL, OPT_REWRITE},
 		{"compare", optional_argument, NULL, OPT_COMPARE},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
@@ -170,6 +176,7 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 	static const char *const placements[] = {"kernel", "exact", NULL};
 	static const char *const files[] = {"scratch", "original", NULL};
 	static const char *const accels[] = {"auto", "kvm", "tcg", NULL};
+	static const char *const truncs[] = {"refuse", "replay", NULL};
 	const char *vm_opt = NULL; /* a --vm-* option given */
 	char msg[256];
 	uint64_t v;
@@ -227,6 +234,10 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 			if (parse_u64(optarg, &v, 1) || v == 0)
 				return fail(err, errlen, "--max-memory: '%s' is not a size", optarg);
 			a->o.max_memory = v;
+			break;
+		case OPT_TRUNCATED:
+			if (pick(optarg, truncs, &a->o.truncated))
+				return fail(err, errlen, "--truncated: '%s' is not refuse or replay", optarg);
 			break;
 		case OPT_REWRITE:
 		case OPT_COMPARE: {
@@ -373,6 +384,8 @@ int rp_guest_args(const struct rp_args *a, const char *trace, const char *json, 
 	arg(&b, "--repeat=%u", a->repeat ? a->repeat : 1);
 	if (o->max_memory)
 		arg(&b, "--max-memory=%llu", (unsigned long long)o->max_memory);
+	if (o->truncated == RP_TRUNC_REPLAY)
+		arg(&b, "--truncated=replay");
 	if (a->mode == RP_MODE_REWRITE)
 		arg(&b, "--rewrite=%s", a->rules);
 	else if (a->mode == RP_MODE_COMPARE)

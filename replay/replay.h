@@ -48,6 +48,13 @@ enum rp_progress_what {
 };
 typedef void (*rp_progress_fn)(void *arg, int what, uint64_t done, uint64_t total);
 
+/* A trace cut short (no footer: the recorder was killed). */
+enum rp_truncated {
+	RP_TRUNC_REFUSE = 0, /* refuse it, naming --truncated=replay */
+	RP_TRUNC_REPLAY,     /* replay its events up to the last complete
+				chunk; threads alive at the cut end there */
+};
+
 /* The clock of op latencies. */
 enum rp_clock {
 	RP_CLOCK_AUTO = 0,  /* the TSC where the kernel keeps time with it,
@@ -63,6 +70,7 @@ struct rp_options {
 	double speed;	     /* 0: as fast as possible; else recorded gaps / speed */
 	uint32_t scale;	     /* copies of the trace run at once (>= 1) */
 	uint64_t max_memory; /* refuse traces needing more (bytes; 0: half of RAM) */
+	int truncated;	     /* enum rp_truncated */
 	rp_progress_fn progress; /* NULL: none */
 	void *progress_arg;
 };
@@ -156,6 +164,8 @@ struct rp_trace_info {
 	uint64_t peak_mapped, peak_touched; /* bytes, one copy */
 	uint64_t touch_unmapped_pages;
 	uint64_t lost_events;
+	const char *cut; /* NULL, or (--truncated=replay) the reader's message
+			    saying where the trace was cut short */
 };
 void rp_trace_get_info(const rp_trace *t, struct rp_trace_info *i);
 

@@ -81,6 +81,9 @@ int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 		t->nops, t->events, t->nthreads, t->nthreads == 1 ? "" : "s", t->nprocs,
 		t->nprocs == 1 ? "" : "es");
 	rp_report_options(f, t->opt.order, o);
+	if (t->cut)
+		fprintf(f, "cut short: replayed up to the last complete chunk (%" PRIu64
+			   " events), threads alive there ended there; %s\n", t->events, t->cut);
 	fprintf(f, "\n%-7s %10s %9s %6s %7s %7s %9s %5s %5s\n", "run", "wall_ms", "minflt", "majflt",
 		"vcs", "ivcs", "wait_ms", "div", "vmas");
 	if (n > 1) {
@@ -206,6 +209,12 @@ void rp_json_trace_keys(struct vmt_buf *b, const rp_trace *t, const struct rp_op
 	vmt_buf_puts(b, ",\"kernel\":");
 	vmt_buf_json_str(b, uname(&u) == 0 ? u.release : "");
 	vmt_buf_printf(b, ",\"cpus\":%ld", cpus > 0 ? cpus : 0);
+	/* --truncated=replay: the events loaded end at the cut */
+	vmt_buf_puts(b, ",\"truncated\":");
+	if (t->cut)
+		vmt_buf_json_str(b, t->cut);
+	else
+		vmt_buf_puts(b, "false");
 }
 
 void rp_json_runs(struct vmt_buf *b, const struct rp_run_result *runs, unsigned n,

@@ -94,6 +94,10 @@ static int finish(struct loader *L)
 		struct lproc *P = &L->lp[p];
 		/* Every process runs as its first thread: one without any
 		 * (a root too) has no place in the run. */
+		/* Cut short, a fork's child may not have started yet: it
+		 * has no element and is never forked. */
+		if (t->cut && P->pending_fork && t->procs[p].parent != RP_VOID)
+			continue;
 		if (P->pending_fork || t->procs[p].first_thread == RP_VOID)
 			return ld_fail(L, VMT_E_CORRUPT, "process %u never had a thread", t->procs[p].rec);
 		if (P->max_segs)
@@ -217,8 +221,17 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 		if ((rc = ld_event(&L, &ev)) < 0)
 			goto out;
 	}
-	if (rc < 0) {
-		snprintf(msg, msglen, "%s", vmt_reader_errmsg(r));
+	if (rc == VMT_E_TRUNC && o->truncated == RP_TRUNC_REPLAY) {
+		/* vmrec keeps every chunk it completed: the events before the
+		 * cut are whole, and threads alive there end there (finish). */
+		if (!(t->cut = strdup(vmt_reader_errmsg(r)))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = 0;
+	} else if (rc < 0) {
+		snprintf(msg, msglen, "%s%s", vmt_reader_errmsg(r), rc != VMT_E_TRUNC ? ""
+			 : "; --truncated=replay replays the events before the cut");
 		goto out;
 	}
 	t->events = vmt_reader_event_index(r);
@@ -259,6 +272,7 @@ void rp_trace_free(rp_trace *t)
 	free(t->plans);
 	free(t->files);
 	free(t->path);
+	free(t->cut);
 	free(t);
 }
 
@@ -274,4 +288,5 @@ void rp_trace_get_info(const rp_trace *t, struct rp_trace_info *i)
 	i->peak_touched = t->peak_touched;
 	i->touch_unmapped_pages = t->touch_unmapped_pages;
 	i->lost_events = t->lost_events;
+	i->cut = t->cut;
 }

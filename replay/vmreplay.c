@@ -378,6 +378,12 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
 
+	if (o.truncated == RP_TRUNC_REPLAY && a.mode != RP_MODE_REPLAY) {
+		/* the rules read the whole trace, footer included */
+		fprintf(stderr, "%s: --truncated=replay cannot be combined with --rewrite or"
+			" --compare\nTry '%s --help' for more information.\n", prog, prog);
+		return 2;
+	}
 	rp_trace *t = NULL, *rew = NULL;
 	struct rp_rewrite_info info;
 	progress_phase();

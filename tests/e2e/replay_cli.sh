@@ -19,7 +19,7 @@ usage_line() { # NAME PATTERN: a matching line, then the --help hint
 check_exit help 0 "$VMREPLAY" --help
 missing=
 for opt in --order= --placement= --speed= --scale= --repeat= --json= --files= --max-memory= \
-	   --progress --no-progress --quiet --help --version; do
+	   --truncated= --progress --no-progress --quiet --help --version; do
 	grep -q -- "$opt" "$T/out" || missing="$missing help:$opt"
 	# roff writes "--x" as "\-\-x"
 	grep -q -- "$(echo "$opt" | sed 's/-/\\\\-/g')" man/vmreplay.1 2>/dev/null ||
@@ -94,4 +94,47 @@ check_exit progress-not-a-terminal 0 "$VMREPLAY" --speed=0.00004 $D/seed000-old.
 check progress-not-a-terminal-silent test ! -s "$T/err"
 check_exit no-progress 0 "$VMREPLAY" --progress --no-progress --speed=0.00004 $D/seed000-old.zst
 check no-progress-silent test ! -s "$T/err"
+
+# A trace cut short (its recorder killed): refused with a hint naming
+# --truncated=replay; with it, replayed up to the last complete chunk,
+# the threads alive at the cut ended there, and the cut reported.
+check_exit truncated-refused 2 "$VMREPLAY" -q $D/truncated.zst
+one_line truncated-refused-hint "needs 201 bytes, file has 191; --truncated=replay replays"
+check_exit truncated-bad-value 2 "$VMREPLAY" --truncated=maybe $D/truncated.zst
+usage_line truncated-bad-value-message "^vmreplay: --truncated: 'maybe' is not refuse or replay"
+check_exit truncated-no-rewrite 2 "$VMREPLAY" --truncated=replay --rewrite $D/truncated.zst
+usage_line truncated-no-rewrite-message "^vmreplay: --truncated=replay cannot be combined"
+check_exit truncated-replay 0 "$VMREPLAY" --truncated=replay --json="$T/cut.json" $D/truncated.zst
+check truncated-reported grep -q "^cut short: replayed up to the last complete chunk (36 events),.*truncated at byte 881" "$T/out"
+check truncated-json python3 -c "
+import json
+j = json.load(open('$T/cut.json'))
+assert j['trace_events'] == 36 and j['threads'] == 3 and j['processes'] == 2, j
+assert j['truncated'].startswith('truncated at byte 881'), j['truncated']
+"
+check_exit truncated-whole-trace 0 "$VMREPLAY" -q --truncated=replay --json="$T/whole.json" $D/seed000-old.zst
+check truncated-whole-trace-json python3 -c "
+import json
+j = json.load(open('$T/whole.json'))
+assert j['truncated'] is False and j['median']['divergences'] == 0, j
+"
+# A recording of several chunks cut at a third, two thirds and near its
+# end, inside a chunk: each replays exactly the events vmtrace dump reads
+# before the cut, every thread ends, nothing diverges.
+rec long -- "$W/seed000" --threads 2 --iterations 100000 --mode new
+size=$(wc -c < "$T/long.zst")
+for pct in 33 67 97; do
+	head -c $((size * pct / 100)) "$T/long.zst" > "$T/cut$pct.zst"
+	"$VMTRACE" dump --json "$T/cut$pct.zst" > "$T/cut$pct.jsonl" 2> /dev/null
+	check_exit "truncated-cut$pct" 0 "$VMREPLAY" -q --truncated=replay --json="$T/cut$pct.json" "$T/cut$pct.zst"
+	check "truncated-cut$pct-events" python3 -c "
+import json
+evs = [json.loads(l) for l in open('$T/cut$pct.jsonl')]
+j = json.load(open('$T/cut$pct.json'))
+m = j['median']
+assert j['truncated'] and j['trace_events'] == len(evs) > 0, (j['trace_events'], len(evs))
+ops = sum(1 for e in evs if e['kind'] == 'syscall')
+assert m['events'] == ops and m['divergences'] == 0, (m['events'], ops, m['divergences'])
+"
+done
 exit 0
