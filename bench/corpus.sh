@@ -1,0 +1,53 @@
+#!/bin/sh
+# The corpus of real programs (tests/corpus/programs.sh): how faithfully
+# each replays, and what recording it costs.  One row per program:
+#   native   minor faults of the program, median of ROUNDS runs (getrusage
+#            over the whole process tree)
+#   replay   the replay's minor faults (median of 3 runs)
+#   ratio    replay / native (the goal: 0.98-1.02)
+#   div      divergences of the replay's median run
+#   record   vmrec's elapsed time / native elapsed time (medians)
+#   speed1   the --speed=1 replay's wall time / native elapsed time
+# Usage: B=build sh bench/corpus.sh [ROUNDS] [VMREC OPTION...]
+# (e.g. "5 --backend=ptrace --touch=resident" for the resident mode).
+# Run it alone on the machine: flock /tmp/vmrec-bench.lock sh bench/corpus.sh
+set -u
+B=${B:-build}
+rounds=${1:-5}
+[ $# -gt 0 ] && shift
+make -s B="$B" "$B/vmrec" "$B/vmreplay" "$B/vmtrace" > /dev/null || exit 1
+. tests/corpus/programs.sh
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+corpus_setup "$tmp" > /dev/null 2>&1 || { echo "corpus: setup failed" >&2; exit 1; }
+now() { date +%s%N; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print 0}'; }
+
+echo "corpus: replay faults against native, recorded with: vmrec ${*:-(defaults)}"
+printf '%-10s %9s %9s %7s %5s %8s %8s\n' program native replay ratio div record speed1
+for p in $(corpus_names); do
+	missing=""
+	for c in $(corpus_need "$p"); do
+		command -v "$c" > /dev/null 2>&1 || missing="$missing $c"
+	done
+	if [ -n "$missing" ]; then
+		printf '%-10s (not installed:%s)\n' "$p" "$missing"
+		continue
+	fi
+	cmd=$(corpus_cmd "$p" "$tmp")
+	# shellcheck disable=SC2086
+	python3 "$CORPUS/native.py" "$rounds" "$tmp/$p.native.json" -- $cmd
+	: > "$tmp/rec"
+	for r in $(seq "$rounds"); do
+		t0=$(now)
+		# shellcheck disable=SC2086
+		"$B/vmrec" -q --force -o "$tmp/$p.zst" "$@" -- $cmd > /dev/null 2>&1
+		echo $(($(now) - t0)) >> "$tmp/rec"
+	done
+	if ! "$B/vmreplay" "$tmp/$p.zst" --repeat=3 -q --no-progress --json="$tmp/$p.replay.json" > /dev/null 2>&1 ||
+	   ! "$B/vmreplay" "$tmp/$p.zst" --speed=1 -q --no-progress --json="$tmp/$p.speed.json" > /dev/null 2>&1; then
+		printf '%-10s (the replay failed)\n' "$p"
+		continue
+	fi
+	python3 "$CORPUS/judge.py" row "$p" "$tmp/$p.native.json" "$tmp/$p.replay.json" \
+		"$(median < "$tmp/rec")" "$tmp/$p.speed.json"
+done
