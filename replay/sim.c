@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
-#include "loadint.h"
+#include "simint.h"
 
 
 
@@ -351,7 +351,8 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 	lt->have_file = 0;
 
 	uint32_t attr = ((uint32_t)prot & AT_PROT) | (shared ? AT_SHARED : 0) |
-			((flags & LX_MAP_NORESERVE) ? AT_NORESERVE : 0);
+			((flags & LX_MAP_NORESERVE) ? AT_NORESERVE : 0) |
+			((e->flags & RF_FILE) ? AT_FILE : 0);
 	int fixed = (flags & LX_MAP_FIXED) != 0;
 	uint64_t R = (uint64_t)sc->result;
 	uint32_t region;

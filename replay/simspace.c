@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "loadint.h"
+#include "simint.h"
 
 int sim_plan(struct loader *L, uint32_t p)
 {
@@ -131,6 +131,8 @@ int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
 		s->off = off;
 		s->len = len;
 		s->file_off = en->offset;
+		if (file != RP_VOID && !t->files[file].zero && !t->files[file].shm)
+			attr |= AT_FILE;
 		struct rpam_val v = {cur, attr, off};
 		if ((rc = snap_map_set(L, P, en->start, en->end, v)))
 			return rc;

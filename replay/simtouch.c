@@ -8,13 +8,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include "loadint.h"
+#include "simint.h"
 
 struct tctx {
 	struct loader *L;
 	uint32_t tid;
 	struct lproc *P;
-	int write; /* recorded as written (or unknown) */
+	int write;   /* recorded as written (or unknown) */
+	int present; /* recorded as present (written or not: unknown) */
 	int err;
 };
 
@@ -60,6 +61,13 @@ static int touch_cb(void *ctx, const struct rpam_piece *p)
 	}
 	uint32_t prot = p->attr & AT_PROT;
 	int write = c->write && (prot & LX_PROT_WRITE);
+	/* A present page of a private file mapping is one of the page cache
+	 * (the recorder tells it from the process's own copies): it was read,
+	 * and in the replay a read maps it, with its neighbours
+	 * (fault-around), as the program's first read did.  A write would
+	 * copy each page: one fault per page where there was one per 16. */
+	if (c->present && (p->attr & AT_FILE) && !(p->attr & AT_SHARED))
+		write = 0;
 	if (!write && !(prot & LX_PROT_READ)) {
 		L->t->touch_unmapped_pages += np;
 		return 0;
@@ -88,7 +96,7 @@ static int add_tr(struct loader *L, struct lthread *lt, uint64_t a, uint64_t b)
 static int touch_range(struct loader *L, uint32_t tid, uint64_t a, uint64_t b, uint32_t state)
 {
 	struct lproc *P = &L->lp[L->t->threads[tid].proc];
-	struct tctx c = {L, tid, P, state != VMT_PAGE_READ, 0};
+	struct tctx c = {L, tid, P, state != VMT_PAGE_READ, state == VMT_PAGE_PRESENT, 0};
 	if (a >= RP_ADDR_LIMIT)
 		return 0;
 	if (b > RP_ADDR_LIMIT || b < a)
