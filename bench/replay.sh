@@ -18,10 +18,19 @@
 # the default (about 3 minutes).  Beside the median, a 90% bootstrap
 # interval of it (ci90): a goal whose interval contains its limit is
 # decided by this machine's noise, and the goals column says so.
+#  (d) long traces (issue 18): the seed-000 loop recorded at about 1 M,
+#      10 M and 50 M events; for each, one native run and one replay: the
+#      replay's peak RSS (the largest process of its tree), the load (time
+#      and events/s), the time from the start of the load to the first
+#      replayed op, and replay wall time against native (single runs: the
+#      rows show how these grow with the trace, not a 5% difference).
 # Environment: B (build dir), RUNS (alternations, default 41), ITER
-# (iterations per thread, default 100000).
+# (iterations per thread, default 100000), PARTS (which of a,c,d to run;
+# default all), LONG (the event counts of (d), default
+# "1000000 10000000 50000000").
 B=${B:-build}
-RUNS=${RUNS:-41} ITER=${ITER:-100000}
+RUNS=${RUNS:-41} ITER=${ITER:-100000} PARTS=${PARTS:-a,c,d}
+LONG=${LONG:-1000000 10000000 50000000}
 REC=$B/vmrec RP=$B/vmreplay WL=$B/workloads/seed000
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for x in "$REC" "$RP" "$WL"; do
@@ -49,6 +58,9 @@ replay_once() {
 		{ echo "bench/replay.sh: replay of $1 failed" >&2; exit 1; }
 }
 
+part() { case ",$PARTS," in *",$1,"*) return 0;; esac; return 1; }
+
+if part a; then
 measure new-1thread 1 new
 measure new-2threads 2 new
 python3 - "$tmp" "$RUNS" "$ITER" <<'PY'
@@ -84,9 +96,11 @@ for name in ('new-1thread', 'new-2threads'):
     print(f"{name:<13} {nw/1e6:>10.1f} {rw/1e6:>10.1f} {wr:>6.3f} {f'{lo:.3f}-{hi:.3f}':>11} {rw/nw:>6.3f} {nf:>10.0f} {rf:>10.0f} "
           f"{fr:>6.3f} {nc:>9.0f} {rc:>9.0f}  {', '.join(goals)}")
 PY
+fi
 
 # (c) --scale on the old-style trace (mprotect + mmap(MAP_FIXED): mmap_lock
 # taken for writing by every call).
+if part c; then
 "$REC" -q -o "$tmp/old.zst" -- "$WL" --threads 2 --iterations $((ITER / 5)) --mode old > /dev/null ||
 	{ echo "bench/replay.sh: recording old failed" >&2; exit 1; }
 i=0
@@ -111,3 +125,32 @@ for k in (1, 2):
         base = (w, max(v, 1))
     print(f"{k:>2} {w/1e6:>9.1f} {v:>8.0f} {iv:>8.0f} {f:>9.0f} {w/base[0]:>9.2f} {v/base[1]:>8.1f}")
 PY
+fi
+
+# (d) long traces: two threads, two events (madvise, touch) per iteration.
+if part d; then
+echo
+echo "seed000 --mode new --threads 2, long traces: one native run and one replay each"
+printf '%10s %9s %10s %8s %10s %11s %9s %10s %6s  %s\n' events trace_MB peak_rss_MB load_s \
+	load_Mev/s first_op_s native_s replay_s wall goals
+for n in $LONG; do
+	it=$((n / 4))
+	"$REC" -q -o "$tmp/long.zst" -- "$WL" --threads 2 --iterations "$it" --mode new > /dev/null ||
+		{ echo "bench/replay.sh: recording $n events failed" >&2; exit 1; }
+	"$WL" --threads 2 --iterations "$it" --mode new | grep '^summary:' > "$tmp/long.native"
+	/usr/bin/time -f '%M' -o "$tmp/long.rss" "$RP" -q --json="$tmp/long.json" "$tmp/long.zst" \
+		> /dev/null || { echo "bench/replay.sh: replay of $n events failed" >&2; exit 1; }
+	python3 - "$tmp" "$(wc -c < "$tmp/long.zst")" <<'PY'
+import json, re, sys
+tmp, size = sys.argv[1], int(sys.argv[2])
+j = json.load(open(f'{tmp}/long.json'))
+nat = dict(re.findall(r'(\w+)=(\d+)', open(f'{tmp}/long.native').read()))
+rss = int(open(f'{tmp}/long.rss').read().split()[-1]) / 1024
+ev, load, first = j['trace_events'], j['load_ns'] / 1e9, j['first_op_ns'] / 1e9
+nw, rw = int(nat['wall_ns']) / 1e9, j['median']['wall_ns'] / 1e9
+goal = 'rss ok' if rss <= 128 else 'RSS > 128 MiB'
+print(f"{ev:>10} {size/2**20:>9.1f} {rss:>10.1f} {load:>8.2f} {ev/load/1e6:>10.2f} {first:>11.2f} "
+      f"{nw:>9.2f} {rw:>10.2f} {rw/nw:>6.3f}  {goal}")
+PY
+done
+fi

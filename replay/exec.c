@@ -136,6 +136,7 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 			keep_earliest(divs, &ndivs, &o->div[i]);
 	}
 	res->wall_ns = end > rt->sh->t_start ? end - rt->sh->t_start : 0;
+	res->start_ns = rt->sh->t_start;
 	res->perf_ok = rt->sh->perf_ok;
 	res->perf_minor = rt->sh->perf_minor;
 	res->perf_major = rt->sh->perf_major;

@@ -226,6 +226,8 @@ struct rp_trace {
 	uint64_t touch_unmapped_pages;	    /* recorded touches outside mappings */
 	uint64_t lost_events;
 	uint64_t loaded_bytes;		    /* memory of this structure */
+	uint64_t load_start_ns, load_ns;    /* CLOCK_MONOTONIC at the start of
+					       the load, and its duration */
 	char *cut;			    /* --truncated=replay: where the
 					       trace was cut short, or NULL */
 	uint32_t ops_used_mask;		    /* bit per vmt_op present */

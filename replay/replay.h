@@ -231,6 +231,8 @@ struct rp_divergence {
 
 struct rp_run_result {
 	uint64_t wall_ns;  /* first to last replayed element */
+	uint64_t start_ns; /* CLOCK_MONOTONIC when the elements were let go
+			      (not a JSON number: a time, not a measure) */
 	uint64_t minor_faults, major_faults; /* perf totals if available, else rusage */
 	uint64_t voluntary_cs, involuntary_cs; /* rusage, summed over threads */
 	uint64_t divergences, events, peak_vmas;

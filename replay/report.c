@@ -247,7 +247,10 @@ int rp_report_json(FILE *f, const rp_trace *t, const struct rp_options *o,
 	struct vmt_buf b = {0};
 	vmt_buf_puts(&b, "{");
 	rp_json_trace_keys(&b, t, o);
-	vmt_buf_puts(&b, ",");
+	/* How long the user waited: the load, and from its start to the
+	 * first run's first op. */
+	vmt_buf_printf(&b, ",\"load_ns\":%" PRIu64 ",\"first_op_ns\":%" PRIu64 ",", t->load_ns,
+		       n && runs[0].start_ns > t->load_start_ns ? runs[0].start_ns - t->load_start_ns : 0);
 	rp_json_runs(&b, runs, n, med);
 	vmt_buf_puts(&b, "}\n");
 	return rp_json_emit(f, &b);

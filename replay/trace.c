@@ -184,6 +184,7 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
+	t->load_start_ns = vmt_now_ns();
 	t->opt = *o;
 	if (!t->opt.max_memory)
 		t->opt.max_memory = half_ram();
@@ -241,6 +242,7 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 		goto out;
 	}
 	rc = finish(&L);
+	t->load_ns = vmt_now_ns() - t->load_start_ns;
 out:
 	if (rc < 0 && !msg[0])
 		snprintf(msg, msglen, "%s", vmt_strerror(rc));
