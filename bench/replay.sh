@@ -135,7 +135,7 @@ printf '%10s %9s %10s %8s %10s %11s %9s %10s %6s  %s\n' events trace_MB peak_rss
 	load_Mev/s first_op_s native_s replay_s wall goals
 for n in $LONG; do
 	it=$((n / 4))
-	"$REC" -q -o "$tmp/long.zst" -- "$WL" --threads 2 --iterations "$it" --mode new > /dev/null ||
+	"$REC" -q --force -o "$tmp/long.zst" -- "$WL" --threads 2 --iterations "$it" --mode new > /dev/null ||
 		{ echo "bench/replay.sh: recording $n events failed" >&2; exit 1; }
 	"$WL" --threads 2 --iterations "$it" --mode new | grep '^summary:' > "$tmp/long.native"
 	/usr/bin/time -f '%M' -o "$tmp/long.rss" "$RP" -q --json="$tmp/long.json" "$tmp/long.zst" \
