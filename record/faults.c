@@ -9,7 +9,12 @@
  *
  * Timestamps use CLOCK_MONOTONIC (use_clockid), the recorder's clock, so
  * FAULT events fall between the syscalls around them.  sample_id_all gives
- * LOST records a time too.  Nobody waits on the rings: the recorder drains
+ * LOST records a time too.
+ *
+ * With the tracepoint, a second event per task on exceptions:page_fault_kernel
+ * (x86) writes into the same ring: the faults the kernel takes on the
+ * task's memory for it (read() into a fresh buffer), which its rusage
+ * counts as its own.  Those on kernel addresses are dropped.  Nobody waits on the rings: the recorder drains
  * them at its ptrace stops (a ring that fills up in between loses samples,
  * which the kernel counts and we report as LOST events).
  */
@@ -44,6 +49,7 @@ struct ftask {
 	pid_t tid;
 	uint32_t thread, proc;
 	int fd;
+	int kfd;    /* page_fault_kernel, output into fd's ring; -1: none */
 	void *base; /* the mapping: control page, then data */
 	size_t map_len;
 	unsigned char *data;
@@ -61,6 +67,7 @@ struct vmr_faults {
 	int tracepoint; /* 1: exceptions:page_fault_user, 0: software event */
 	struct perf_event_attr attr;
 	struct tp_field f_addr, f_ip, f_err;
+	uint64_t kconfig; /* exceptions:page_fault_kernel's id, 0: none */
 	uint32_t ring_pages; /* 0: by task count */
 	size_t page;
 	struct ftask **tasks;
@@ -114,6 +121,17 @@ static int setup_tracepoint(struct vmr_faults *f)
 	f->f_addr = *a;
 	f->f_ip = *ip;
 	f->f_err = *ec;
+	/* Kernel-mode faults, where their record is laid out the same. */
+	struct tp_info ktp;
+	if (!tp_find("exceptions", "page_fault_kernel", &ktp)) {
+		const struct tp_field *ka = tp_field(&ktp, "address"),
+				      *kip = tp_field(&ktp, "ip"),
+				      *kec = tp_field(&ktp, "error_code");
+		if (ka && kip && kec && ka->offset == a->offset && ka->size == a->size &&
+		    kip->offset == ip->offset && kip->size == ip->size &&
+		    kec->offset == ec->offset && kec->size == ec->size)
+			f->kconfig = ktp.id;
+	}
 	base_attr(&f->attr);
 	f->attr.type = PERF_TYPE_TRACEPOINT;
 	f->attr.config = tp.id;
@@ -243,6 +261,7 @@ int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
 		return fd;
 	}
 	t->fd = fd;
+	t->kfd = -1;
 	/* Halve the ring while the kernel refuses the locked memory (an
 	 * unprivileged user's perf_event_mlock_kb). */
 	for (uint32_t pages = default_pages(f);; pages /= 2) {
@@ -267,8 +286,22 @@ int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
 		t->data_size = t->map_len - f->page;
 	}
 	t->tail = __atomic_load_n(&m->data_tail, __ATOMIC_RELAXED);
+	if (f->tracepoint && f->kconfig) {
+		/* Without it the kernel's faults are not recorded (it fails
+		 * where perf_event_paranoid forbids kernel tracepoints). */
+		struct perf_event_attr ka = f->attr;
+		ka.config = f->kconfig;
+		int kfd = perf_open(&ka, tid);
+		if (kfd >= 0 && ioctl(kfd, PERF_EVENT_IOC_SET_OUTPUT, fd) < 0) {
+			close(kfd);
+			kfd = -1;
+		}
+		t->kfd = kfd;
+	}
 	if (u64map_put(&f->by_tid, (uint64_t)tid, (uint32_t)f->ntasks)) {
 		munmap(t->base, t->map_len);
+		if (t->kfd >= 0)
+			close(t->kfd);
 		close(fd);
 		free(t);
 		return -ENOMEM;
@@ -285,6 +318,8 @@ void vmr_faults_remove_task(struct vmr_faults *f, pid_t tid)
 	struct ftask *t = f->tasks[idx];
 	/* Stop new samples; keep the ring until the next drain reads it. */
 	ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (t->kfd >= 0)
+		ioctl(t->kfd, PERF_EVENT_IOC_DISABLE, 0);
 	t->gone = 1;
 	t->check_lost = 1;
 	u64map_del(&f->by_tid, (uint64_t)tid);
@@ -293,6 +328,8 @@ void vmr_faults_remove_task(struct vmr_faults *f, pid_t tid)
 static void task_free(struct ftask *t)
 {
 	munmap(t->base, t->map_len);
+	if (t->kfd >= 0)
+		close(t->kfd);
 	close(t->fd);
 	free(t);
 }
@@ -414,6 +451,8 @@ static int decode(struct vmr_faults *f, struct ftask *t,
 			if (fl[i]->offset + fl[i]->size > raw_size)
 				return 0;
 		ev->u.fault.addr = get_uint(raw + f->f_addr.offset, f->f_addr.size);
+		if (ev->u.fault.addr >> 63)
+			return 0; /* the kernel's fault on its own memory */
 		ev->u.fault.ip = get_uint(raw + f->f_ip.offset, f->f_ip.size);
 		uint64_t ec = get_uint(raw + f->f_err.offset, f->f_err.size);
 		ev->u.fault.access = ec & PF_WRITE ? VMT_FAULT_WRITE
@@ -458,9 +497,14 @@ static int next_time(struct vmr_faults *f, struct ftask *t, uint64_t *ts)
 static int report_read_lost(struct vmr_faults *f, struct ftask *t,
 			    vmt_writer *w)
 {
-	uint64_t v[2];
-	if (!f->lost_count_read || read(t->fd, v, sizeof(v)) != sizeof(v) ||
-	    v[1] <= t->told_lost)
+	uint64_t v[2], kv[2];
+	if (!f->lost_count_read || read(t->fd, v, sizeof(v)) != sizeof(v))
+		return 0;
+	/* A sample the shared ring had no room for counts as the kernel
+	 * event's loss when it was the kernel event's. */
+	if (t->kfd >= 0 && read(t->kfd, kv, sizeof(kv)) == sizeof(kv))
+		v[1] += kv[1];
+	if (v[1] <= t->told_lost)
 		return 0;
 	struct vmt_event ev = { .kind = VMT_EV_LOST, .thread = t->thread,
 				.proc = t->proc };
