@@ -208,6 +208,9 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 	t->path = strdup(name ? name : "");
 	struct stat st;
 	uint64_t fsize = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+	/* Decoding beside the loader's simulation; the thread ends with the
+	 * reader, before any run forks. */
+	vmt_reader_prefetch(r);
 	int first = 1;
 	while ((rc = vmt_reader_next(r, &ev)) == 1) {
 		L.event = vmt_reader_event_index(r) - 1;

@@ -2,7 +2,8 @@
  * fuzz_reader.c - libFuzzer target: any byte string given to the reader
  * yields events and/or one clean error, never a crash, hang or unbounded
  * allocation.  Events that come out are rendered and fed to a symbol table
- * too, so those consumers of untrusted events are fuzzed as well.
+ * too, so those consumers of untrusted events are fuzzed as well.  Inputs
+ * of odd length are read through vmt_reader_prefetch()'s second thread.
  *
  *   make fuzz FUZZ_SECONDS=600      (corpus in build/fuzz/corpus-fuzz_reader)
  */
@@ -31,6 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 		return 0;
 	}
+	if ((size & 1) && vmt_reader_prefetch(r))
+		abort(); /* a memfd is a regular file: the thread must start */
 	vmt_symtab *t = vmt_symtab_new();
 	struct vmt_buf b = { 0 };
 	struct vmt_event ev;
