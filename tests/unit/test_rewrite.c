@@ -411,6 +411,8 @@ static void test_mlock_onfault(void **state)
 	TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCKALL, 0, 1);
 	TG_PUT_SC(&b, 0, 1, VMT_OP_MLOCKALL, 0, 5); /* on fault already */
 	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, R2, 0, 2 * PAGE, RW, PRIV_ANON | LX_MAP_LOCKED, FD_NONE, 0);
+	/* over RLIMIT_MEMLOCK: failed, stays */
+	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, -EAGAIN, 0, 64 * PAGE, RW, PRIV_ANON | LX_MAP_LOCKED, FD_NONE, 0);
 	tg_file(&b, 0, 2, "/data/f", 42, 1 << 20, 0);
 	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, 0x300000, 0, PAGE, LX_PROT_READ, 0x2 | LX_MAP_LOCKED, 3, 0);
 	tg_touch(&b, 0, 2, 0x300000, 1, VMT_PAGE_WRITTEN);
@@ -425,6 +427,7 @@ static void test_mlock_onfault(void **state)
 	      "t1 mlockall(MCL_CURRENT|MCL_ONFAULT) = 0\n"
 	      "t2 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x200000 (rewritten)\n"
 	      "t2 mlock2(0x200000, 8192, MLOCK_ONFAULT) = 0 (rewritten)\n"
+	      "t2 mmap(NULL, 262144, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_LOCKED, -1, 0) = -1 EAGAIN (Resource temporarily unavailable)\n"
 	      "t2 map_file(\"/data/f\", dev=8:1, ino=42, size=1048576, flags=O_RDONLY)\n"
 	      "t2 mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, 3, 0) = 0x300000 (rewritten)\n"
 	      "t2 mlock2(0x300000, 4096, MLOCK_ONFAULT) = 0 (rewritten)\n"
