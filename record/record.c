@@ -4,6 +4,7 @@
  * recorder.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,21 @@ static void teardown(struct vmr_rec *r)
 	vmt_writer_free(r->w);
 }
 
+/* The machine's vm.overcommit_memory, as an "overcommit=N" word: under
+ * strict overcommit (2) an uncommit by mmap(PROT_NONE) gives back commit
+ * charge that madvise would keep, so the rewriter must know. */
+static void append_overcommit(char *buf, size_t len)
+{
+	char v[16] = "";
+	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, v, sizeof(v) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	size_t used = strlen(buf);
+	if (n > 0 && v[0] >= '0' && v[0] <= '2' && used < len)
+		snprintf(buf + used, len - used, " overcommit=%c", v[0]);
+}
+
 int vmr_record(const struct vmr_opts *o, int out_fd,
 	       const struct vmt_header *h, vmr_notice_fn notice,
 	       void *notice_ctx, struct vmr_summary *sum, char *err,
@@ -150,6 +166,7 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 	/* The header says what made the trace: the backend and the touch
 	 * source actually used. */
 	vmr_options_string(o, r->backend->name, r->touch, options, sizeof(options));
+	append_overcommit(options, sizeof(options));
 	hdr.options = options;
 	hdr.backend = r->backend->name;
 	hdr.touch = touch_names[r->touch];

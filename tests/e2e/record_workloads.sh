@@ -39,4 +39,8 @@ one everyop everyop
 one forkexec forkexec
 one forkexec-true forkexec --exec true
 one forkexec-none forkexec --exec none
+# The header says the overcommit policy the calls ran under (the rewriter
+# must not turn an uncommit into madvise under strict overcommit).
+oc=$(cat /proc/sys/vm/overcommit_memory)
+check header-overcommit sh -c "$VMTRACE dump '$T/everyop.zst' | sed -n 2p | grep -q ' overcommit=$oc[ :]'"
 exit 0
