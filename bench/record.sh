@@ -14,7 +14,8 @@
 # Goals: the seed-000 loop at most 1.3x
 # native (stretch 1.15x); python3 -c pass and gcc -c at most 1.05x; node
 # with two worker threads at most 1.10x.  The touch rows measure what the
-# ptrace backend's touch sources cost (resident, faults).
+# ptrace backend's touch sources cost (resident, faults: the default where
+# the fault tracepoints open, user and kernel mode), on real programs too.
 # Usage: B=build sh bench/record.sh [ROUNDS] [ITERATIONS]
 set -eu
 B=${B:-build}
@@ -146,6 +147,10 @@ printf '%-24s %9s %15s %15s\n' "" "native" "resident" "faults"
 printf '%-24s %9s %7s %7s %7s %7s\n' workload ms elapsed prog elapsed prog
 bench_two "seed000 new 1 thread" resident faults -- "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
 bench_two "python3 -c pass" resident faults -- python3 -c pass
+bench_two "gcc -O2 -c small.c" resident faults -- gcc -O2 -c -o "$tmp/small.o" "$tmp/small.c"
+if command -v node > /dev/null 2>&1; then
+	bench_two "node, 2 worker threads" resident faults -- node "$tmp/workers.js"
+fi
 echo
 echo "--stacks: time / native, medians of $rounds interleaved rounds"
 printf '%-24s %9s %15s %15s\n' "" "native" "stream" "ptrace"
