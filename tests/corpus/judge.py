@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """A corpus program's replay against its native runs.
 
-    judge.py faults NATIVE.json REPLAY.json   replay minor faults (median)
-                                              within 2% of native (median)
+    judge.py faults NATIVE.json REPLAY.json [STAT.json]
+                                              replay minor faults (median)
+                                              within 2% of native (median);
+                                              STAT.json (vmtrace stat --json)
+                                              adds the recorded run's faults
     judge.py div REPLAY.json                  0 divergences in every run
     judge.py speed NATIVE.json REPLAY.json    the --speed=1 replay's wall
                                               time against native: printed,
@@ -25,13 +28,15 @@ def load(path):
         return json.load(f)
 
 
-def faults(nat, rep):
+def faults(nat, rep, stat=None):
     n, r = nat["minor_faults"], rep["median"]["minor_faults"]
     ratio = r / n if n else 0.0
     line = "replay %d minor faults, native %d (ratio %.3f, want %.2f-%.2f); native runs %s, replay runs %s" % (
         r, n, ratio, 1 - TOLERANCE, 1 + TOLERANCE,
         ",".join(str(x["minor_faults"]) for x in nat["runs"]),
         ",".join(str(x["minor_faults"]) for x in rep["runs"]))
+    if stat and "faults" in stat:
+        line += "; the recorded run's faults %d" % stat["faults"]["total"]
     print(line)
     return 0 if abs(ratio - 1) <= TOLERANCE else 1
 
@@ -59,7 +64,7 @@ def row(name, nat, rep, recwall, spd):
 def main():
     a = sys.argv
     if a[1] == "faults":
-        return faults(load(a[2]), load(a[3]))
+        return faults(load(a[2]), load(a[3]), load(a[4]) if len(a) > 4 else None)
     if a[1] == "div":
         return div(load(a[2]))
     if a[1] == "speed":

@@ -12,7 +12,9 @@
 # The JVM gets a fixed heap: left to size it, G1 grows it in one run and
 # not in the next, and the native fault count is bimodal (17,100 or
 # 18,900), so that the recorded run can be 10% from the native median
-# whatever the replay does.
+# whatever the replay does.  The sqlite database (19 MB) is large enough
+# that its own faults outweigh the few a replay cannot have (the kernel's
+# while it execs the program, before the first recorded event).
 # Run from the top of the tree (as mk/check.sh and bench/ scripts are).
 CORPUS=${CORPUS:-$PWD/tests/corpus}
 
