@@ -10,6 +10,9 @@
 #include <string.h>
 #include "loadint.h"
 
+/* ld_grow: arrays past this many bytes grow by an eighth, not doubled. */
+#define LD_GROW_SLOW (16u << 20)
+
 int ld_fail(struct loader *L, int err, const char *fmt, ...)
 {
 	if (L->err)
@@ -32,8 +35,25 @@ int ld_grow(struct loader *L, void *arrp, size_t *cap, size_t need, size_t elsz)
 	if (need > (1u << 31))
 		return ld_fail(L, VMT_E_LIMIT, "more than 2^31 items of one kind");
 	size_t old = *cap;
-	if (vmt_grow(arrp, cap, need, elsz))
-		return ld_fail(L, -ENOMEM, "out of memory");
+	if (old * elsz < LD_GROW_SLOW) {
+		if (vmt_grow(arrp, cap, need, elsz))
+			return ld_fail(L, -ENOMEM, "out of memory");
+	} else {
+		/* Large arrays (a long trace's elements, pieces, touches) grow
+		 * by an eighth: doubling left up to half of the load's memory
+		 * zeroed and unused.  realloc moves chunks this large with
+		 * mremap, without copying. */
+		size_t n = need > old + old / 8 ? need : old + old / 8;
+		void *arr;
+		if (n > SIZE_MAX / elsz)
+			return ld_fail(L, -ENOMEM, "out of memory");
+		memcpy(&arr, arrp, sizeof(arr));
+		if (!(arr = realloc(arr, n * elsz)))
+			return ld_fail(L, -ENOMEM, "out of memory");
+		memset((char *)arr + old * elsz, 0, (n - old) * elsz);
+		memcpy(arrp, &arr, sizeof(arr));
+		*cap = n;
+	}
 	L->t->loaded_bytes += (uint64_t)(*cap - old) * elsz;
 	if (L->t->loaded_bytes > L->t->opt.max_memory)
 		return ld_fail(L, -E2BIG, "the trace needs more than --max-memory to load");
