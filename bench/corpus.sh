@@ -3,8 +3,11 @@
 # each replays, and what recording it costs.  One row per program:
 #   native   minor faults of the program, median of ROUNDS runs (getrusage
 #            over the whole process tree)
+#   recorded the faults of the recorded run (the last of the record rounds)
+#            as its trace has them: one draw of the program's own spread
 #   replay   the replay's minor faults (median of 3 runs)
 #   ratio    replay / native (the goal: 0.98-1.02)
+#   /rec     replay / recorded: how faithful the replay is to its own run
 #   div      divergences of the replay's median run
 #   record   vmrec's elapsed time / native elapsed time (medians)
 #   speed1   the --speed=1 replay's wall time / native elapsed time
@@ -23,7 +26,7 @@ now() { date +%s%N; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print 0}'; }
 
 echo "corpus: replay faults against native, recorded with: vmrec ${*:-(defaults)}"
-printf '%-10s %9s %9s %7s %5s %8s %8s\n' program native replay ratio div record speed1
+printf '%-10s %9s %9s %9s %7s %7s %5s %8s %8s\n' program native recorded replay ratio /rec div record speed1
 for p in $(corpus_names); do
 	missing=""
 	for c in $(corpus_need "$p"); do
@@ -48,6 +51,7 @@ for p in $(corpus_names); do
 		printf '%-10s (the replay failed)\n' "$p"
 		continue
 	fi
+	"$B/vmtrace" stat --json "$tmp/$p.zst" > "$tmp/$p.stat.json"
 	python3 "$CORPUS/judge.py" row "$p" "$tmp/$p.native.json" "$tmp/$p.replay.json" \
-		"$(median < "$tmp/rec")" "$tmp/$p.speed.json"
+		"$(median < "$tmp/rec")" "$tmp/$p.speed.json" "$tmp/$p.stat.json"
 done

@@ -12,7 +12,7 @@
                                               fails only if the replay did
                                               not run at recorded speed
                                               (under half the native time)
-    judge.py row NAME NATIVE.json REPLAY.json RECWALL_NS SPEED.json
+    judge.py row NAME NATIVE.json REPLAY.json RECWALL_NS SPEED.json STAT.json
                                               one bench/corpus.sh row
 
 NATIVE.json is written by native.py, REPLAY.json by vmreplay --json.
@@ -53,10 +53,11 @@ def speed(nat, rep):
     return 0 if w >= n / 2 else 1
 
 
-def row(name, nat, rep, recwall, spd):
+def row(name, nat, rep, recwall, spd, stat):
     n, r = nat["minor_faults"], rep["median"]["minor_faults"]
-    print("%-10s %9d %9d %7.3f %5d %8.2f %8.2f" % (
-        name, n, r, r / n if n else 0, rep["median"]["divergences"],
+    t = stat["faults"]["total"]
+    print("%-10s %9d %9d %9d %7.3f %7.3f %5d %8.2f %8.2f" % (
+        name, n, t, r, r / n if n else 0, r / t if t else 0, rep["median"]["divergences"],
         recwall / nat["wall_ns"], spd["median"]["wall_ns"] / nat["wall_ns"]))
     return 0
 
@@ -70,7 +71,7 @@ def main():
     if a[1] == "speed":
         return speed(load(a[2]), load(a[3]))
     if a[1] == "row":
-        return row(a[2], load(a[3]), load(a[4]), int(a[5]), load(a[6]))
+        return row(a[2], load(a[3]), load(a[4]), int(a[5]), load(a[6]), load(a[7]))
     print(__doc__, file=sys.stderr)
     return 2
 
