@@ -55,10 +55,11 @@ def speed(nat, rep):
 
 def row(name, nat, rep, recwall, spd, stat):
     n, r = nat["minor_faults"], rep["median"]["minor_faults"]
-    t = stat["faults"]["total"]
-    print("%-10s %9d %9d %9d %7.3f %7.3f %5d %8.2f %8.2f" % (
-        name, n, t, r, r / n if n else 0, r / t if t else 0, rep["median"]["divergences"],
-        recwall / nat["wall_ns"], spd["median"]["wall_ns"] / nat["wall_ns"]))
+    t = stat["faults"]["total"]  # 0 in a trace without FAULT events
+    print("%-10s %9d %9s %9d %7.3f %7s %5d %8.2f %8.2f" % (
+        name, n, t if t else "-", r, r / n if n else 0, "%.3f" % (r / t) if t else "-",
+        rep["median"]["divergences"], recwall / nat["wall_ns"],
+        spd["median"]["wall_ns"] / nat["wall_ns"]))
     return 0
 
 
