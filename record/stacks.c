@@ -515,9 +515,10 @@ int vmr_stacks_capture_copy(struct vmr_stacks *s, vmt_writer *w, pid_t tgid, uin
 {
 	*stack_id = VMT_NONE;
 	s->st.captures++;
-	struct sproc *p = cproc(s, proc, tgid);
+	int err;
+	struct sproc *p = proc_get(s, proc, tgid, &err);
 	if (!p)
-		return -ENOMEM;
+		return err;
 	struct stask t = { .tid = tgid, .proc = proc };
 	memcpy(s->ureg, c->regs, sizeof(s->ureg));
 	s->regs_ok = 1;
@@ -542,7 +543,7 @@ int vmr_stacks_capture_copy(struct vmr_stacks *s, vmt_writer *w, pid_t tgid, uin
 	}
 	if (depth == 1)
 		s->st.shallow++;
-	int err = place_ips(s, p, s->frame, depth);
+	err = place_ips(s, p, s->frame, depth);
 	if (!err)
 		err = add_stack(s, w, s->frame, depth, thread, proc, ts, stack_id);
 	if (!err)

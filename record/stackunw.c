@@ -64,8 +64,16 @@ static int module_open(struct vmr_stacks *s, const struct sproc *p, const struct
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	const char *mpath;
 	uint64_t dev, ino;
-	if (fd >= 0 || vmr_syms_module_info(s->syms, m->module, &mpath, &dev, &ino) ||
-	    mpath[0] != '/')
+	struct stat st;
+	if (vmr_syms_module_info(s->syms, m->module, &mpath, &dev, &ino))
+		return fd;
+	/* (A copy is unwound after its call: by then another file may be
+	 * mapped there, or the pid be another process's.) */
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0 || mpath[0] != '/')
 		return fd;
 	for (int i = 0; i < 2 && fd < 0; i++) {
 		if (i == 0)
@@ -73,7 +81,6 @@ static int module_open(struct vmr_stacks *s, const struct sproc *p, const struct
 		else
 			snprintf(path, sizeof(path), "%s", mpath);
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-		struct stat st;
 		if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino)) {
 			close(fd); /* another file by now */
 			fd = -1;
@@ -335,13 +342,32 @@ void stk_proc_flush(struct vmr_stacks *s, struct sproc *p)
 
 /* The executable and the file-backed mappings of p from /proc/TGID/maps
  * (the recorder's parser, into the scratch copy s->mtext). */
+/* A digest of p's mappings, to tell whether a reread changed them. */
+static uint64_t maps_digest(const struct sproc *p)
+{
+	uint64_t h = p->nmaps;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const struct smap *m = &p->maps[i];
+		h = (h ^ m->start) * 0x100000001b3ull;
+		h = (h ^ m->end) * 0x100000001b3ull;
+		h = (h ^ (m->off + ((uint64_t)m->module << 1) + (uint64_t)m->exec)) * 0x100000001b3ull;
+	}
+	return h;
+}
+
 int stk_read_maps(struct vmr_stacks *s, struct sproc *p)
 {
+	/* What was unwound with other mappings is not to be remembered as
+	 * it is with these (the memo is keyed by gen). */
+	uint64_t was = p->maps_valid ? maps_digest(p) : 0;
+	int had = p->maps_valid;
 	p->nmaps = 0;
 	p->maps_valid = 0;
 	int err = vmr_maps_read(&s->mtext, p->tgid);
-	if (err)
+	if (err) {
+		p->gen++;
 		return err;
+	}
 	s->st.maps_reads++;
 	for (uint32_t i = 0; i < s->mtext.n; i++) {
 		const struct vmt_map_entry *e = &s->mtext.e[i];
@@ -351,14 +377,20 @@ int stk_read_maps(struct vmr_stacks *s, struct sproc *p)
 		uint32_t mod = VMT_NONE;
 		if (*e->path) {
 			mod = vmr_syms_module(s->syms, e->path, e->dev, e->ino);
-			if (mod == VMT_NONE)
+			if (mod == VMT_NONE) {
+				p->gen++;
 				return -ENOMEM;
+			}
 		}
-		if (vmt_grow(&p->maps, &p->capmaps, p->nmaps + 1, sizeof(*p->maps)))
+		if (vmt_grow(&p->maps, &p->capmaps, p->nmaps + 1, sizeof(*p->maps))) {
+			p->gen++;
 			return -ENOMEM;
+		}
 		p->maps[p->nmaps++] = (struct smap){ e->start, e->end, e->offset, mod, exec };
 	}
 	p->maps_valid = 1; /* maps is sorted by address */
+	if (!had || maps_digest(p) != was)
+		p->gen++;
 	return 0;
 }
 
@@ -474,6 +506,7 @@ uint32_t stk_unwind(struct vmr_stacks *s, struct sproc *p, struct stask *t)
 	s->nrlog = 0;
 	s->rlog_full = 0;
 	s->rlog_on = s->copy && s->memo;
+	uint32_t gen = p->gen;
 	cur_stacks = s;
 	if (unw_init_remote(&c, s->as, t) == 0) {
 		while (depth < s->max_depth) {
@@ -488,6 +521,8 @@ uint32_t stk_unwind(struct vmr_stacks *s, struct sproc *p, struct stask *t)
 	cur_stacks = NULL;
 	s->cur_p = NULL;
 	s->rlog_on = 0;
+	if (p->gen != gen)
+		s->rlog_full = 1; /* (the mappings changed under the unwind: no memo) */
 	return depth;
 }
 

@@ -265,7 +265,6 @@ static int trace_tgid(struct stream *s, pid_t tgid)
 	return bpf_map_update_elem(s->tgids_fd, &key, &one, BPF_ANY) ? -errno : 0;
 }
 
-/* Records the BPF side dropped, not reported yet: a LOST event. */
 /* Stacks the kernel side left out because the ring was 3/4 full. */
 static uint64_t stacks_skipped(const struct stream *s)
 {
@@ -278,6 +277,7 @@ static uint64_t stacks_skipped(const struct stream *s)
 	return sum;
 }
 
+/* Records the BPF side dropped, not reported yet: a LOST event. */
 static void report_drops(struct vmr_rec *r, struct stream *s)
 {
 	uint64_t v[256], sum = 0;

@@ -53,6 +53,8 @@ struct stream {
 	 * of its mapping), 8-byte aligned. */
 	unsigned char *q;
 	size_t qhead, qtail, qcap;
+	size_t qstack; /* bytes of stack copies in the window (not counted
+			  against STREAM_WINDOW_BYTES, which is for calls) */
 	/* The calls in the window that took mmap_lock for writing: where
 	 * they are and their lock_seq, in window order. */
 	struct qlock {

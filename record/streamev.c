@@ -149,6 +149,8 @@ int stream_record(void *ctx, void *data, size_t size)
 		k.size -= skip;
 		k.h.size = (unsigned short)(sizeof(k) + k.size);
 		e = put(s, &k, sizeof(k), (const unsigned char *)data + sizeof(k) + skip, k.size);
+		if (!e)
+			s->qstack += k.size;
 	} else if (h->kind == SR_CALL && size >= sizeof(struct sr_call)) {
 		const struct sr_call *c = data;
 		struct stream_file *f = file_slot(s, h->tid);
@@ -444,7 +446,7 @@ static void on_call(struct vmr_rec *r, struct stream *s, const struct sr_call *c
 		return;
 	struct vmt_syscall sc = { .op = c->op, .result = c->ret, .exit_ns = c->h.time,
 				  .stack_id = VMT_NONE };
-	if (t->stack && t->stack_t == c->t_enter)
+	if (t->stack && c->t_stack && t->stack_t == c->t_stack)
 		sc.stack_id = t->stack - 1;
 	t->stack = 0;
 	memcpy(sc.args, c->args, sizeof(sc.args));
@@ -521,15 +523,21 @@ void stream_flush(struct vmr_rec *r, struct stream *s, int all)
 		memcpy(&qh, s->q + s->qhead, sizeof(qh));
 		const unsigned char *rec = s->q + s->qhead + sizeof(qh);
 		const struct sr_hdr *h = (const void *)rec;
-		if (!all && h->time > horizon && s->qtail - s->qhead < STREAM_WINDOW_BYTES)
+		if (!all && h->time > horizon && s->qtail - s->qhead - s->qstack < STREAM_WINDOW_BYTES)
 			break;
 		if (s->lockhead < s->nlocks && s->locks[s->lockhead].off == s->qhead)
 			s->lockhead++;
+		if (h->kind == SR_STACK && qh.len >= sizeof(struct sr_stack)) {
+			struct sr_stack k;
+			memcpy(&k, rec, sizeof(k));
+			s->qstack -= k.size <= s->qstack ? k.size : s->qstack;
+		}
 		process(r, s, rec, qh.len, qh.pad);
 		s->qhead += sizeof(qh) + qh.len;
 	}
 	if (s->qhead == s->qtail) {
 		s->qhead = s->qtail = 0;
+		s->qstack = 0;
 		s->nlocks = s->lockhead = 0;
 	} else if (s->lockhead > 4096) {
 		memmove(s->locks, s->locks + s->lockhead, (s->nlocks - s->lockhead) * sizeof(*s->locks));

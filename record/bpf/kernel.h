@@ -107,6 +107,7 @@ struct task_struct {
 	struct files_struct *files;
 	int exit_code;
 	void *vfork_done;
+	int pagefault_disabled;
 } CORE;
 
 struct linux_binprm {

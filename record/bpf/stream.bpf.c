@@ -74,6 +74,7 @@ struct {
 struct pending {
 	u64 args[6];
 	u64 t_enter;
+	u64 t_stack; /* the time naming its SR_STACK, 0: none */
 	u64 lock_seq;
 	u64 file; /* struct file * behind an mmap's fd, read at entry */
 	u64 clone_flags;
@@ -112,8 +113,10 @@ static __always_inline void count(u32 i)
  * awake, takes everything there is.  It says before it sleeps that it
  * waits (two CPUs may both see that and both wake it: harmless).  But
  * once half the ring waits, the reader is falling behind: every record
- * wakes it, and the interrupt each costs the program slows it down to the
- * reader's pace, so that the ring does not fill and lose records. */
+ * asks for a wake-up (the kernel folds those still pending), so that the
+ * reader does not sleep while records wait.  Nothing here holds the
+ * program back: past 3/4 stack copies are left out (stack_copy), and
+ * what a full ring has no room for is lost and counted. */
 static __always_inline u64 wake(void)
 {
 	u32 k = 0, *w;
@@ -155,23 +158,27 @@ static __always_inline void hdr(struct sr_hdr *h, u16 kind, u16 size)
 	h->time = bpf_ktime_get_ns();
 }
 
-/* The registers and the top of the user stack at a call's entry (time
- * t_enter, which names the call's SR_CALL). */
-static __always_inline void stack_copy(struct pt_regs *regs, u64 t_enter)
+/* The registers and the top of the user stack at a call's entry, in an
+ * SR_STACK of time t (the call's SR_CALL names it by its t_stack).
+ * Returns t, or 0 when there is no copy. */
+static __always_inline u64 stack_copy(struct pt_regs *regs, u64 t)
 {
 	const u32 cap = stack_bytes > SR_STACK_MAX ? SR_STACK_MAX : stack_bytes;
+	/* Whole pages from the one sp is in: enough for cap bytes above sp
+	 * wherever sp lies in its page. */
+	const u32 room = ((cap + SR_PAGE - 1) & ~(u32)(SR_PAGE - 1)) + SR_PAGE;
 	/* Past 3/4 of the ring the reader is far behind, and flow control has
 	 * not slowed the program enough: give up this stack, not the calls
 	 * that would follow it into a full ring. */
 	if (bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= stack_room) {
 		count(SR_STAT_STACKSKIP);
-		return;
+		return 0;
 	}
-	struct sr_stack *e = reserve(sizeof(*e) + cap + SR_PAGE);
+	struct sr_stack *e = reserve(sizeof(*e) + room);
 	if (!e)
-		return;
+		return 0;
 	hdr(&e->h, SR_STACK, sizeof(*e));
-	e->h.time = t_enter;
+	e->h.time = t;
 	e->regs[0] = regs->ip;
 	e->regs[1] = regs->sp;
 	e->regs[2] = regs->bp;
@@ -197,7 +204,7 @@ static __always_inline void stack_copy(struct pt_regs *regs, u64 t_enter)
 	e->base = from;
 	e->size = 0;
 	for (u32 i = 0; i < SR_STACK_MAX / SR_PAGE + 1; i++) {
-		if (i * SR_PAGE >= cap + SR_PAGE ||
+		if ((i + 1) * SR_PAGE > room ||
 		    bpf_probe_read_user(e->data + i * SR_PAGE, SR_PAGE, (void *)(from + i * SR_PAGE)))
 			break;
 		e->size += SR_PAGE;
@@ -206,6 +213,7 @@ static __always_inline void stack_copy(struct pt_regs *regs, u64 t_enter)
 		count(SR_STAT_NOSTACK);
 	e->h.size = sizeof(*e) + e->size;
 	bpf_ringbuf_submit(e, wake());
+	return t;
 }
 
 SEC("tp_btf/sys_enter")
@@ -256,9 +264,10 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 			bpf_probe_read_kernel(&f, sizeof(f), &fda[fd]);
 		p->file = (u64)f;
 	}
+	/* The call's time starts after the stack copy, which is vmrec's
+	 * cost, not the call's. */
+	p->t_stack = stack_bytes ? stack_copy(regs, bpf_ktime_get_ns()) : 0;
 	p->t_enter = bpf_ktime_get_ns();
-	if (stack_bytes)
-		stack_copy(regs, p->t_enter);
 	return 0;
 }
 
@@ -370,6 +379,7 @@ static __always_inline void emit_call(struct pending *p, s64 ret, u32 no_result)
 	for (int i = 0; i < 6; i++)
 		e->args[i] = p->args[i];
 	e->t_enter = p->t_enter;
+	e->t_stack = p->t_stack;
 	e->lock_seq = p->lock_seq;
 	bpf_ringbuf_submit(e, wake());
 }
@@ -574,6 +584,10 @@ SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(on_kfault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
 	if ((long)address < 0)
+		return 0;
+	/* Not the reads of the program's memory that never fault a page in
+	 * (bpf_probe_read_user: the stack copies, clone3's arguments). */
+	if (BPF_CORE_READ(bpf_get_current_task_btf(), pagefault_disabled))
 		return 0;
 	return fault(address, regs->ip, error_code);
 }

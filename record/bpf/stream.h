@@ -42,6 +42,7 @@ struct sr_call {
 	unsigned long long t_enter;
 	unsigned long long lock_seq; /* order of its first mmap_lock write
 					acquisition among recorded calls */
+	unsigned long long t_stack;  /* time of its SR_STACK, 0: none */
 };
 
 #define SR_PATH_SLOTS 16
@@ -108,6 +109,7 @@ struct sr_fault {
 #define SR_PAGE 4096
 #define SR_NREGS 18 /* x86-64: ip sp bp bx r12 r13 r14 r15 ax cx dx si di
 		       r8 r9 r10 r11 flags */
+/* SR_STACK: h.time is the t_stack of the call it belongs to. */
 struct sr_stack {
 	struct sr_hdr h;
 	unsigned long long regs[SR_NREGS];

@@ -145,11 +145,10 @@ d = json.load(sys.stdin)
 assert d[\"ops\"][\"madvise\"][\"count\"] + d[\"lost\"][\"events\"] == 2000000, (d[\"ops\"][\"madvise\"], d[\"lost\"])
 '"
 
-# With stacks every record carries a stack copy (8 KiB), and the unwinder
-# is slower than two threads calling at full speed: flow control (a
-# wake-up per record once half the ring waits) slows them, and past 3/4
-# the kernel leaves stacks out rather than lose calls.  Every call is
-# there; each one without a stack is counted in the summary line.
+# With stacks every record carries a stack copy (8 KiB), and vmrec falls
+# behind two threads calling at full speed: past 3/4 of the ring the
+# kernel leaves stacks out rather than lose calls.  Every call is there;
+# each one without a stack is counted in the summary line.
 "$VMREC" --force -o "$T/burst-stacks.zst" --backend=stream --stacks -- "$W/seed000" --mode new --threads 2 --iterations 100000 --no-touch > /dev/null 2> "$T/burst-stacks.err"
 check burst-stacks-nothing-lost sh -c "$VMTRACE stat --json '$T/burst-stacks.zst' | python3 -c '
 import json, sys
@@ -165,6 +164,29 @@ m = re.search(r\"of (\\d+) calls, (\\d+) without a stack\", open(sys.argv[1]).re
 assert m and int(m.group(1)) == len(calls) and int(m.group(2)) == bare, (m and m.groups(), len(calls), bare)
 assert bare < len(calls), (bare, len(calls))
 ' '$T/burst-stacks.err'"
+
+# --stack-copy sizes that are not whole pages load and give stacks.
+for n in 512 8200; do
+	rec stack-copy-$n --backend=stream --stacks --stack-copy=$n -- "$W/seed000" --mode new --threads 1 --iterations 100
+	check stack-copy-$n sh -c "[ $rc = 0 ] && $VMTRACE dump --json '$T/stack-copy-$n.zst' | python3 -c '
+import json, sys
+calls = [e for e in map(json.loads, sys.stdin) if e[\"kind\"] == \"syscall\" and e[\"op\"] == \"madvise\"]
+assert len(calls) == 100 and all(e.get(\"stack\") is not None for e in calls), len(calls)
+'"
+done
+# The stack copies' reads of the program's memory are not its faults: with
+# and without --stacks, the same faults above the stack (none).
+for v in plain stacks; do
+	o=""; [ $v = stacks ] && o=--stacks
+	rec kfault-$v --backend=stream $o -- ls /
+done
+check stack-copy-no-faults sh -c "for v in plain stacks; do $VMTRACE dump --json '$T/kfault-'\$v.zst | python3 -c '
+import json, sys
+evs = [json.loads(l) for l in sys.stdin]
+stack = [m for e in evs if e[\"kind\"] == \"maps\" for m in e[\"entries\"] if m.get(\"path\") == \"[stack]\"]
+top = max(m[\"end\"] for m in stack)
+print(sum(1 for e in evs if e[\"kind\"] == \"fault\" and e[\"addr\"] >= top and e[\"addr\"] < top + (1 << 20)))
+'; done | sort -u | wc -l | grep -qx 1"
 
 # A replay of a stream trace: no divergence, the program's faults.
 rec replay --backend=stream -- "$W/seed000" --mode new --threads 1 --iterations 20000
