@@ -68,11 +68,12 @@ static int locked(const vmt_lint *l, uint32_t proc, uint64_t a, uint64_t b)
 
 /* ---- pending lists ------------------------------------------------------ */
 
-/* The same discard again by the same thread, with nothing on the range
- * between (nothing forgot the first), is one entry that counts twice: a
- * loop of discards without touches (a trace without a touch source)
- * would otherwise make the list, and every search of it, as long as the
- * loop. */
+/* A discard the list already holds (the same thread, range, call site,
+ * advice and pages present, still pending) adds to that entry's count
+ * instead of becoming another: a loop of discards without touches (a
+ * trace without a touch source) would otherwise make the list, and every
+ * search of it, as long as the loop.  Every count is the same either
+ * way. */
 static int pl_add(struct pend_list *p, const struct pend_discard *d)
 {
 	for (size_t i = 0; i < p->n; i++) {
@@ -140,6 +141,7 @@ static int dun_unmap(vmt_lint *l, struct lproc *P, const struct vmt_event *ev, u
 		     uint64_t b)
 {
 	int counted = 0;
+	const struct pend_discard *first = NULL; /* the example: the earliest call */
 	for (size_t i = 0; i < P->dun.n; i++) {
 		const struct pend_discard *d = &P->dun.d[i];
 		if (d->thread != ev->thread || d->start < a || d->end > b)
@@ -150,10 +152,12 @@ static int dun_unmap(vmt_lint *l, struct lproc *P, const struct vmt_event *ev, u
 		if (cs_tally_add(&l->sites_dun, d->stack,
 				 d->op == VMT_OP_MPROTECT ? VMT_OP_MPROTECT : VMT_OP_MADVISE, d->calls))
 			return -ENOMEM;
-		if (!l->ex_dun.set) {
-			struct vmt_event x = pend_event(d, ev->proc);
-			lint_take_example(l, &l->ex_dun, d->index, &x);
-		}
+		if (!first || d->index < first->index)
+			first = d;
+	}
+	if (first && !l->ex_dun.set) {
+		struct vmt_event x = pend_event(first, ev->proc);
+		lint_take_example(l, &l->ex_dun, first->index, &x);
 	}
 	P->dun_unmaps += counted;
 	pl_forget(&P->dun, a, b, VMT_NONE);
