@@ -514,6 +514,13 @@ uint32_t stk_unwind(struct vmr_stacks *s, struct sproc *p, struct stask *t)
 			if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
 				break;
 			s->frame[depth++] = ip;
+			/* A copy's frame in code that is in no file known (JIT,
+			 * unmapped since) ends its stack: without unwind tables
+			 * libunwind would guess on from the frame pointer, and
+			 * code without one (libc) makes the guess wrong. */
+			int err;
+			if (s->copy && !stk_find_code(s, p, ip, &err))
+				break;
 			if (unw_step(&c) <= 0)
 				break;
 		}
