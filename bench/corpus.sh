@@ -40,7 +40,7 @@ for p in $(corpus_names); do
 	# shellcheck disable=SC2086
 	python3 "$CORPUS/native.py" "$rounds" "$tmp/$p.native.json" -- $cmd
 	: > "$tmp/rec"
-	for r in $(seq "$rounds"); do
+	for _ in $(seq "$rounds"); do
 		t0=$(now)
 		# shellcheck disable=SC2086
 		"$B/vmrec" -q --force -o "$tmp/$p.zst" "$@" -- $cmd > /dev/null 2>&1

@@ -12,7 +12,10 @@
 # The JVM gets a fixed heap: left to size it, G1 grows it in one run and
 # not in the next, and the native fault count is bimodal (17,100 or
 # 18,900), so that the recorded run can be 10% from the native median
-# whatever the replay does.  The sqlite database (19 MB) is large enough
+# whatever the replay does.  node, for the same reason, runs V8 without its
+# background threads (--single-threaded: its own two worker threads and
+# libuv's stay): with them, its faults spread by 6% from run to run (the
+# heap grows as its helpers race), and by 1% without.  The sqlite database (19 MB) is large enough
 # that its own faults outweigh the few a replay cannot have (the kernel's
 # while it execs the program, before the first recorded event).
 # Run from the top of the tree (as mk/check.sh and bench/ scripts are).
@@ -55,7 +58,7 @@ corpus_python() {
 corpus_cmd() {
 	_d=$2
 	case $1 in
-	node) echo "node $CORPUS/workers.js" ;;
+	node) echo "node --single-threaded $CORPUS/workers.js" ;;
 	java) echo "java -Xms64m -Xmx64m -cp $_d Alloc" ;;
 	python) echo "$(corpus_python) $CORPUS/alloc.py" ;;
 	xz) echo "xz -T2 -6 --block-size=1MiB -c -k $_d/xzin" ;;

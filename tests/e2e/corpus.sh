@@ -17,7 +17,7 @@
 need corpus "$VMREC" "$VMREPLAY" "$VMTRACE" || exit 0
 . tests/corpus/programs.sh
 KCOUNT="python3 $E2E/kcount.py $VMTRACE"
-JUDGE="python3 $CORPUS/judge.py"
+judge() { python3 "$CORPUS/judge.py" "$@"; }
 
 if ! corpus_setup "$T" > "$T/setup.out" 2>&1; then
 	not_ok corpus-setup "$(tail -1 "$T/setup.out")"
@@ -66,7 +66,7 @@ for p in $(corpus_names); do
 		show "$T/$p.replay.out"
 		continue
 	fi
-	check "$p-divergences" $JUDGE div "$T/$p.replay.json"
+	check "$p-divergences" judge div "$T/$p.replay.json"
 	if [ "${SAN:-}" = 1 ]; then
 		skip "$p-faults" "a sanitized replayer's faults include its shadow memory"
 	else
@@ -78,7 +78,7 @@ for p in $(corpus_names); do
 		# replays of all three miss.
 		n=1
 		until "$VMTRACE" stat --json "$T/$p.zst" > "$T/$p.stat.json" 2> /dev/null
-		      $JUDGE faults "$T/$p.native.json" "$T/$p.replay.json" "$T/$p.stat.json" \
+		      judge faults "$T/$p.native.json" "$T/$p.replay.json" "$T/$p.stat.json" \
 			> "$T/$p.faults.$n" 2>&1 || [ $n = 3 ]; do
 			n=$((n + 1))
 			# shellcheck disable=SC2086
@@ -86,7 +86,7 @@ for p in $(corpus_names); do
 			"$VMREPLAY" "$T/$p.zst" --repeat=3 -q --no-progress --json="$T/$p.replay.json" > /dev/null 2>&1
 		done
 		for i in $(seq "$n"); do sed "s/^/    recording $i: /" "$T/$p.faults.$i"; done > "$T/$p.faults"
-		if $JUDGE faults "$T/$p.native.json" "$T/$p.replay.json" > /dev/null 2>&1; then
+		if judge faults "$T/$p.native.json" "$T/$p.replay.json" > /dev/null 2>&1; then
 			ok "$p-faults"
 		else
 			not_ok "$p-faults" "the replays of $n recordings all miss by more than 2%"
@@ -95,7 +95,7 @@ for p in $(corpus_names); do
 	fi
 	# (e)
 	if "$VMREPLAY" "$T/$p.zst" --speed=1 -q --no-progress --json="$T/$p.speed.json" > "$T/$p.speed.out" 2>&1; then
-		check "$p-speed1" $JUDGE speed "$T/$p.native.json" "$T/$p.speed.json" &&
+		check "$p-speed1" judge speed "$T/$p.native.json" "$T/$p.speed.json" &&
 			sed 's/^/    /' "$T/check.out"
 	else
 		not_ok "$p-speed1" "$(tail -1 "$T/$p.speed.out")"
