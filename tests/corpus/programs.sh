@@ -12,7 +12,9 @@
 # The JVM gets a fixed heap: left to size it, G1 grows it in one run and
 # not in the next, and the native fault count is bimodal (17,100 or
 # 18,900), so that the recorded run can be 10% from the native median
-# whatever the replay does.  node, for the same reason, runs V8 without its
+# whatever the replay does.  It also gets one GC worker of each kind and
+# only the first compiler tier: on a loaded machine its faults otherwise
+# spread by 2-7% as the compiler and GC threads race, and by 0.2% so.  node, for the same reason, runs V8 without its
 # background threads (--single-threaded: its own two worker threads and
 # libuv's stay): with them, its faults spread by 6% from run to run (the
 # heap grows as its helpers race), and by 1% without.  The sqlite database (19 MB) is large enough
@@ -59,7 +61,7 @@ corpus_cmd() {
 	_d=$2
 	case $1 in
 	node) echo "node --single-threaded $CORPUS/workers.js" ;;
-	java) echo "java -Xms64m -Xmx64m -cp $_d Alloc" ;;
+	java) echo "java -Xms64m -Xmx64m -XX:TieredStopAtLevel=1 -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1 -cp $_d Alloc" ;;
 	python) echo "$(corpus_python) $CORPUS/alloc.py" ;;
 	xz) echo "xz -T2 -6 --block-size=1MiB -c -k $_d/xzin" ;;
 	gcc) echo "gcc -O2 -c $CORPUS/../../format/render.c -I$CORPUS/../../format -o $_d/render.o" ;;
