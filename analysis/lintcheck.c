@@ -266,10 +266,11 @@ static int check_fault(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	int created;
 
 	l->had_faults = 1;
-	for (uint32_t i = 0; i < l->nlocks; i++) {
+	/* (Only a page's first fault counts, and only it needs the locks.) */
+	int first = l->nlocks && !u64tab_get(&l->pages, pg, ev->proc);
+	for (uint32_t i = 0; first && i < l->nlocks; i++) {
 		struct lockrec *r = &l->locks[i];
-		if (r->proc == ev->proc && pg >= r->start && pg < r->end &&
-		    !u64tab_get(&l->pages, pg, ev->proc))
+		if (r->proc == ev->proc && pg >= r->start && pg < r->end)
 			r->used_pages++;
 	}
 	uint64_t *st = u64tab_put(&l->pages, pg, ev->proc, &created);

@@ -125,7 +125,7 @@ size_t u64tab_del_range(struct u64tab *t, uint64_t lo, uint64_t hi, uint64_t ste
 	size_t removed = 0;
 	if (!t->n || hi <= lo || !step)
 		return 0;
-	uint64_t keys = (hi - lo + step - 1) / step;
+	uint64_t keys = (hi - lo) / step + ((hi - lo) % step != 0); /* (no wrap near 2^64) */
 	if (keys <= t->cap) {
 		for (uint64_t a = lo; a < hi && a >= lo; a += step)
 			removed += (size_t)u64tab_del(t, a, key_b);
@@ -152,7 +152,7 @@ size_t u64tab_count_range(const struct u64tab *t, uint64_t lo, uint64_t hi, uint
 	size_t n = 0;
 	if (!t->n || hi <= lo || !step)
 		return 0;
-	uint64_t keys = (hi - lo + step - 1) / step;
+	uint64_t keys = (hi - lo) / step + ((hi - lo) % step != 0); /* (no wrap near 2^64) */
 	if (keys <= t->cap) {
 		for (uint64_t a = lo; a < hi && a >= lo; a += step)
 			n += u64tab_get(t, a, key_b) != NULL;
