@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -124,6 +125,29 @@ int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
 	}
 	*pid = p;
 	return 0;
+}
+
+int vmr_launch_explain(int errfd, const char *cmd, int *exit_code, char *err, size_t errlen)
+{
+	int stage = 0, e = 0;
+
+	*exit_code = 127;
+	if (vmr_launch_failure(errfd, &stage, &e) < 0) {
+		snprintf(err, errlen, "cannot trace '%s': it died before exec", cmd);
+		return -ECHILD;
+	}
+	if (stage == VMR_LAUNCH_FILTER) {
+		snprintf(err, errlen, "cannot trace '%s': cannot load the seccomp filter: %s",
+			 cmd, strerror(e));
+		*exit_code = 1;
+	} else if (e == ENOENT && !strchr(cmd, '/')) {
+		snprintf(err, errlen, "cannot trace '%s': command not found", cmd);
+	} else {
+		snprintf(err, errlen, "cannot trace '%s': %s", cmd, strerror(e));
+		if (e != ENOENT)
+			*exit_code = 126;
+	}
+	return -e;
 }
 
 int vmr_launch_failure(int errfd, int *stage, int *err)

@@ -185,6 +185,10 @@ enum { VMR_LAUNCH_FILTER = 'F', VMR_LAUNCH_EXEC = 'E' };
 /* After the child died before exec: what failed (VMR_LAUNCH_*) and the
  * errno.  Returns 0 if the child reported something, -ENOENT if not. */
 int vmr_launch_failure(int errfd, int *stage, int *err);
+/* The same, as vmrec says it: the message for command cmd into err and
+ * the exit status (127 not found, 126 not runnable, 1 no filter) into
+ * *exit_code.  Returns -errno. */
+int vmr_launch_explain(int errfd, const char *cmd, int *exit_code, char *err, size_t errlen);
 
 /* ---- the stream backend's BPF object (bpfobj.c) ------------------------ */
 

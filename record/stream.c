@@ -407,22 +407,7 @@ static int launch(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
 /* The launched child died before exec: say why. */
 static int launch_failed(struct vmr_rec *r, char *err, size_t errlen)
 {
-	const char *cmd = r->o->cmd_argv[0];
-	int stage = 0, e = 0;
-
-	r->exit_code = 127;
-	if (vmr_launch_failure(r->errfd, &stage, &e) < 0) {
-		snprintf(err, errlen, "cannot trace '%s': it died before exec", cmd);
-		return -ECHILD;
-	}
-	if (e == ENOENT && !strchr(cmd, '/')) {
-		snprintf(err, errlen, "cannot trace '%s': command not found", cmd);
-	} else {
-		snprintf(err, errlen, "cannot trace '%s': %s", cmd, strerror(e));
-		if (e != ENOENT)
-			r->exit_code = 126;
-	}
-	return -e;
+	return vmr_launch_explain(r->errfd, r->o->cmd_argv[0], &r->exit_code, err, errlen);
 }
 
 /* Is a recorded task still there?  (Once records were lost, an exit may

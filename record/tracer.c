@@ -368,26 +368,7 @@ static int launch(struct vmr_rec *r, char *err, size_t errlen)
 /* The launched child died before exec: say why. */
 static int launch_failed(struct vmr_rec *r, char *err, size_t errlen)
 {
-	const char *cmd = r->o->cmd_argv[0];
-	int stage = 0, e = 0;
-
-	r->exit_code = 127;
-	if (vmr_launch_failure(r->errfd, &stage, &e) < 0) {
-		snprintf(err, errlen, "cannot trace '%s': it died before exec", cmd);
-		return -ECHILD;
-	}
-	if (stage == VMR_LAUNCH_FILTER) {
-		snprintf(err, errlen, "cannot trace '%s': cannot load the seccomp filter: %s",
-			 cmd, strerror(e));
-		r->exit_code = 1;
-	} else if (e == ENOENT && !strchr(cmd, '/')) {
-		snprintf(err, errlen, "cannot trace '%s': command not found", cmd);
-	} else {
-		snprintf(err, errlen, "cannot trace '%s': %s", cmd, strerror(e));
-		if (e != ENOENT)
-			r->exit_code = 126;
-	}
-	return -e;
+	return vmr_launch_explain(r->errfd, r->o->cmd_argv[0], &r->exit_code, err, errlen);
 }
 
 static int ptrace_probe(struct vmr_rec *r, char *why, size_t len)
