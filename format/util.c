@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libiberty/demangle.h>
 
@@ -33,6 +34,22 @@ int vmt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
 	memset((char *)arr + *cap * elem, 0, (n - *cap) * elem);
 	memcpy(arrp, &arr, sizeof(arr));
 	*cap = n;
+	return 0;
+}
+
+int vmt_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t r = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ENODATA;
+		done += (size_t)r;
+	}
 	return 0;
 }
 

@@ -625,6 +625,11 @@ void vmt_buf_quote(struct vmt_buf *b, const char *s);
  * array and *cap unchanged. */
 int vmt_grow(void *arrp, size_t *cap, size_t need, size_t elem);
 
+/* All len bytes of fd at offset off into buf, however many reads that
+ * takes (EINTR retried).  Returns 0, -errno, or -ENODATA when the file
+ * ends first. */
+int vmt_pread_full(int fd, void *buf, size_t len, uint64_t off);
+
 /* Bytes for people, into out[0..n): "512 bytes", "64.0 MiB" (KiB to PiB,
  * one decimal).  Returns out. */
 const char *vmt_format_bytes(char *out, size_t n, uint64_t v);

@@ -9,6 +9,7 @@
  * address), each datarel|sdata4 in practice.
  */
 #include "ehframe.h"
+#include "vmtrace.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -29,17 +30,7 @@ static int rd(int fd, uint64_t off, void *buf, size_t len, uint64_t size)
 {
 	if (off > size || len > size - off)
 		return -1;
-	size_t done = 0;
-	while (done < len) {
-		ssize_t r = pread(fd, (char *)buf + done, len - done,
-				  (off_t)(off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += (size_t)r;
-	}
-	return 0;
+	return vmt_pread_full(fd, buf, len, off) ? -1 : 0;
 }
 
 /* Size of a pointer with encoding enc (low nibble), or 0 if unsupported. */

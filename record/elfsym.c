@@ -39,20 +39,8 @@ static int src_read(const struct src *s, uint64_t off, void *buf, size_t len)
 		memcpy(buf, s->mem + off, len);
 		return 0;
 	}
-	size_t done = 0;
-	while (done < len) {
-		ssize_t r = pread(s->fd, (char *)buf + done, len - done,
-				  (off_t)(off + done));
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -ENOEXEC; /* shrank under us */
-		done += (size_t)r;
-	}
-	return 0;
+	int e = vmt_pread_full(s->fd, buf, len, off);
+	return e == -ENODATA ? -ENOEXEC : e; /* (-ENODATA: it shrank under us) */
 }
 
 /* A candidate symbol before sorting; `rank` orders aliases at one address

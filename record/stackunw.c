@@ -153,21 +153,6 @@ static int read_direct(struct vmr_stacks *s, uint64_t addr, unw_word_t *val)
 	return 0;
 }
 
-/* n bytes at file offset off of fd; 0 or -1. */
-static int pread_all(int fd, void *buf, size_t n, uint64_t off)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		done += (size_t)r;
-	}
-	return 0;
-}
-
 /* Memory of a copy's process outside the copy: only where a module file
  * is mapped (its unwind tables), read from the file, 4 KiB blocks at a
  * time into the cache where the mapping holds the whole block. */
@@ -187,13 +172,13 @@ static int read_mapped(struct vmr_stacks *s, uint64_t addr, unw_word_t *val)
 	s->st.mem_reads++;
 	if (blk >= m->start && blk + STK_MC_BLOCK <= m->end &&
 	    addr - blk <= STK_MC_BLOCK - sizeof(*val) &&
-	    pread_all(fd, s->mc_data[slot], STK_MC_BLOCK, blk - m->start + m->off) == 0) {
+	    vmt_pread_full(fd, s->mc_data[slot], STK_MC_BLOCK, blk - m->start + m->off) == 0) {
 		s->mc_addr[slot] = blk;
 		s->mc_gen[slot] = s->mgen;
 		memcpy(val, s->mc_data[slot] + (addr - blk), sizeof(*val));
 		return 0;
 	}
-	return pread_all(fd, val, sizeof(*val), addr - m->start + m->off) ? -UNW_EINVAL : 0;
+	return vmt_pread_full(fd, val, sizeof(*val), addr - m->start + m->off) ? -UNW_EINVAL : 0;
 }
 
 static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,

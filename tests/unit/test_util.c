@@ -10,6 +10,9 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rec_internal.h"
 #include "vmtrace.h"
@@ -79,11 +82,30 @@ static void test_code_ranges(void **state)
 	vmr_code_free(&child);
 }
 
+/* vmt_pread_full: every byte asked for, the end of the file said. */
+static void test_pread_full(void **state)
+{
+	(void)state;
+	int fd = memfd_create("pread", 0);
+	assert_true(fd >= 0);
+	char data[10000], buf[10000];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)(i * 7);
+	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+	assert_int_equal(vmt_pread_full(fd, buf, 6000, 4000), 0);
+	assert_memory_equal(buf, data + 4000, 6000);
+	assert_int_equal(vmt_pread_full(fd, buf, 10, 9995), -ENODATA);
+	assert_int_equal(vmt_pread_full(fd, buf, 0, 20000), 0);
+	close(fd);
+	assert_int_equal(vmt_pread_full(fd, buf, 1, 0), -EBADF);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_format_bytes),
+		cmocka_unit_test(test_pread_full),
 		cmocka_unit_test(test_code_ranges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
