@@ -20,7 +20,8 @@ import sys
 FOLDERS = ["format", "record", "replay", "analysis", "vmtrace"]
 # Headers that are a folder's own business, besides its *_int.h files.
 INTERNAL = {"analysis/u64tab.h", "record/u64map.h", "replay/addrmap.h",
-            "replay/loadint.h", "replay/execint.h", "format/codec.h"}
+            "replay/loadint.h", "replay/execint.h",
+            "replay/arena.h", "replay/runfiles.h", "format/codec.h"}
 
 
 def symbols(obj):

@@ -119,7 +119,7 @@ void rp_compare_free(struct rp_compare *c)
 	memset(c, 0, sizeof(*c));
 }
 
-int rp_compare_run(const rp_trace *base, const rp_trace *rew, const struct rp_options *o,
+int rp_compare_run(rp_trace *base, rp_trace *rew, const struct rp_options *o,
 		   unsigned n, struct rp_compare *c, char *msg, size_t msglen)
 {
 	char lmsg[400];

@@ -58,7 +58,7 @@ struct rp_compare {
  * each, so slow drifts of the machine hit both sides alike, then take the
  * medians.  On error the runs done so far are freed.  Free with
  * rp_compare_free. */
-int rp_compare_run(const rp_trace *base, const rp_trace *rew, const struct rp_options *o,
+int rp_compare_run(rp_trace *base, rp_trace *rew, const struct rp_options *o,
 		   unsigned n, struct rp_compare *c, char *msg, size_t msglen);
 void rp_compare_free(struct rp_compare *c);
 

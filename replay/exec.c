@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "execint.h"
+#include "runfiles.h"
 
 static volatile pid_t current_run;
 
@@ -35,36 +37,13 @@ static size_t align64(size_t n)
 	return (n + 63) & ~(size_t)63;
 }
 
-static void render_div(const rp_trace *t, const struct rp_divrec *d, struct rp_divergence *out)
+static void render_div(const struct rp_divrec *d, struct rp_divergence *out)
 {
-	const struct rp_thread *th = &t->threads[d->tid];
-	const struct rp_elem *e = &th->elem[d->elem];
-	struct vmt_event ev;
-	struct vmt_buf b = {0};
-	/* shmat and shmdt replay as mmap and munmap of the segment's stand-in
-	 * (sim.c) and carry those arguments: shown as what was replayed. */
-	uint32_t op = e->op == VMT_OP_SHMAT ? VMT_OP_MMAP : e->op == VMT_OP_SHMDT ? VMT_OP_MUNMAP : e->op;
-	const struct vmt_op_info *oi = vmt_op_info(op);
-
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = VMT_EV_SYSCALL;
-	ev.thread = th->rec;
-	ev.proc = t->procs[th->proc].rec;
-	ev.ts_ns = t->first_ts + e->ts;
-	ev.u.sc.op = op;
-	ev.u.sc.nargs = oi ? oi->nargs : VMT_MAX_ARGS;
-	memcpy(ev.u.sc.args, e->args, sizeof(e->args));
-	ev.u.sc.result = e->result;
-	ev.u.sc.exit_ns = ev.ts_ns;
-	ev.u.sc.stack_id = VMT_NONE;
-	vmt_render_text(&b, &ev);
 	out->event = d->event;
-	out->thread = th->rec;
-	out->recorded = e->result;
+	out->thread = d->thread;
+	out->recorded = d->recorded;
 	out->replayed = d->replayed;
-	const char *as = op == e->op ? "" : e->op == VMT_OP_SHMAT ? "shmat as " : "shmdt as ";
-	snprintf(out->text, sizeof(out->text), "%s%s", as, b.len ? b.data : "?");
-	vmt_buf_free(&b);
+	snprintf(out->text, sizeof(out->text), "%s", d->text);
 }
 
 /* Keep the RP_DIV_SHOWN earliest divergences in k[0..*n), sorted by event. */
@@ -92,20 +71,25 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 	uint32_t ndivs = 0;
 
 	memset(res, 0, sizeof(*res));
-	for (uint32_t s = 0; s < rt->nslots; s++)
-		nth += rt->slot[s].ran;
+	/* (only the slots of threads the trace has: the others' pages were
+	 * never touched) */
+	uint32_t K = rt->opt.scale, nt = t->nthreads < rt->tcap ? t->nthreads : rt->tcap;
+	for (uint32_t c = 0; c < K; c++)
+		for (uint32_t i = 0; i < nt; i++)
+			nth += rt->slot[c * rt->tcap + i].ran;
 	res->threads = calloc(nth ? nth : 1, sizeof(*res->threads));
 	if (!res->threads)
 		return -ENOMEM;
-	for (uint32_t s = 0; s < rt->nslots; s++) {
+	for (uint32_t c = 0; c < K; c++)
+	for (uint32_t tid = 0; tid < nt; tid++) {
+		uint32_t s = c * rt->tcap + tid;
 		const struct rp_slot *o = &rt->slot[s];
 		if (!o->ran)
 			continue;
-		uint32_t tid = s % t->nthreads;
 		struct rp_thread_result *tr = &res->threads[res->nthreads++];
 		tr->thread = t->threads[tid].rec;
 		tr->proc = t->procs[t->threads[tid].proc].rec;
-		tr->copy = s / t->nthreads;
+		tr->copy = c;
 		tr->elems = o->elems;
 		tr->minor_faults = o->minflt;
 		tr->major_faults = o->majflt;
@@ -145,7 +129,7 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 	res->major_faults = res->perf_ok ? res->perf_major : res->rusage_major;
 	res->peak_vmas = rt->sh->peak_vmas;
 	for (uint32_t i = 0; i < ndivs; i++)
-		render_div(t, &divs[i], &res->div[res->ndiv_shown++]);
+		render_div(&divs[i], &res->div[res->ndiv_shown++]);
 	/* Per-op latency: every slot's histogram of that op, in op clock
 	 * ticks, converted with the ticks the run counted per nanosecond. */
 	double ns_per_tick = 1.0;
@@ -160,8 +144,9 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 		if (!(t->ops_used_mask & (1u << op)))
 			continue;
 		memset(h, 0, sizeof(*h));
-		for (uint32_t s = 0; s < rt->nslots; s++)
-			rp_hist_merge(h, &rt->hist[(size_t)s * rt->nused + rt->hidx[op]]);
+		for (uint32_t c = 0; c < K; c++)
+			for (uint32_t i = 0; i < nt; i++)
+				rp_hist_merge(h, &rt->hist[(size_t)(c * rt->tcap + i) * rt->nused + op]);
 		struct rp_op_result *r = &res->ops[op];
 		r->count = h->count;
 		r->errors = h->errors;
@@ -196,10 +181,77 @@ static void wait_showing_progress(pid_t pid, const rp_trace *t, const struct rp_
 	close(fd);
 }
 
-int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *res, char *msg,
+/* ---- the load beside a run -------------------------------------------- */
+
+/* A run whose trace is loaded as it goes: the load runs on a thread of
+ * this process, writing the arena the replay processes read. */
+struct feeder {
+	struct rp_rt *rt;
+	rp_trace *t;
+	struct rp_runfiles *files;
+	pid_t run;
+	volatile int stop; /* the run is over */
+	int rc;
+	pthread_t th;
+};
+
+static int feed_sync(void *arg)
+{
+	struct feeder *f = arg;
+	int rc = rp_files_sync(f->files);
+	if (rc < 0)
+		snprintf(f->rt->sh->msg, sizeof(f->rt->sh->msg), "cannot create scratch files: %s",
+			 strerror(-rc));
+	return rc;
+}
+
+static uint32_t feed_done(void *arg, uint32_t tid)
+{
+	struct feeder *f = arg;
+	struct rp_rt *rt = f->rt;
+	uint32_t d = UINT32_MAX;
+	for (uint32_t c = 0; c < rt->opt.scale; c++) {
+		uint32_t x = __atomic_load_n(&rt->ctl[c * rt->tcap + tid].done, __ATOMIC_ACQUIRE);
+		if (x < d)
+			d = x;
+	}
+	return d;
+}
+
+static int feed_wait(void *arg)
+{
+	struct feeder *f = arg;
+	if (f->stop)
+		return -ECANCELED;
+	struct timespec ts = {0, 100000};
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
+static void *feed_main(void *arg)
+{
+	struct feeder *f = arg;
+	struct rp_load_hooks h = {feed_sync, feed_done, feed_wait, f};
+	f->rc = rp_load_rest(f->t, &h);
+	if (f->rc < 0 && !f->stop) {
+		/* The trace is bad further on: the run ends with its message. */
+		struct rp_shared *sh = f->rt->sh;
+		int zero = 0;
+		if (__atomic_compare_exchange_n(&sh->error, &zero, f->rc, 0, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			snprintf(sh->msg, sizeof(sh->msg), "%s", rp_load_msg(f->t));
+		kill(-f->run, SIGKILL);
+		kill(f->run, SIGKILL);
+	}
+	return NULL;
+}
+
+int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res, char *msg,
 	   size_t msglen)
 {
 	struct rp_rt rt;
+	struct rp_runfiles files;
+	struct feeder feed;
 	char dummy[8];
 	int rc = 0;
 
@@ -210,7 +262,7 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	msg[0] = 0;
 	memset(res, 0, sizeof(*res));
 	memset(&rt, 0, sizeof(rt));
-	rt.t = t;
+	memset(&feed, 0, sizeof(feed));
 	rt.opt = *o;
 	rt.opt.order = t->opt.order;
 	if (!rt.opt.scale)
@@ -219,26 +271,39 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 		snprintf(msg, msglen, "--scale above 1024");
 		return -EINVAL;
 	}
+	/* A trace a run loaded as it went on is loaded again. */
+	if (t->streamed && (rc = rp_load_again(t, msg, msglen)) < 0)
+		return rc;
+	int streaming = !t->complete;
+	uint32_t K = rt.opt.scale;
+	rt.t = t;
+	rt.arena = t->arena;
 	rt.page = t->page_size;
-	rt.futex_private = t->nprocs == 1;
+	rt.futex_private = t->complete && t->nprocs == 1;
 	rt.tsc = o->clock == RP_CLOCK_AUTO && rp_tsc_usable();
 	rt.void_len = t->void_len;
-	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
-		if (t->ops_used_mask & (1u << op))
-			rt.hidx[op] = (uint8_t)rt.nused++;
-	if (!rt.nused)
-		rt.nused = 1;
-	uint64_t nslots = (uint64_t)t->nthreads * rt.opt.scale;
+	rt.nused = VMT_OP__COUNT;
+	/* Streamed, the tables have room for what the load may still bring. */
+	rt.tcap = streaming ? RP_TCAP / K : t->nthreads;
+	rt.rcap = streaming ? (1u << 29) / K : t->nregions + 1;
+	if (t->nthreads > rt.tcap) {
+		snprintf(msg, msglen, "more than %u threads with --scale=%u", rt.tcap, K);
+		return -E2BIG;
+	}
+	uint64_t nslots = (uint64_t)rt.tcap * K;
 	if (nslots > (1u << 20)) {
 		snprintf(msg, msglen, "%llu replay threads are too many", (unsigned long long)nslots);
 		return -E2BIG;
 	}
+	t->region_cap = streaming ? rt.rcap : 0;
+	t->thread_cap = streaming ? rt.tcap : 0;
 	rt.nslots = (uint32_t)nslots;
 	size_t off_ctl = align64(sizeof(struct rp_shared));
 	size_t off_slot = off_ctl + align64(nslots * sizeof(struct rp_ctl));
 	size_t off_hist = off_slot + align64(nslots * sizeof(struct rp_slot));
 	rt.area_len = off_hist + nslots * rt.nused * sizeof(struct rp_hist);
-	rt.area = mmap(NULL, rt.area_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	rt.area = mmap(NULL, rt.area_len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (rt.area == MAP_FAILED) {
 		rc = -errno;
 		snprintf(msg, msglen, "cannot map the result area: %s", strerror(errno));
@@ -248,6 +313,29 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	rt.ctl = (struct rp_ctl *)((char *)rt.area + off_ctl);
 	rt.slot = (struct rp_slot *)((char *)rt.area + off_slot);
 	rt.hist = (struct rp_hist *)((char *)rt.area + off_hist);
+	rp_files_init(&files, t);
+	uint32_t nroot = t->nprocs; /* (the load may bring more processes) */
+	rt.root_plan = calloc(nroot + 1, sizeof(*rt.root_plan));
+	if (!rt.root_plan) {
+		snprintf(msg, msglen, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t p = 0; p < nroot; p++) {
+		if (t->procs[p].parent != RP_VOID || t->procs[p].plan == RP_VOID)
+			continue;
+		if (!(rt.root_plan[p] = malloc(rp_plan_frozen_size(t, t->procs[p].plan)))) {
+			snprintf(msg, msglen, "out of memory");
+			rc = -ENOMEM;
+			goto out;
+		}
+		rp_plan_freeze(t, t->procs[p].plan, streaming, rt.root_plan[p]);
+	}
+	if ((rc = rp_files_sync(&files)) < 0) {
+		snprintf(msg, msglen, "cannot create scratch files: %s", strerror(-rc));
+		goto out;
+	}
+	rt.nfiles_inherited = t->nfiles;
 
 	/* The run's lifeline: this process holds the only write end, so
 	 * when it ends, however it ends, the run's whole process group is
@@ -258,8 +346,7 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	if (pipe2(life, O_CLOEXEC) < 0) {
 		rc = -errno;
 		snprintf(msg, msglen, "cannot create a pipe: %s", strerror(errno));
-		munmap(rt.area, rt.area_len);
-		return rc;
+		goto out;
 	}
 	rt.life_fd = life[0];
 	fflush(NULL); /* nothing buffered gets written twice */
@@ -269,8 +356,7 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 		snprintf(msg, msglen, "cannot fork the replay: %s", strerror(errno));
 		close(life[0]);
 		close(life[1]);
-		munmap(rt.area, rt.area_len);
-		return rc;
+		goto out;
 	}
 	if (pid == 0) {
 		close(life[1]);
@@ -279,6 +365,20 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	close(life[0]);
 	setpgid(pid, pid);
 	current_run = pid;
+	if (streaming) {
+		feed.rt = &rt;
+		feed.t = t;
+		feed.files = &files;
+		feed.run = pid;
+		t->streamed = 1;
+		if ((rc = pthread_create(&feed.th, NULL, feed_main, &feed)) != 0) {
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			snprintf(rt.sh->msg, sizeof(rt.sh->msg), "cannot start the load: %s", strerror(rc));
+			rt.sh->error = -rc;
+			streaming = 0;
+		}
+	}
 	int st;
 	if (o->progress)
 		wait_showing_progress(pid, t, o);
@@ -288,6 +388,10 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 		;
 	kill(-pid, SIGKILL);
+	if (streaming) {
+		feed.stop = 1;
+		pthread_join(feed.th, NULL);
+	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	close(life[1]);
@@ -301,11 +405,20 @@ int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *
 		else
 			snprintf(msg, msglen, "the replay process failed (status %d)", WEXITSTATUS(st));
 		rc = rt.sh->error ? rt.sh->error : -EIO;
+	} else if (streaming && feed.rc < 0) {
+		snprintf(msg, msglen, "%s", rt.sh->msg[0] ? rt.sh->msg : rp_load_msg(t));
+		rc = feed.rc;
 	} else {
 		rc = collect(&rt, res);
 		if (rc < 0)
 			snprintf(msg, msglen, "out of memory");
 	}
+out:
+	rp_files_close(&files);
+	if (rt.root_plan)
+		for (uint32_t p = 0; p < nroot; p++)
+			free(rt.root_plan[p]);
+	free(rt.root_plan);
 	munmap(rt.area, rt.area_len);
 	return rc;
 }

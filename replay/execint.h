@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
+#include "arena.h"
 #include "model.h"
 
 /* Completion counter of one replay thread: elements done, the lowest
@@ -28,10 +29,13 @@ struct rp_ctl {
 	char pad[52];
 } __attribute__((aligned(64)));
 
+/* A divergence, rendered where it happened (the element is not kept). */
 struct rp_divrec {
 	uint64_t event;
-	int64_t replayed;
-	uint32_t tid, elem; /* local thread, element index */
+	int64_t recorded, replayed;
+	uint32_t thread; /* recorded thread index */
+	uint32_t pad;
+	char text[200];
 };
 
 /* What one replay thread reports. */
@@ -42,6 +46,7 @@ struct rp_slot {
 	uint64_t wait_ns, waits, wakes;
 	uint64_t elems, syscalls;
 	uint64_t touched, touch_faults, fallbacks, skipped;
+	uint64_t load_wait_ns; /* waiting for the load to publish elements */
 	uint64_t ndiv;
 	uint64_t div_by_op[VMT_OP__COUNT];
 	struct rp_divrec div[RP_DIV_SHOWN];
@@ -62,24 +67,33 @@ struct rp_shared {
 
 struct rp_rt;
 
-/* One replay thread (slot = copy * nthreads + thread). */
+/* The code replay processes run, kept together (.text.hot): a process
+ * forked for the replay takes a fault on each page of code it runs for
+ * the first time, counted with the replay's. */
+#define RP_RUN_CODE __attribute__((hot))
+
+/* One replay thread (slot = copy * rt->tcap + thread). */
 struct rp_wctx {
 	struct rp_rt *rt;
 	uint32_t tid, copy, slot;
 	uint64_t *base;	      /* this copy's region bases */
 	struct rp_ctl *ctl;   /* this copy's counters */
 	struct rp_slot *out;
-	struct rp_hist *hist; /* this slot's histograms, by rt->hidx */
-	uint8_t *mincore;     /* vector buffer (thread's largest mincore) */
+	struct rp_hist *hist; /* this slot's histograms, by op */
+	struct rp_tsh *ts;    /* its stream */
+	const char *blk;      /* the block of the element it executes */
+	uint8_t *mincore;     /* vector buffer */
+	size_t mincore_len;
 };
 
 struct rp_rt {
 	const rp_trace *t;
 	struct rp_options opt;
 	uint64_t page, void_len;
-	uint32_t nslots;
-	uint8_t hidx[VMT_OP__COUNT]; /* op -> histogram index */
-	uint32_t nused;
+	uint32_t nslots;	     /* tcap * scale */
+	uint32_t tcap;		     /* threads this run has room for */
+	uint32_t rcap;		     /* regions (per copy) */
+	uint32_t nused;		     /* histograms per slot: VMT_OP__COUNT */
 	int futex_private;	     /* single process: private futexes */
 	int tsc;		     /* op latencies in TSC ticks (rp_ticks) */
 
@@ -91,11 +105,18 @@ struct rp_rt {
 	struct rp_slot *slot;
 	struct rp_hist *hist;
 
+	struct rp_arena *arena;	   /* the trace's streams and files */
+	struct rp_xplan **root_plan; /* per process: a root's plan, frozen */
+	uint32_t nfiles_inherited;   /* files made before the run (their
+					descriptors are inherited) */
+
 	/* Private to each replay process (copied by fork). */
-	uint64_t *base;	   /* nregions * scale */
+	uint64_t *base;	   /* rcap * scale, a NORESERVE mapping */
+	size_t base_len;
+	uint64_t *brk_cap; /* per copy: bytes reserved for the heap */
 	uint32_t *live;	   /* threads running, per (process, copy) */
-	int *fd_rd, *fd_rw; /* per file */
-	struct rp_wctx *w; /* per slot */
+	int *fdc_rd, *fdc_rw; /* per file: this process's descriptor + 1 (0: not open) */
+	struct rp_wctx *w; /* per slot (made when its thread starts) */
 	pthread_attr_t attr;
 	pid_t run_pgid;	   /* the run's process group (0: none of its own) */
 	int life_fd;	   /* read end of a pipe only rp_run's process writes */
@@ -113,12 +134,20 @@ void rp_unmap_pieces(struct rp_wctx *w, const struct rp_elem *e);
 /* Forget the regions of e's pieces (a divergent munmap/mremap, an exec). */
 void rp_poison(struct rp_wctx *w, const struct rp_elem *e);
 
+/* setup.c: e, recorded by thread `thread` of process `proc`, as text. */
+void rp_render_elem(const rp_trace *t, uint32_t thread, uint32_t proc, const struct rp_elem *e,
+		    char *text, size_t len);
+/* worker.c: the replay thread of thread tid in copy `copy` (made on
+ * first use). */
+struct rp_wctx *rt_wctx(struct rp_rt *rt, uint32_t copy, uint32_t tid);
 /* worker.c: the body of the run process; never returns. */
 void rp_child_main(struct rp_rt *rt) __attribute__((noreturn));
 
 /* setup.c */
-int rt_open_files(struct rp_rt *rt);
-int rt_setup_plan(struct rp_rt *rt, uint32_t copy, uint32_t plan);
+int rt_setup_plan(struct rp_rt *rt, uint32_t copy, const struct rp_xplan *x);
+/* File idx as this process maps it: its read-only or read-write handle
+ * (opened from the loader's), -1 if it has none. */
+int rt_file_fd(struct rp_rt *rt, uint32_t idx, int rw);
 uint64_t rt_reserve(struct rp_rt *rt, uint64_t rec_start, uint64_t size, uint32_t copy, int *fallback);
 uint64_t rt_count_vmas(void);
 /* The message for a replay process's wait status; async-signal-safe. */
@@ -180,11 +209,10 @@ static inline long sc6(long nr, uint64_t a, uint64_t b, uint64_t c, uint64_t d, 
 #endif
 }
 
-/* The pieces of e: NULL when it has none (a trace without any piece has
- * no array to point into). */
-static inline const struct rp_piece *rp_elem_pieces(const rp_trace *t, const struct rp_elem *e)
+/* The pieces of e, which w executes (in w's current block). */
+static inline const struct rp_piece *rp_elem_pieces(const struct rp_wctx *w, const struct rp_elem *e)
 {
-	return e->npieces ? t->pieces + e->piece0 : NULL;
+	return (const struct rp_piece *)(w->blk + e->piece0);
 }
 
 static inline int failed(long r)

@@ -64,6 +64,8 @@ int ld_new_region(struct loader *L, uint32_t proc, uint8_t kind, uint64_t rec_st
 		  uint64_t size, uint32_t *out)
 {
 	rp_trace *t = L->t;
+	if (t->region_cap && t->nregions >= t->region_cap)
+		return ld_fail(L, VMT_E_LIMIT, "more than %u mappings in a streamed replay", t->region_cap);
 	int rc = ld_grow(L, &t->regions, &t->capregions, (size_t)t->nregions + 1, sizeof(*t->regions));
 	if (rc < 0)
 		return rc;

@@ -44,6 +44,10 @@ static int new_proc(struct loader *L, uint32_t rec, uint32_t parent, uint32_t *o
 		return rc;
 	if (t->nprocs >= 65536)
 		return ld_fail(L, VMT_E_LIMIT, "more than 65536 processes");
+	/* Loaded beside a run, a root process has missed its start. */
+	if (parent == RP_VOID && L->done)
+		return ld_fail(L, VMT_E_LIMIT, "process %u has no parent and starts after the "
+			       "first --window of the trace", rec);
 	if ((rc = ld_grow(L, &t->procs, &t->capprocs, t->nprocs + 1, sizeof(*t->procs))) ||
 	    (rc = ld_grow(L, &L->lp, &L->caplp, t->nprocs + 1, sizeof(*L->lp))))
 		return rc;
@@ -78,6 +82,7 @@ static int new_proc(struct loader *L, uint32_t rec, uint32_t parent, uint32_t *o
 			return rc;
 	}
 	L->proc_of_rec[rec] = p;
+	t->arena->proc_rec[p] = rec;
 	t->nprocs++;
 	*out = p;
 	return 0;
@@ -91,6 +96,9 @@ static int new_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t *out)
 		return rc;
 	if (t->nthreads >= 65536)
 		return ld_fail(L, VMT_E_LIMIT, "more than 65536 threads");
+	if (t->thread_cap && t->nthreads >= t->thread_cap)
+		return ld_fail(L, VMT_E_LIMIT, "more than %u threads in a streamed replay",
+			       t->thread_cap);
 	if ((rc = ld_grow(L, &t->threads, &t->capthreads, t->nthreads + 1, sizeof(*t->threads))) ||
 	    (rc = ld_grow(L, &L->lt, &L->caplt, t->nthreads + 1, sizeof(*L->lt))))
 		return rc;
@@ -106,6 +114,7 @@ static int new_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t *out)
 	t->procs[p].nthreads++;
 	L->thread_of_rec[rec] = tid;
 	t->nthreads++;
+	ld_stream_init(L, tid);
 	*out = tid;
 	return 0;
 }
@@ -134,35 +143,34 @@ static int append(struct loader *L, uint32_t tid, const struct rp_elem *proto, u
 
 	if (th->nelem >= (1u << 31))
 		return ld_fail(L, VMT_E_LIMIT, "more than 2^31 elements in one thread");
-	if ((rc = ld_grow(L, &th->elem, &th->capelem, (size_t)th->nelem + 1, sizeof(*th->elem))))
-		return rc;
-	struct rp_elem *e = &th->elem[th->nelem];
-	*e = *proto;
-	e->event = L->event;
-	e->ts = ts >= t->first_ts ? ts - t->first_ts : 0;
+	struct rp_elem e = *proto;
+	e.event = L->event;
+	e.ts = ts >= t->first_ts ? ts - t->first_ts : 0;
 	if (lt->npt) {
 		if ((rc = ld_grow(L, &t->touches, &t->captouches, (size_t)t->ntouches + lt->npt,
 				  sizeof(*t->touches))) < 0)
 			return rc;
 		memcpy(&t->touches[t->ntouches], lt->pt, lt->npt * sizeof(*lt->pt));
-		e->touch0 = t->ntouches;
-		e->ntouch = lt->npt;
+		e.touch0 = t->ntouches;
+		e.ntouch = lt->npt;
 		t->ntouches += lt->npt;
 	}
-	e->dep0 = t->ndeps;
+	e.dep0 = t->ndeps;
 	uint32_t seq = th->nelem + 1;
-	if ((rc = ld_order(L, tid, e, seq, rng, nrng, global)) < 0)
+	if ((rc = ld_order(L, tid, &e, seq, rng, nrng, global)) < 0)
 		return rc;
-	e->ndeps = t->ndeps - e->dep0;
+	e.ndeps = t->ndeps - e.dep0;
+	if ((rc = ld_store(L, tid, &e)) < 0)
+		return rc;
 	L->prev_thread = tid;
 	L->prev_seq = seq;
 	lt->npt = 0;
 	lt->ntr = 0;
 	th->nelem++;
-	if (e->kind == RK_SYSCALL) {
+	if (e.kind == RK_SYSCALL) {
 		t->nops++;
-		t->ops_used_mask |= 1u << e->op;
-	} else if (e->kind == RK_SKIP) {
+		t->ops_used_mask |= 1u << e.op;
+	} else if (e.kind == RK_SKIP) {
 		t->skipped_ops++;
 	}
 	struct lproc *P = &L->lp[th->proc];

@@ -7,12 +7,15 @@
  *   simtouch.c  TOUCH and FAULT events (uses sim.c)
  *   simspace.c  MAPS snapshots: stand-ins, plans, a process's map
  *   order.c     the waits of each element
+ *   publish.c   elements into their thread's blocks (arena.h), and
+ *               handing them to the replay (publication)
  *   ldcore.c    errors, arrays, regions, pieces, files, memory checks
  */
 #ifndef VMREPLAY_LOADINT_H
 #define VMREPLAY_LOADINT_H
 
 #include "addrmap.h"
+#include "arena.h"
 #include "model.h"
 
 /* Attributes kept per recorded mapping in the simulated map (rpam_val.attr). */
@@ -51,6 +54,12 @@ struct lthread {
 	/* The exec (or end) of a vfork child this thread made: its next
 	 * element waits for it (vf_seq 0: none). */
 	uint32_t vf_thread, vf_seq;
+	/* Its blocks (publish.c): the one being filled, the one holding its
+	 * first unpublished element, elements published, blocks held. */
+	struct rp_blk *tail, *pubblk;
+	uint32_t pub;
+	uint32_t nblocks;
+	uint32_t dirty;	       /* published more since the last store */
 };
 
 struct lproc {
@@ -74,6 +83,7 @@ struct lproc {
 	uint32_t exited;
 	size_t max_segs;	/* peak of map.n, and where it happened */
 	uint32_t max_thread, max_elem;
+	size_t sampled_segs;	/* the peak of the elements flagged to sample */
 };
 
 struct loader {
@@ -90,6 +100,23 @@ struct loader {
 	uint64_t page;	       /* recorded page size */
 	uint64_t cur_mapped, cur_touched; /* all processes */
 	uint32_t prev_thread, prev_seq;	  /* last element (strict order) */
+	/* Publication (publish.c): the threads of the elements stored and
+	 * not yet published, oldest first (a ring of fifo_cap). */
+	uint32_t *fifo;
+	uint32_t fifo_cap, fifo_head, fifo_n;
+	uint32_t *dirty;	/* threads published since the last store */
+	uint32_t ndirty;
+	size_t capdirty;
+	uint32_t unflushed;	/* published since the last store of the counts */
+	uint32_t fifo_alloc;
+	/* A run's hooks (NULL outside one), with hook_arg: sync before
+	 * published elements reach the replay (the run's files); done: the
+	 * elements every copy of a replay thread has completed; wait: for
+	 * the replay to move on (memory is short).  <0 stops the load. */
+	int (*sync)(void *arg);
+	uint32_t (*done)(void *arg, uint32_t tid);
+	int (*wait)(void *arg);
+	void *hook_arg;
 	char *msg;
 	size_t msglen;
 	int err;
@@ -140,6 +167,18 @@ int sim_plan(struct loader *L, uint32_t p);
 int sim_clear(struct loader *L, uint32_t p, uint32_t *piece0, uint32_t *npieces);
 /* simspace.c: forget p's accounting (process exit). */
 void sim_proc_exit(struct loader *L, uint32_t p);
+/* publish.c: store element e (its arrays staged in the trace's pieces,
+ * touches and deps from e's indexes) as thread tid's next, then publish
+ * the oldest stored elements beyond the look-ahead.  The staging arrays
+ * are emptied. */
+int ld_store(struct loader *L, uint32_t tid, const struct rp_elem *e);
+/* publish.c: element idx of thread tid while the loader may still change
+ * it (not published), else NULL. */
+struct rp_elem *ld_elem(struct loader *L, uint32_t tid, uint32_t idx);
+/* publish.c: publish stored elements until at most `keep` are not. */
+int ld_publish(struct loader *L, uint32_t keep);
+/* publish.c: a new thread's stream in the arena. */
+void ld_stream_init(struct loader *L, uint32_t tid);
 /* load.c: one event of the trace into the loader. */
 int ld_event(struct loader *L, const struct vmt_event *ev);
 /* load.c: thread tid ends (its RK_END element); ts 0: with the recording. */

@@ -50,6 +50,7 @@ enum rp_how {
 #define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
 #define RF_POST 0x200u	   /* another thread waits for this element: post it */
+#define RF_ENDS 0x2000u	   /* the thread's last element */
 /* Set last, by the loader (mark_inline, trace.c): */
 #define RF_PIECE1 0x1000u  /* RX_RANGE on one piece of a region (not mincore,
 			      not RF_RAW_LEN): the piece is inline (region,
@@ -78,7 +79,10 @@ struct rp_touch {
 };
 
 /* Wait until thread `thread` (of the same copy) has completed `seq`
- * elements. */
+ * elements.  RP_DEP_LATE in thread: the element waited for had reached
+ * the replay before the wait was known, so it does not post (RF_POST):
+ * the waiter polls. */
+#define RP_DEP_LATE 0x80000000u
 struct rp_dep {
 	uint32_t thread;
 	uint32_t seq;
@@ -90,9 +94,11 @@ struct rp_elem {
 	uint8_t how;   /* enum rp_how */
 	uint8_t pad;
 	uint32_t flags; /* RF_* */
-	uint32_t npieces, piece0; /* rp_trace.pieces[piece0 ..] */
-	uint32_t ndeps, dep0;	  /* rp_trace.deps[dep0 ..] */
-	uint32_t ntouch, touch0;  /* rp_trace.touches[touch0 ..] */
+	/* Its arrays: byte offsets in its block (arena.h); while it is
+	 * loaded, indexes of rp_trace.pieces, .deps and .touches. */
+	uint32_t npieces, piece0;
+	uint32_t ndeps, dep0;
+	uint32_t ntouch, touch0;
 	/* By kind, how and flags (the short path reads the element alone,
 	 * no piece or touch array: each stream more per op was measurable). */
 	uint32_t region;  /* RF_NEWREG / RX_BRK: region; RK_FORK: child proc;
@@ -100,12 +106,14 @@ struct rp_elem {
 	uint32_t region2; /* RF_FIXED_IN: region of the target;
 			     RF_TOUCH1: the touch's region */
 	uint32_t arg;	  /* RK_SPAWN/RK_FORK: thread; RF_FILE: file index;
-			     RK_EXEC: stand-in plan index;
+			     RK_EXEC: stand-in plan index (loaded);
 			     RF_TOUCH1: the touch's pages | RP_TOUCH_WRITE */
 	uint32_t tpage;	  /* RF_TOUCH1: the touch's offset in region2, in pages */
 	uint64_t off2;	  /* RF_FIXED_IN: offset of the target in region2;
-			     RX_BRK: new break offset; RF_PIECE1: the piece's offset */
-	uint64_t aux;	  /* RX_BRK: old break offset; RF_PIECE1: the piece's length */
+			     RX_BRK: new break offset; RF_PIECE1: the piece's offset;
+			     RK_EXEC (published): its frozen plan (rp_xplan *) */
+	uint64_t aux;	  /* RX_BRK: old break offset; RF_PIECE1: the piece's length;
+			     RF_NEWREG mmap: the region's recorded start */
 	uint64_t args[VMT_MAX_ARGS];
 	int64_t result;	  /* recorded */
 	uint64_t ts;	  /* recorded entry time - trace start (ns) */
@@ -148,6 +156,29 @@ struct rp_plan {
 	uint32_t proc;
 };
 
+/* A plan as the replay sets it up (frozen when the element that uses
+ * it is published, publish.c): its stand-ins with what they need of
+ * their regions, and the heap. */
+struct rp_xstandin {
+	struct rp_standin s;
+	uint64_t rec_start, rsize; /* of its region */
+	uint32_t map;		   /* some element uses the region */
+	uint32_t pad;
+};
+struct rp_xplan {
+	uint32_t nstandin;
+	uint32_t brk_region; /* RP_VOID: none */
+	uint64_t brk_rec_start, brk_size, brk_init;
+	uint32_t brk_map, pad;
+	struct rp_xstandin st[];
+};
+typedef struct rp_trace rp_trace;
+/* publish.c: the bytes of plan's frozen form, and freezing it into x
+ * (all: every stand-in and the heap are mapped, as which are used is not
+ * known yet). */
+size_t rp_plan_frozen_size(const rp_trace *t, uint32_t plan);
+void rp_plan_freeze(const rp_trace *t, uint32_t plan, int all, struct rp_xplan *x);
+
 /* A file behind file-backed mappings. */
 struct rp_file {
 	uint64_t dev, ino;
@@ -165,11 +196,9 @@ struct rp_file {
 struct rp_thread {
 	uint32_t proc;	 /* local process index */
 	uint32_t rec;	 /* recorded thread index */
-	uint32_t nelem;
+	uint32_t nelem;	 /* elements loaded (in its stream, arena.h) */
 	uint8_t ended;	 /* (load time) */
 	uint8_t pad[3];
-	struct rp_elem *elem;
-	size_t capelem;	 /* (load time: the capacity of elem) */
 	uint64_t mincore_max; /* largest mincore vector it needs (bytes) */
 };
 
@@ -231,6 +260,38 @@ struct rp_trace {
 	char *cut;			    /* --truncated=replay: where the
 					       trace was cut short, or NULL */
 	uint32_t ops_used_mask;		    /* bit per vmt_op present */
+
+	/* The streams (arena.h), and the load itself while it is not
+	 * complete: a trace whose elements do not fit in --window is
+	 * loaded on as it is replayed (trace.c), and again for each run. */
+	struct rp_arena *arena;
+	struct rp_load *load;	/* the load going on (trace.c), NULL once complete */
+	int complete;		/* every event loaded (and published) */
+	int streamed;		/* loaded during a run: load again for the next */
+	int fd;			/* the trace (for loading it again), or -1 */
+	uint64_t fd_off;	/* where it starts in fd */
+	uint64_t window;	/* bytes of blocks kept in memory */
+	uint32_t region_cap;	/* a run's room for regions (0: unbounded) */
+	uint32_t thread_cap;	/* and for threads */
+	uint32_t loads;		/* times it has been loaded (the reports give
+				   the first load's times) */
 };
+
+/* What a run gives the load that goes on beside it (trace.c, exec.c):
+ * sync, before published elements reach the replay (the run's files);
+ * done, the elements every copy of a replay thread has completed; wait,
+ * for the replay to move on (memory is short).  <0 stops the load. */
+struct rp_load_hooks {
+	int (*sync)(void *arg);
+	uint32_t (*done)(void *arg, uint32_t tid);
+	int (*wait)(void *arg);
+	void *arg;
+};
+/* trace.c: load the rest of t beside a run (1: complete; <0: stopped,
+ * rp_load_msg says why); load t again from its start, up to its window,
+ * for another run. */
+int rp_load_rest(rp_trace *t, const struct rp_load_hooks *h);
+const char *rp_load_msg(const rp_trace *t);
+int rp_load_again(rp_trace *t, char *msg, size_t msglen);
 
 #endif

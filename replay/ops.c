@@ -58,9 +58,9 @@ static inline uint64_t piece_addr(const struct rp_wctx *w, const struct rp_piece
 	return a;
 }
 
-long rp_range_op(struct rp_wctx *w, const struct rp_elem *e)
+RP_RUN_CODE long rp_range_op(struct rp_wctx *w, const struct rp_elem *e)
 {
-	const struct rp_piece *pc = rp_elem_pieces(w->rt->t, e);
+	const struct rp_piece *pc = rp_elem_pieces(w, e);
 	long nr = rp_sysnr[e->op], r = 0;
 	uint64_t a2 = e->op == VMT_OP_MINCORE ? (uint64_t)w->mincore : e->args[2];
 	for (uint32_t i = 0; i < e->npieces; i++) {
@@ -82,9 +82,9 @@ long rp_range_op(struct rp_wctx *w, const struct rp_elem *e)
 }
 
 /* Unmap the mapped pieces of e (what a new region or an exec replaces). */
-void rp_unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
+RP_RUN_CODE void rp_unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
 {
-	const struct rp_piece *pc = rp_elem_pieces(w->rt->t, e);
+	const struct rp_piece *pc = rp_elem_pieces(w, e);
 	for (uint32_t i = 0; i < e->npieces; i++) {
 		uint64_t b = pc[i].region != RP_VOID ? w->base[pc[i].region] : 0;
 		if (b)
@@ -94,26 +94,24 @@ void rp_unmap_pieces(struct rp_wctx *w, const struct rp_elem *e)
 
 /* Forget the regions of e's pieces (a divergent munmap/mremap left them
  * in an unknown state: later ops on them go to the void). */
-void rp_poison(struct rp_wctx *w, const struct rp_elem *e)
+RP_RUN_CODE void rp_poison(struct rp_wctx *w, const struct rp_elem *e)
 {
-	const struct rp_piece *pc = rp_elem_pieces(w->rt->t, e);
+	const struct rp_piece *pc = rp_elem_pieces(w, e);
 	for (uint32_t i = 0; i < e->npieces; i++)
 		if (pc[i].region != RP_VOID)
 			w->base[pc[i].region] = 0;
 }
 
-static int mmap_fd(struct rp_wctx *w, const struct rp_elem *e, uint64_t *flags)
+RP_RUN_CODE static int mmap_fd(struct rp_wctx *w, const struct rp_elem *e, uint64_t *flags)
 {
 	if (!(e->flags & RF_FILE)) {
 		*flags |= MAP_ANONYMOUS;
 		return -1;
 	}
-	const struct rp_rt *rt = w->rt;
 	/* Only scratch files have a writable handle: an original file (or one
 	 * that fell back to scratch) is chosen by which handles exist. */
-	if (!(e->flags & RF_FILE_RW) || rt->fd_rw[e->arg] < 0)
-		return rt->fd_rd[e->arg];
-	return rt->fd_rw[e->arg];
+	int fd = (e->flags & RF_FILE_RW) ? rt_file_fd(w->rt, e->arg, 1) : -1;
+	return fd >= 0 ? fd : rt_file_fd(w->rt, e->arg, 0);
 }
 
 /*
@@ -127,7 +125,7 @@ static int mmap_fd(struct rp_wctx *w, const struct rp_elem *e, uint64_t *flags)
  * probe is outside the call's timing; another thread taking the spot
  * first only makes the kernel choose as it would have.  0: no hint.
  */
-static uint64_t file_hint(uint64_t rec, uint64_t len)
+RP_RUN_CODE static uint64_t file_hint(uint64_t rec, uint64_t len)
 {
 	const uint64_t block = 2ull << 20;
 	if (!len || len > (1ull << 46))
@@ -140,7 +138,7 @@ static uint64_t file_hint(uint64_t rec, uint64_t len)
 	return (uint64_t)p + ((rec - (uint64_t)p) & (block - 1));
 }
 
-long rp_mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
+RP_RUN_CODE long rp_mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
 {
 	const struct rp_rt *rt = w->rt;
 	uint64_t len = e->args[1], prot = e->args[2], flags = e->args[3], off = e->args[5];
@@ -149,18 +147,18 @@ long rp_mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64
 	long r;
 
 	if (e->flags & RF_NEWREG) {
-		const struct rp_region *rg = &rt->t->regions[e->region];
+		uint64_t rec_start = e->aux; /* the region's (publish.c) */
 		flags &= ~(uint64_t)(MAP_FIXED | MAP_FIXED_NOREPLACE);
 		if (rt->opt.placement != RP_PLACE_EXACT && (e->flags & RF_FILE) && !hint)
-			hint = file_hint(rg->rec_start, len);
+			hint = file_hint(rec_start, len);
 		*t0 = rp_ticks(w->rt->tsc);
 		rp_unmap_pieces(w, e);
 		if (rt->opt.placement == RP_PLACE_EXACT) {
 			r = -EEXIST;
-			if (w->copy == 0 && rg->rec_start >= rt->void_len)
-				r = sc6(SYS_mmap, rg->rec_start, len, prot, flags | MAP_FIXED_NOREPLACE,
+			if (w->copy == 0 && rec_start >= rt->void_len)
+				r = sc6(SYS_mmap, rec_start, len, prot, flags | MAP_FIXED_NOREPLACE,
 					(uint64_t)fd, off);
-			if (!failed(r) && (uint64_t)r != rg->rec_start) {
+			if (!failed(r) && (uint64_t)r != rec_start) {
 				sc6(SYS_munmap, (uint64_t)r, len, 0, 0, 0, 0);
 				r = -EEXIST;
 			}
@@ -192,10 +190,10 @@ long rp_mmap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64
 	return r;
 }
 
-long rp_mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
+RP_RUN_CODE long rp_mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
 {
 	const struct rp_rt *rt = w->rt;
-	const struct rp_piece *pc = rp_elem_pieces(rt->t, e);
+	const struct rp_piece *pc = rp_elem_pieces(w, e);
 	uint64_t olen = e->args[1], nlen = e->args[2], flags = e->args[3], naddr = 0;
 	uint64_t l0 = olen, reserved = 0;
 	int is_void;
@@ -236,17 +234,17 @@ long rp_mremap_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint
 /* brk, emulated on the region reserved for the heap: growing maps
  * read-write pages, shrinking turns them back into reservation.  The
  * result is returned in recorded terms, as the kernel's would be. */
-long rp_brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
+RP_RUN_CODE long rp_brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t *t0, uint64_t *t1)
 {
 	const struct rp_rt *rt = w->rt;
 	uint64_t mask = rt->page - 1, b = w->base[e->region];
-	uint64_t rs = rt->t->regions[e->region].rec_start;
+	uint64_t rs = e->args[5]; /* the heap's recorded start (publish.c) */
 	uint64_t pold = (e->aux + mask) & ~mask, pnew = (e->off2 + mask) & ~mask;
 	long r = 0;
 
 	*t0 = rp_ticks(w->rt->tsc);
-	if (!b)
-		r = -ENOMEM;
+	if (!b || pnew > rt->brk_cap[w->copy])
+		r = -ENOMEM; /* no heap, or past its reservation */
 	else if (pnew > pold)
 		r = sc6(SYS_mmap, b + pold, pnew - pold, PROT_READ | PROT_WRITE,
 			MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0);

@@ -48,6 +48,9 @@ static const char usage_text[] =
 "                      a trace cut short (its recorder killed): refuse it\n"
 "                      (default), or replay it up to its last complete chunk,\n"
 "                      ending there the threads still alive, and report the cut\n"
+"  --window=SIZE       memory for the loaded trace (default 48M): a trace that\n"
+"                      needs more is loaded as it is replayed, and again for\n"
+"                      each run; one that fits is loaded once\n"
 "  --progress          show progress on standard error (loading, then each run),\n"
 "                      also when it is not a terminal\n"
 "  --no-progress       never show progress (default: shown on a terminal,\n"
@@ -145,6 +148,7 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 		OPT_REWRITE = 256, OPT_COMPARE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_KERNEL,
 		OPT_VM_CPUS, OPT_VM_MEMORY, OPT_VM_ACCEL, OPT_VM_TIMEOUT, OPT_VM_CONSOLE,
 		OPT_TRUNCATED,
+		OPT_WINDOW,
 	};
 	static const struct option longopts[] = {
 		{"order", required_argument, NULL, 'o'},
@@ -156,6 +160,7 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 		{"files", required_argument, NULL, 'f'},
 		{"max-memory", required_argument, NULL, 'm'},
 		{"truncated", required_argument, NULL, OPT_TRUNCATED},
+		{"window", required_argument, NULL, OPT_WINDOW},
 		{"rewrite", optional_argument, NULL, OPT_REWRITE},
 		{"compare", optional_argument, NULL, OPT_COMPARE},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
@@ -234,6 +239,11 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 			if (parse_u64(optarg, &v, 1) || v == 0)
 				return fail(err, errlen, "--max-memory: '%s' is not a size", optarg);
 			a->o.max_memory = v;
+			break;
+		case OPT_WINDOW:
+			if (parse_u64(optarg, &v, 1) || v < RP_WINDOW_MIN)
+				return fail(err, errlen, "--window: '%s' is not a size of at least 64K", optarg);
+			a->o.window = v;
 			break;
 		case OPT_TRUNCATED:
 			if (pick(optarg, truncs, &a->o.truncated))
@@ -386,6 +396,8 @@ int rp_guest_args(const struct rp_args *a, const char *trace, const char *json, 
 		arg(&b, "--max-memory=%llu", (unsigned long long)o->max_memory);
 	if (o->truncated == RP_TRUNC_REPLAY)
 		arg(&b, "--truncated=replay");
+	if (o->window)
+		arg(&b, "--window=%llu", (unsigned long long)o->window);
 	if (a->mode == RP_MODE_REWRITE)
 		arg(&b, "--rewrite=%s", a->rules);
 	else if (a->mode == RP_MODE_COMPARE)

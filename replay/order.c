@@ -39,10 +39,12 @@ static int note_dep(struct loader *L, uint32_t self, uint32_t u, uint32_t seq)
 	int rc = ld_grow(L, &t->deps, &t->capdeps, (size_t)t->ndeps + 1, sizeof(*t->deps));
 	if (rc < 0)
 		return rc;
-	t->deps[t->ndeps].thread = u;
+	struct rp_elem *target = ld_elem(L, u, seq - 1);
+	t->deps[t->ndeps].thread = u | (target ? 0 : RP_DEP_LATE);
 	t->deps[t->ndeps].seq = seq;
 	t->ndeps++;
-	t->threads[u].elem[seq - 1].flags |= RF_POST;
+	if (target)
+		target->flags |= RF_POST;
 	return 0;
 }
 

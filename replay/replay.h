@@ -71,9 +71,15 @@ struct rp_options {
 	uint32_t scale;	     /* copies of the trace run at once (>= 1) */
 	uint64_t max_memory; /* refuse traces needing more (bytes; 0: half of RAM) */
 	int truncated;	     /* enum rp_truncated */
+	uint64_t window;     /* bytes of loaded elements kept in memory (0:
+				RP_WINDOW_DEFAULT): a trace that needs more is
+				loaded as it is replayed, again for each run */
 	rp_progress_fn progress; /* NULL: none */
 	void *progress_arg;
 };
+
+#define RP_WINDOW_DEFAULT (48ull << 20)
+#define RP_WINDOW_MIN (64ull << 10)
 
 void rp_options_default(struct rp_options *o);
 
@@ -144,14 +150,17 @@ int rp_guest_args(const struct rp_args *a, const char *trace, const char *json, 
 
 typedef struct rp_trace rp_trace;
 
-/* Read and validate the whole trace at path and prepare it for replay
- * with options o (the order and memory limit are applied here).  On error
- * returns <0, *out = NULL and msg says why (without the path). */
+/* Read and validate the trace at path and prepare it for replay with
+ * options o (the order and memory limit are applied here).  A trace whose
+ * elements fit in o->window is loaded whole; of a longer one, the first
+ * window's worth, and each rp_run loads the rest as the replay goes on
+ * (and fails when it is bad further on).  On error returns <0, *out =
+ * NULL and msg says why (without the path). */
 int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out,
 		  char *msg, size_t msglen);
-/* The same for a trace read from fd (from its current offset; not closed),
- * e.g. a rewritten trace in an unlinked temporary file.  name is what the
- * reports call the trace. */
+/* The same for a trace read from fd (from its current offset; not closed:
+ * the trace keeps a duplicate to read it again), e.g. a rewritten trace in
+ * an unlinked temporary file.  name is what the reports call the trace. */
 int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_trace **out,
 		     char *msg, size_t msglen);
 void rp_trace_free(rp_trace *t);
@@ -262,7 +271,7 @@ struct rp_run_result {
  * runs in a child process tree, which ends with this process if it dies;
  * this function waits for it.  Returns 0 and fills
  * *res (free with rp_run_result_free), or <0 with msg. */
-int rp_run(const rp_trace *t, const struct rp_options *o, struct rp_run_result *res,
+int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res,
 	   char *msg, size_t msglen);
 void rp_run_result_free(struct rp_run_result *r);
 

@@ -1,7 +1,7 @@
 /*
- * setup.c - what a run needs before (and at exec, during) the replay:
- * scratch files, stand-ins for the mappings of a MAPS snapshot, the brk
- * reservation; and the run process's fatal-error path.
+ * setup.c - what a replay process needs before (and at exec, during) the
+ * replay: its handles of the run's files, stand-ins for the mappings of a
+ * MAPS snapshot, the brk reservation; and the run's fatal-error path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,10 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "execint.h"
-
-#ifndef MFD_NOEXEC_SEAL
-#define MFD_NOEXEC_SEAL 0x0008u
-#endif
 
 
 /* The run's error slot: the first error wins (true: write its message);
@@ -78,7 +74,7 @@ void rt_status_msg(char *buf, size_t size, int st)
  * the run, as rt_fatal does: the others may be waiting for its threads'
  * progress.  (One that called rt_fatal has recorded its message and
  * killed the run already.)  Async-signal-safe. */
-void rt_child_ended(struct rp_rt *rt, int st)
+RP_RUN_CODE void rt_child_ended(struct rp_rt *rt, int st)
 {
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return;
@@ -89,7 +85,7 @@ void rt_child_ended(struct rp_rt *rt, int st)
 
 static struct rp_rt *watch_rt;
 
-static void on_child(int sig)
+RP_RUN_CODE static void on_child(int sig)
 {
 	int saved = errno, st;
 	(void)sig;
@@ -111,141 +107,9 @@ void rt_watch_children(struct rp_rt *rt)
 	sigaction(SIGCHLD, &sa, NULL);
 }
 
-/*
- * Read the scratch files once, so that their pages are in the page cache
- * as the recorded files' pages were: faults on them are then minor, with
- * fault-around, instead of major.  Page by page, without readahead: the
- * cache then holds single pages, as it does for a file written or read a
- * page at a time (a database), and a fault maps the pages around it
- * (fault-around), as natively; read in large blocks, the cache would hold
- * large folios, which a fault maps whole, and the replay would take fewer
- * faults than the program did.  Bounded, as it costs memory.
- */
-static void warm_cache(struct rp_rt *rt)
-{
-	static char buf[4096];
-	uint64_t budget = 256ull << 20;
-	for (uint32_t i = 0; i < rt->t->nfiles && budget; i++) {
-		if (rt->fd_rw[i] < 0 || rt->t->files[i].shm)
-			continue;
-		uint64_t size = rt->t->files[i].size;
-		posix_fadvise(rt->fd_rd[i], 0, 0, POSIX_FADV_RANDOM);
-		for (uint64_t off = 0; off < size && budget; off += sizeof(buf)) {
-			ssize_t r = pread(rt->fd_rd[i], buf, sizeof(buf), (off_t)off);
-			if (r <= 0)
-				break;
-			budget -= budget > (uint64_t)r ? (uint64_t)r : budget;
-		}
-	}
-}
-
-/* The recorded file, read-only, where it is still the file that was
- * mapped: the same inode and size (a file replaced under its path, as
- * package upgrades and compilers do, has another inode).  The device
- * number is not compared: it changes across boots (device-mapper numbers
- * its devices as they come up) and in containers.  -1 if not. */
-static int open_original(const struct rp_file *f)
-{
-	struct stat st;
-	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->rec_size ||
-	    (f->ino && (uint64_t)st.st_ino != f->ino)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/*
- * Scratch files: created in a private directory, sized (sparse), opened
- * read-only and read-write, then unlinked at once with their directory, so
- * nothing is left behind whatever happens to the run.  --files=original
- * opens the recorded file read-only (only for files no mapping could
- * write: see finish() in trace.c).  A SysV shared memory segment gets a
- * memfd of its size instead, opened read-write and (through /proc)
- * read-only.
- */
-int rt_open_files(struct rp_rt *rt)
-{
-	const rp_trace *t = rt->t;
-	char dir[4096], name[4200];
-	int made = 0;
-
-	if (!t->nfiles)
-		return 0;
-	rt->fd_rd = malloc(t->nfiles * sizeof(int));
-	rt->fd_rw = malloc(t->nfiles * sizeof(int));
-	if (!rt->fd_rd || !rt->fd_rw)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < t->nfiles; i++)
-		rt->fd_rd[i] = rt->fd_rw[i] = -1;
-	const char *tmp = getenv("TMPDIR");
-	if (!tmp || !*tmp || strlen(tmp) > 3000)
-		tmp = "/tmp";
-	snprintf(dir, sizeof(dir), "%s/vmreplay.XXXXXX", tmp);
-	for (uint32_t i = 0; i < t->nfiles; i++) {
-		const struct rp_file *f = &t->files[i];
-		if (f->zero)
-			continue;
-		if (f->shm) {
-			/* A SysV segment's pages are shmem, zero until written:
-			 * so are a memfd's. */
-			int fd = memfd_create("vmreplay-shm", MFD_CLOEXEC);
-			if (fd < 0 && errno == EACCES) /* vm.memfd_noexec=2 */
-				fd = memfd_create("vmreplay-shm", MFD_CLOEXEC | MFD_NOEXEC_SEAL);
-			if (fd < 0)
-				goto fail;
-			rt->fd_rw[i] = fd;
-			if (ftruncate(fd, (off_t)f->size) < 0)
-				goto fail;
-			/* A read-only handle for SHM_RDONLY attaches: a mapping
-			 * of it can never be made writable. */
-			if (f->shm_ro) {
-				snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
-				rt->fd_rd[i] = open(name, O_RDONLY | O_CLOEXEC);
-				if (rt->fd_rd[i] < 0)
-					goto fail;
-			}
-			continue;
-		}
-		if (f->original && (rt->fd_rd[i] = open_original(f)) >= 0)
-			continue;
-		if (!made) {
-			if (!mkdtemp(dir))
-				return -errno;
-			made = 1;
-		}
-		snprintf(name, sizeof(name), "%s/%u", dir, i);
-		int fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0)
-			goto fail;
-		rt->fd_rw[i] = fd;
-		rt->fd_rd[i] = open(name, O_RDONLY | O_CLOEXEC);
-		unlink(name);
-		if (rt->fd_rd[i] < 0 || ftruncate(fd, (off_t)f->size) < 0)
-			goto fail;
-	}
-	if (made)
-		rmdir(dir);
-	warm_cache(rt);
-	return 0;
-fail:;
-	int err = -errno;
-	if (made) {
-		for (uint32_t i = 0; i < t->nfiles; i++) {
-			snprintf(name, sizeof(name), "%s/%u", dir, i);
-			unlink(name);
-		}
-		rmdir(dir);
-	}
-	return err;
-}
-
 /* A PROT_NONE reservation of size bytes for a region; with exact
  * placement, at the recorded address if free (copy 0 only). */
-uint64_t rt_reserve(struct rp_rt *rt, uint64_t rec_start, uint64_t size, uint32_t copy, int *fallback)
+RP_RUN_CODE uint64_t rt_reserve(struct rp_rt *rt, uint64_t rec_start, uint64_t size, uint32_t copy, int *fallback)
 {
 	const int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 	void *p;
@@ -264,33 +128,76 @@ uint64_t rt_reserve(struct rp_rt *rt, uint64_t rec_start, uint64_t size, uint32_
 	return p == MAP_FAILED ? 0 : (uint64_t)p;
 }
 
-int rt_setup_plan(struct rp_rt *rt, uint32_t copy, uint32_t plan)
+/* "/proc/PID/fd/FD" into buf, without stdio (in a replay process, every
+ * page of libc code it runs for the first time is a fault the replay
+ * counts). */
+RP_RUN_CODE static void proc_fd_path(char *buf, int pid, int fd)
 {
-	const rp_trace *t = rt->t;
-	const struct rp_plan *pl = &t->plans[plan];
-	uint64_t *base = rt->base + (size_t)copy * t->nregions;
+	const char *head = "/proc/";
+	char num[12];
+	size_t k = 0;
+	int v[2] = {pid, fd};
+	while (*head)
+		buf[k++] = *head++;
+	for (int i = 0; i < 2; i++) {
+		int n = 0;
+		unsigned x = (unsigned)v[i];
+		do
+			num[n++] = (char)('0' + x % 10);
+		while ((x /= 10) && n < (int)sizeof(num));
+		while (n)
+			buf[k++] = num[--n];
+		if (!i) {
+			memcpy(buf + k, "/fd/", 4);
+			k += 4;
+		}
+	}
+	buf[k] = 0;
+}
+
+RP_RUN_CODE int rt_file_fd(struct rp_rt *rt, uint32_t idx, int rw)
+{
+	const struct rp_fsh *f = &rt->arena->files[idx];
+	int32_t have = __atomic_load_n(rw ? &f->rw : &f->rd, __ATOMIC_ACQUIRE);
+	/* Made before the run began: this process has the descriptor. */
+	if (idx < rt->nfiles_inherited || have <= 0)
+		return have - 1;
+	int *c = rw ? &rt->fdc_rw[idx] : &rt->fdc_rd[idx];
+	if (*c)
+		return *c - 1;
+	/* Made by the load as the run went on: opened through the loader's. */
+	char name[64];
+	proc_fd_path(name, (int)rt->arena->pid, have - 1);
+	int fd = open(name, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOCTTY);
+	*c = fd + 1;
+	return fd;
+}
+
+RP_RUN_CODE int rt_setup_plan(struct rp_rt *rt, uint32_t copy, const struct rp_xplan *x)
+{
+	uint64_t *base = rt->base + (size_t)copy * rt->rcap;
 	uint64_t mask = rt->page - 1;
 	int fb = 0;
 
-	for (uint32_t i = 0; i < pl->nstandin;) {
-		const struct rp_standin *s0 = &t->standins[pl->standin0 + i];
-		const struct rp_region *rg = &t->regions[s0->region];
+	for (uint32_t i = 0; i < x->nstandin;) {
+		const struct rp_xstandin *s0 = &x->st[i];
 		uint32_t j = i;
-		while (j < pl->nstandin && t->standins[pl->standin0 + j].region == s0->region)
+		while (j < x->nstandin && x->st[j].s.region == s0->s.region)
 			j++;
-		if (rg->needed && rg->size) {
-			uint64_t b = rt_reserve(rt, rg->rec_start, (rg->size + mask) & ~mask, copy, &fb);
+		if (s0->map && s0->rsize) {
+			uint64_t b = rt_reserve(rt, s0->rec_start, (s0->rsize + mask) & ~mask, copy, &fb);
 			if (!b)
 				return -ENOMEM;
 			for (uint32_t k = i; k < j; k++) {
-				const struct rp_standin *s = &t->standins[pl->standin0 + k];
+				const struct rp_standin *s = &x->st[k].s;
 				int flags = MAP_FIXED | (s->shared ? MAP_SHARED : MAP_PRIVATE);
 				int fd = -1;
 				uint64_t off = 0;
-				if (s->file != RP_VOID && !t->files[s->file].zero) {
+				if (s->file != RP_VOID && !rt->arena->files[s->file].zero) {
 					/* only scratch files have a writable handle */
-					fd = (s->shared && (s->prot & PROT_WRITE) && rt->fd_rw[s->file] >= 0)
-						     ? rt->fd_rw[s->file] : rt->fd_rd[s->file];
+					fd = (s->shared && (s->prot & PROT_WRITE)) ? rt_file_fd(rt, s->file, 1) : -1;
+					if (fd < 0)
+						fd = rt_file_fd(rt, s->file, 0);
 					off = s->file_off;
 				}
 				if (fd < 0)
@@ -299,31 +206,58 @@ int rt_setup_plan(struct rp_rt *rt, uint32_t copy, uint32_t plan)
 				 * touches there are caught and counted. */
 				mmap((void *)(b + s->off), s->len, (int)s->prot, flags, fd, (off_t)off);
 			}
-			base[s0->region] = b;
+			base[s0->s.region] = b;
 		}
 		i = j;
 	}
-	if (pl->brk_region != RP_VOID && t->regions[pl->brk_region].needed) {
-		const struct rp_region *rg = &t->regions[pl->brk_region];
-		uint64_t size = (rg->size + mask) & ~mask;
+	if (x->brk_region != RP_VOID && x->brk_map) {
+		uint64_t size = (x->brk_size + mask) & ~mask;
 		if (size < rt->page)
 			size = rt->page;
-		uint64_t b = rt_reserve(rt, rg->rec_start, size, copy, &fb);
+		uint64_t b = rt_reserve(rt, x->brk_rec_start, size, copy, &fb);
 		if (!b)
 			return -ENOMEM;
-		uint64_t init = (rg->brk_init + mask) & ~mask;
+		uint64_t init = (x->brk_init + mask) & ~mask;
 		if (init > size)
 			init = size;
 		if (init)
 			mmap((void *)b, init, PROT_READ | PROT_WRITE,
 			     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		base[pl->brk_region] = b;
+		base[x->brk_region] = b;
+		rt->brk_cap[copy] = size;
 	}
 	return fb;
 }
 
+void rp_render_elem(const rp_trace *t, uint32_t thread, uint32_t proc, const struct rp_elem *e,
+		    char *text, size_t len)
+{
+	struct vmt_event ev;
+	struct vmt_buf b = {0};
+	/* shmat and shmdt replay as mmap and munmap of the segment's stand-in
+	 * (sim.c) and carry those arguments: shown as what was replayed. */
+	uint32_t op = e->op == VMT_OP_SHMAT ? VMT_OP_MMAP : e->op == VMT_OP_SHMDT ? VMT_OP_MUNMAP : e->op;
+	const struct vmt_op_info *oi = vmt_op_info(op);
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = VMT_EV_SYSCALL;
+	ev.thread = thread;
+	ev.proc = proc;
+	ev.ts_ns = t->first_ts + e->ts;
+	ev.u.sc.op = op;
+	ev.u.sc.nargs = oi ? oi->nargs : VMT_MAX_ARGS;
+	memcpy(ev.u.sc.args, e->args, sizeof(e->args));
+	ev.u.sc.result = e->result;
+	ev.u.sc.exit_ns = ev.ts_ns;
+	ev.u.sc.stack_id = VMT_NONE;
+	vmt_render_text(&b, &ev);
+	const char *as = op == e->op ? "" : e->op == VMT_OP_SHMAT ? "shmat as " : "shmdt as ";
+	snprintf(text, len, "%s%s", as, b.len ? b.data : "?");
+	vmt_buf_free(&b);
+}
+
 /* VMAs of this process: lines of /proc/self/maps. */
-uint64_t rt_count_vmas(void)
+RP_RUN_CODE uint64_t rt_count_vmas(void)
 {
 	char buf[4096];
 	uint64_t n = 0;

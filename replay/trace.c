@@ -49,39 +49,8 @@ static uint64_t void_length(uint64_t page)
 	return v & ~(page - 1);
 }
 
-/* What the replay loop needs of a one-piece range op, copied into the
- * element (its piece, a single touch run), and the elements it runs on
- * its short path (worker.c): after the load, when every wait, post and
- * VMA sample is known. */
-static void mark_inline(struct loader *L)
-{
-	rp_trace *t = L->t;
-	for (uint32_t tid = 0; tid < t->nthreads; tid++)
-		for (uint32_t i = 0; i < t->threads[tid].nelem; i++) {
-			struct rp_elem *e = &t->threads[tid].elem[i];
-			if (!(e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1 &&
-			      e->op != VMT_OP_MINCORE && !(e->flags & RF_RAW_LEN) &&
-			      t->pieces[e->piece0].region != RP_VOID))
-				continue;
-			const struct rp_piece *p = &t->pieces[e->piece0];
-			e->flags |= RF_PIECE1;
-			e->region = p->region;
-			e->off2 = p->off;
-			e->aux = p->len;
-			if (!e->ndeps && !(e->flags & (RF_SAMPLE_VMAS | RF_POST)))
-				e->flags |= RF_FAST;
-			if (e->ntouch != 1)
-				continue;
-			const struct rp_touch *tc = &t->touches[e->touch0];
-			if (tc->off / L->page > UINT32_MAX || tc->off % L->page)
-				continue;
-			e->flags |= RF_TOUCH1;
-			e->region2 = tc->region;
-			e->tpage = (uint32_t)(tc->off / L->page);
-			e->arg = tc->npages;
-		}
-}
-
+/* The end of the load: threads still running end, every process must
+ * have run, the memory peaks are checked, and everything is published. */
 static int finish(struct loader *L)
 {
 	rp_trace *t = L->t;
@@ -100,23 +69,11 @@ static int finish(struct loader *L)
 			continue;
 		if (P->pending_fork || t->procs[p].first_thread == RP_VOID)
 			return ld_fail(L, VMT_E_CORRUPT, "process %u never had a thread", t->procs[p].rec);
-		if (P->max_segs)
-			t->threads[P->max_thread].elem[P->max_elem].flags |= RF_SAMPLE_VMAS;
 	}
 	if ((rc = ld_check_memory(L)))
 		return rc;
-	mark_inline(L);
-	for (uint32_t i = 0; i < t->nfiles; i++) {
-		struct rp_file *f = &t->files[i];
-		struct stat st;
-		f->size = (f->size + L->page - 1) & ~(L->page - 1);
-		if (t->opt.files == RP_FILES_ORIGINAL && !f->shared_rw && !f->zero && !f->shm &&
-		    f->rec_size &&
-		    f->path[0] == '/' && stat(f->path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    (uint64_t)st.st_size == f->rec_size)
-			f->original = 1;
-	}
-	return 0;
+	t->complete = 1;
+	return ld_publish(L, 0);
 }
 
 static void free_loader(struct loader *L)
@@ -139,6 +96,196 @@ static void free_loader(struct loader *L)
 	free(L->lp);
 	free(L->thread_of_rec);
 	free(L->proc_of_rec);
+	free(L->fifo);
+	free(L->dirty);
+}
+
+/* A load in progress: the loader, its reader, and its message. */
+struct rp_load {
+	struct loader L;
+	vmt_reader *r;
+	uint64_t fsize;
+	int first;
+	char msg[320];
+};
+
+static void load_free(rp_trace *t)
+{
+	struct rp_load *ld = t->load;
+	if (!ld)
+		return;
+	free_loader(&ld->L);
+	vmt_reader_free(ld->r);
+	free(ld);
+	t->load = NULL;
+}
+
+/* Forget what a load made (for loading again). */
+static void trace_clear(rp_trace *t)
+{
+	for (uint32_t i = 0; i < t->nfiles; i++)
+		free(t->files[i].path);
+	free(t->threads);
+	free(t->procs);
+	free(t->regions);
+	free(t->pieces);
+	free(t->touches);
+	free(t->deps);
+	free(t->standins);
+	free(t->plans);
+	free(t->files);
+	free(t->cut);
+	rp_arena_free(t->arena);
+	size_t keep = offsetof(rp_trace, threads);
+	memset((char *)t + keep, 0, offsetof(rp_trace, fd) - keep);
+	t->first_ts = t->last_ts = t->events = t->nops = 0;
+}
+
+/* Start loading t from the start of its file: the header, the arena, the
+ * loader.  msg: the caller's (the load's own once it runs beside a run). */
+static int load_begin(rp_trace *t, char *msg, size_t msglen)
+{
+	int err = 0;
+	uint64_t start = t->load_start_ns, ns = t->load_ns;
+	trace_clear(t);
+	t->load_start_ns = t->loads ? start : vmt_now_ns();
+	t->load_ns = ns;
+	t->loads++;
+	if (lseek(t->fd, (off_t)t->fd_off, SEEK_SET) < 0 && t->fd_off) {
+		snprintf(msg, msglen, "cannot read the trace again: %s", strerror(errno));
+		return -errno;
+	}
+	struct rp_load *ld = calloc(1, sizeof(*ld));
+	if (!ld) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	t->load = ld;
+	ld->r = vmt_reader_open_fd(t->fd, &err, msg, msglen);
+	if (!ld->r) {
+		if (!msg[0])
+			snprintf(msg, msglen, "%s", vmt_strerror(err));
+		return err ? err : -EINVAL;
+	}
+	if (!(t->arena = rp_arena_new())) {
+		snprintf(msg, msglen, "cannot map the replay's shared memory: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	struct loader *L = &ld->L;
+	L->t = t;
+	L->msg = msg;
+	L->msglen = msglen;
+	L->prev_thread = RP_VOID;
+	L->fifo_cap = 65536u + 1024u;
+	if (!(L->fifo = malloc(L->fifo_cap * sizeof(*L->fifo)))) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	const struct vmt_header *h = vmt_reader_header(ld->r);
+	long ps = sysconf(_SC_PAGESIZE);
+	if (!h->page_size || (h->page_size & (h->page_size - 1)) || (long)h->page_size != ps) {
+		snprintf(msg, msglen, "recorded with %u-byte pages; this machine has %ld",
+			 h->page_size, ps);
+		return -EINVAL;
+	}
+	L->page = h->page_size;
+	t->page_size = h->page_size;
+	t->void_len = void_length(L->page);
+	struct stat st;
+	ld->fsize = fstat(t->fd, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+	ld->first = 1;
+	/* Decoding beside the loader's simulation; the thread ends with the
+	 * reader, before any run forks (a loaded trace), or with the load. */
+	vmt_reader_prefetch(ld->r);
+	return 0;
+}
+
+/* Load events until the end of the trace, or (window set) until its
+ * elements fill the window.  Returns 1 at the end, 0 when it stopped
+ * short, <0 with the message. */
+static int load_events(rp_trace *t, int window)
+{
+	struct rp_load *ld = t->load;
+	struct loader *L = &ld->L;
+	const struct rp_options *o = &t->opt;
+	struct vmt_event ev;
+	int rc;
+	while ((rc = vmt_reader_next(ld->r, &ev)) == 1) {
+		L->event = vmt_reader_event_index(ld->r) - 1;
+		if (ld->first) {
+			t->first_ts = ev.ts_ns;
+			ld->first = 0;
+		}
+		if (ev.ts_ns > t->last_ts)
+			t->last_ts = ev.ts_ns;
+		if (o->progress && !(L->event & 8191) && !L->done)
+			o->progress(o->progress_arg, RP_PROGRESS_LOAD, vmt_reader_offset(ld->r), ld->fsize);
+		if ((rc = ld_event(L, &ev)) < 0)
+			return rc;
+		if (window && t->arena->in_use > t->window && t->nthreads)
+			return 0;
+	}
+	if (rc == VMT_E_TRUNC && o->truncated == RP_TRUNC_REPLAY) {
+		/* vmrec keeps every chunk it completed: the events before the
+		 * cut are whole, and threads alive there end there (finish). */
+		if (!(t->cut = strdup(vmt_reader_errmsg(ld->r))))
+			return ld_fail(L, -ENOMEM, "out of memory");
+	} else if (rc < 0) {
+		snprintf(L->msg, L->msglen, "%s%s", vmt_reader_errmsg(ld->r), rc != VMT_E_TRUNC ? ""
+			 : "; --truncated=replay replays the events before the cut");
+		return L->err = rc;
+	}
+	t->events = vmt_reader_event_index(ld->r);
+	if (t->nthreads == 0) {
+		snprintf(L->msg, L->msglen, "the trace has no threads to replay");
+		return L->err = -EINVAL;
+	}
+	if ((rc = finish(L)) < 0)
+		return rc;
+	if (t->loads == 1)
+		t->load_ns = vmt_now_ns() - t->load_start_ns;
+	return 1;
+}
+
+int rp_load_rest(rp_trace *t, const struct rp_load_hooks *h)
+{
+	struct loader *L = &t->load->L;
+	L->sync = h->sync;
+	L->done = h->done;
+	L->wait = h->wait;
+	L->hook_arg = h->arg;
+	int rc = load_events(t, 0);
+	if (rc == 1) {
+		load_free(t);
+		return 0;
+	}
+	return rc < 0 ? rc : -EIO;
+}
+
+const char *rp_load_msg(const rp_trace *t)
+{
+	return t->load ? t->load->msg : "";
+}
+
+int rp_load_again(rp_trace *t, char *msg, size_t msglen)
+{
+	load_free(t);
+	int rc = load_begin(t, msg, msglen);
+	if (rc == 0)
+		rc = load_events(t, 1);
+	if (rc < 0) {
+		if (!msg[0])
+			snprintf(msg, msglen, "%s", vmt_strerror(rc));
+		load_free(t);
+		return rc;
+	}
+	if (rc == 1) {
+		load_free(t);
+	} else {
+		t->load->L.msg = t->load->msg;
+		t->load->L.msglen = sizeof(t->load->msg);
+	}
+	return 0;
 }
 
 int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out, char *msg,
@@ -160,10 +307,8 @@ int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out, 
 int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_trace **out,
 		     char *msg, size_t msglen)
 {
-	struct loader L;
-	struct vmt_event ev;
-	int err = 0, rc;
 	char dummy[8];
+	int rc;
 
 	*out = NULL;
 	if (!msg || !msglen) {
@@ -171,89 +316,45 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 		msglen = sizeof(dummy);
 	}
 	msg[0] = 0;
-	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, msglen);
-	if (!r) {
-		if (!msg[0])
-			snprintf(msg, msglen, "%s", vmt_strerror(err));
-		return err ? err : -EINVAL;
-	}
-	memset(&L, 0, sizeof(L));
 	rp_trace *t = calloc(1, sizeof(*t));
 	if (!t) {
-		vmt_reader_free(r);
 		snprintf(msg, msglen, "out of memory");
 		return -ENOMEM;
 	}
-	t->load_start_ns = vmt_now_ns();
+	t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	t->fd_off = at > 0 ? (uint64_t)at : 0;
 	t->opt = *o;
 	if (!t->opt.max_memory)
 		t->opt.max_memory = half_ram();
 	if (!t->opt.scale)
 		t->opt.scale = 1;
-	L.t = t;
-	L.msg = msg;
-	L.msglen = msglen;
-	L.prev_thread = RP_VOID;
-	const struct vmt_header *h = vmt_reader_header(r);
-	long ps = sysconf(_SC_PAGESIZE);
-	if (!h->page_size || (h->page_size & (h->page_size - 1)) || (long)h->page_size != ps) {
-		snprintf(msg, msglen, "recorded with %u-byte pages; this machine has %ld",
-			 h->page_size, ps);
-		rc = -EINVAL;
-		goto out;
+	/* A trace that cannot be read again (a pipe) is loaded whole. */
+	t->window = o->window ? o->window : RP_WINDOW_DEFAULT;
+	if (at < 0)
+		t->window = UINT64_MAX;
+	if (t->fd < 0 || !(t->path = strdup(name ? name : ""))) {
+		snprintf(msg, msglen, t->fd < 0 ? "cannot duplicate the trace's descriptor" : "out of memory");
+		rp_trace_free(t);
+		return -ENOMEM;
 	}
-	L.page = h->page_size;
-	t->page_size = h->page_size;
-	t->void_len = void_length(L.page);
-	t->path = strdup(name ? name : "");
-	struct stat st;
-	uint64_t fsize = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
-	/* Decoding beside the loader's simulation; the thread ends with the
-	 * reader, before any run forks. */
-	vmt_reader_prefetch(r);
-	int first = 1;
-	while ((rc = vmt_reader_next(r, &ev)) == 1) {
-		L.event = vmt_reader_event_index(r) - 1;
-		if (first) {
-			t->first_ts = ev.ts_ns;
-			first = 0;
-		}
-		if (ev.ts_ns > t->last_ts)
-			t->last_ts = ev.ts_ns;
-		if (o->progress && !(L.event & 8191))
-			o->progress(o->progress_arg, RP_PROGRESS_LOAD, vmt_reader_offset(r), fsize);
-		if ((rc = ld_event(&L, &ev)) < 0)
-			goto out;
-	}
-	if (rc == VMT_E_TRUNC && o->truncated == RP_TRUNC_REPLAY) {
-		/* vmrec keeps every chunk it completed: the events before the
-		 * cut are whole, and threads alive there end there (finish). */
-		if (!(t->cut = strdup(vmt_reader_errmsg(r)))) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		rc = 0;
-	} else if (rc < 0) {
-		snprintf(msg, msglen, "%s%s", vmt_reader_errmsg(r), rc != VMT_E_TRUNC ? ""
-			 : "; --truncated=replay replays the events before the cut");
-		goto out;
-	}
-	t->events = vmt_reader_event_index(r);
-	if (t->nthreads == 0) {
-		snprintf(msg, msglen, "the trace has no threads to replay");
-		rc = -EINVAL;
-		goto out;
-	}
-	rc = finish(&L);
-	t->load_ns = vmt_now_ns() - t->load_start_ns;
-out:
-	if (rc < 0 && !msg[0])
-		snprintf(msg, msglen, "%s", vmt_strerror(rc));
-	free_loader(&L);
-	vmt_reader_free(r);
+	if ((rc = load_begin(t, msg, msglen)) == 0)
+		rc = load_events(t, 1);
 	if (rc < 0) {
+		if (!msg[0])
+			snprintf(msg, msglen, "%s", vmt_strerror(rc));
 		rp_trace_free(t);
 		return rc;
+	}
+	if (rc == 1) {
+		load_free(t);
+		/* nothing writes it any more: see rp_arena_privatize */
+		rp_arena_privatize(t->arena, t->nthreads, t->nprocs, t->nfiles);
+	} else {
+		/* the rest is loaded as a run goes on: the load's message
+		 * from now on is its own */
+		t->load->L.msg = t->load->msg;
+		t->load->L.msglen = sizeof(t->load->msg);
 	}
 	*out = t;
 	return 0;
@@ -263,21 +364,11 @@ void rp_trace_free(rp_trace *t)
 {
 	if (!t)
 		return;
-	for (uint32_t i = 0; i < t->nthreads; i++)
-		free(t->threads[i].elem);
-	for (uint32_t i = 0; i < t->nfiles; i++)
-		free(t->files[i].path);
-	free(t->threads);
-	free(t->procs);
-	free(t->regions);
-	free(t->pieces);
-	free(t->touches);
-	free(t->deps);
-	free(t->standins);
-	free(t->plans);
-	free(t->files);
+	load_free(t);
+	trace_clear(t);
+	if (t->fd >= 0)
+		close(t->fd);
 	free(t->path);
-	free(t->cut);
 	free(t);
 }
 

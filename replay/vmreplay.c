@@ -142,6 +142,18 @@ static int close_json(FILE *f, const char *json, int wr)
 }
 
 /* Plain replay, or (info != NULL) replay of the rewritten trace. */
+/* A run that failed: a trace found bad as it was loaded on (a long
+ * trace is loaded as it is replayed) is bad input, as at the start. */
+static int run_failed(const char *path, int r, const char *msg)
+{
+	if (r <= VMT_E_TRUNC && r >= VMT_E_STATE) {
+		fprintf(stderr, "%s: '%s': %s\n", prog, path, msg);
+		return 2;
+	}
+	fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
+	return 1;
+}
+
 static int replay(const char *path, rp_trace *t, const struct rp_options *o,
 		  const struct rp_rewrite_info *info, unsigned repeat, const char *json,
 		  FILE *jf, int quiet)
@@ -158,9 +170,8 @@ static int replay(const char *path, rp_trace *t, const struct rp_options *o,
 		int r = rp_run(t, o, &runs[i], msg, sizeof(msg));
 		progress_clear();
 		if (r < 0) {
-			fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
 			drop_json(jf, json);
-			return 1;
+			return run_failed(path, r, msg);
 		}
 	}
 	if (rp_run_median(runs, repeat, &med) < 0) {
@@ -198,9 +209,8 @@ static int compare(const char *path, rp_trace *base, rp_trace *rew, const struct
 	int r = rp_compare_run(base, rew, o, repeat, &c, msg, sizeof(msg));
 	progress_clear();
 	if (r < 0) {
-		fprintf(stderr, "%s: '%s': replay failed: %s\n", prog, path, msg);
 		drop_json(jf, json);
-		return 1;
+		return run_failed(path, r, msg);
 	}
 	int rc = 0;
 	if (rp_compare_report_text(stdout, base, rew, o, info, &c, quiet) < 0 || fflush(stdout) ||

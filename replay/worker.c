@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -38,12 +40,16 @@
  * kind is a constant of the loop (run_guarded), and the counters it bumps
  * are written back at the end of the stream. */
 struct rp_hot {
-	const struct rp_touch *touches; /* (several touch runs) */
+	const struct rp_elem *elem; /* the current block's elements, */
+	uint32_t first, end;  /* from thread index first, executable below end */
+	uint32_t *done;	      /* this thread's completion count */
+	const char *blk;      /* the current block (touch runs: offsets in it) */
 	const uint64_t *base; /* w->base */
 	struct rp_hist *hist; /* w->hist */
 	uint64_t page;
 	uint64_t syscalls, touched;
 	uint32_t cur; /* the element whose touches run (the guard's resume point) */
+	int ended;    /* its RK_END has run */
 	long nr[VMT_OP__COUNT]; /* rp_sysnr */
 	uint8_t hidx[VMT_OP__COUNT];
 };
@@ -113,10 +119,9 @@ static inline __attribute__((always_inline)) void do_touches(struct rp_hot *h,
 	if (__builtin_expect((e->flags & RF_TOUCH1) != 0, 1)) {
 		touch_pages(h, e->region2, (uint64_t)e->tpage * h->page, e->arg);
 	} else {
-		for (uint32_t k = 0; k < e->ntouch; k++) {
-			const struct rp_touch *tc = &h->touches[e->touch0 + k];
-			touch_pages(h, tc->region, tc->off, tc->npages);
-		}
+		const struct rp_touch *tc = (const struct rp_touch *)(h->blk + e->touch0);
+		for (uint32_t k = 0; k < e->ntouch; k++)
+			touch_pages(h, tc[k].region, tc[k].off, tc[k].npages);
 	}
 	tls_touching = 0;
 }
@@ -140,43 +145,55 @@ static inline void cpu_relax(void)
 /* Spin a little (the other thread is usually about to post), then sleep,
  * so waiting adds context switches only when it is long.
  *
- * A sleeper registers the element it waits for in the counter's `want`
- * (the lowest wanted by any sleeper) and sleeps on `epoch`; a post that
- * reaches `want` clears it, bumps `epoch` and wakes every sleeper, and
- * those not yet satisfied register again.  So a post costs one load
- * unless it completes what somebody waits for (a thread waiting for the
- * end of a long stream costs that stream nothing), and no wake-up is
- * lost: a sleeper reads `epoch` before registering, so a post that
- * cleared its registration has also moved `epoch` past what it sleeps
- * on.  (A flag that posts cleared, sleeping on the counter itself, lost
- * wake-ups: set, post-and-clear, then sleep on the new value.) */
-static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
+ * A sleeper registers the count it waits for in `want` (the lowest wanted
+ * by any sleeper) and sleeps on `epoch`; a post that reaches `want`
+ * clears it, bumps `epoch` and wakes every sleeper, and those not yet
+ * satisfied register again.  So a post costs one load unless it
+ * completes what somebody waits for (a thread waiting for the end of a
+ * long stream costs that stream nothing), and no wake-up is lost: a
+ * sleeper reads `epoch` before registering, so a post that cleared its
+ * registration has also moved `epoch` past what it sleeps on.  (A flag
+ * that posts cleared, sleeping on the counter itself, lost wake-ups: set,
+ * post-and-clear, then sleep on the new value.)  poll_ns: the poster may
+ * not post (a late wait, RP_DEP_LATE): sleep at most that long, doubling
+ * up to 5 ms. */
+RP_RUN_CODE static void await_count(uint32_t *cnt, uint32_t *want, uint32_t *epoch, uint32_t v, int priv,
+			uint64_t poll_ns)
 {
-	struct rp_ctl *c = &w->ctl[d->thread];
-	if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) >= d->seq)
-		return;
 	uint64_t t0 = vmt_now_ns();
 	for (unsigned i = 1;; i++) {
 		cpu_relax();
-		if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) >= d->seq)
-			goto done;
+		if (__atomic_load_n(cnt, __ATOMIC_ACQUIRE) >= v)
+			return;
 		if (!(i & 15) && vmt_now_ns() - t0 > 3000)
 			break;
 	}
 	for (;;) {
-		uint32_t ep = __atomic_load_n(&c->epoch, __ATOMIC_SEQ_CST);
-		uint32_t want = __atomic_load_n(&c->want, __ATOMIC_SEQ_CST);
-		while ((!want || want > d->seq) &&
-		       !__atomic_compare_exchange_n(&c->want, &want, d->seq, 0, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST))
+		uint32_t ep = __atomic_load_n(epoch, __ATOMIC_SEQ_CST);
+		uint32_t w = __atomic_load_n(want, __ATOMIC_SEQ_CST);
+		while ((!w || w > v) &&
+		       !__atomic_compare_exchange_n(want, &w, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			;
-		if (__atomic_load_n(&c->done, __ATOMIC_SEQ_CST) >= d->seq)
-			break;
-		futex(&c->epoch, FUTEX_WAIT, ep, w->rt->futex_private);
-		if (__atomic_load_n(&c->done, __ATOMIC_SEQ_CST) >= d->seq)
-			break;
+		if (__atomic_load_n(cnt, __ATOMIC_SEQ_CST) >= v)
+			return;
+		struct timespec to = {(time_t)(poll_ns / 1000000000u), (long)(poll_ns % 1000000000u)};
+		syscall(SYS_futex, epoch, FUTEX_WAIT | (priv ? FUTEX_PRIVATE_FLAG : 0), ep,
+			poll_ns ? &to : NULL, NULL, 0);
+		if (__atomic_load_n(cnt, __ATOMIC_SEQ_CST) >= v)
+			return;
+		if (poll_ns && poll_ns < 5000000)
+			poll_ns *= 2;
 	}
-done:
+}
+
+RP_RUN_CODE static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
+{
+	struct rp_ctl *c = &w->ctl[d->thread & ~RP_DEP_LATE];
+	if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) >= d->seq)
+		return;
+	uint64_t t0 = vmt_now_ns();
+	await_count(&c->done, &c->want, &c->epoch, d->seq, w->rt->futex_private,
+		    (d->thread & RP_DEP_LATE) ? 50000 : 0);
 	w->out->wait_ns += vmt_now_ns() - t0;
 	w->out->waits++;
 }
@@ -193,7 +210,7 @@ static inline void post(struct rp_wctx *w, uint32_t v)
 	}
 }
 
-static void pace(struct rp_wctx *w, uint64_t ts)
+RP_RUN_CODE static void pace(struct rp_wctx *w, uint64_t ts)
 {
 	uint64_t target = w->rt->sh->t_start + (uint64_t)((double)ts / w->rt->opt.speed);
 	uint64_t now = vmt_now_ns();
@@ -211,15 +228,17 @@ static void pace(struct rp_wctx *w, uint64_t ts)
 		cpu_relax();
 }
 
-static void diverged(struct rp_wctx *w, const struct rp_elem *e, long r)
+RP_RUN_CODE static void diverged(struct rp_wctx *w, const struct rp_elem *e, long r)
 {
 	struct rp_slot *o = w->out;
 	if (o->ndiv < RP_DIV_SHOWN) {
 		struct rp_divrec *d = &o->div[o->ndiv];
 		d->event = e->event;
+		d->recorded = e->result;
 		d->replayed = r;
-		d->tid = w->tid;
-		d->elem = (uint32_t)(e - w->rt->t->threads[w->tid].elem);
+		d->thread = w->ts->rec;
+		rp_render_elem(w->rt->t, w->ts->rec, w->rt->arena->proc_rec[w->ts->proc], e, d->text,
+			       sizeof(d->text));
 	}
 	o->ndiv++;
 	o->div_by_op[e->op]++;
@@ -274,12 +293,34 @@ static inline __attribute__((always_inline)) void call_at(struct rp_wctx *w, str
 	after_call(w, h, e, r, t0, t1);
 }
 
+/* Room in w's mincore vector for each piece of e (outside the timing). */
+RP_RUN_CODE static void mincore_room(struct rp_wctx *w, const struct rp_elem *e)
+{
+	const struct rp_piece *pc = rp_elem_pieces(w, e);
+	size_t need = 1;
+	for (uint32_t i = 0; i < e->npieces; i++) {
+		size_t n = (size_t)((pc[i].len + w->rt->page - 1) / w->rt->page);
+		if (n > need)
+			need = n;
+	}
+	if (need <= w->mincore_len)
+		return;
+	uint8_t *p = realloc(w->mincore, need);
+	if (!p)
+		rt_fatal(w->rt, -ENOMEM, "out of memory");
+	memset(p, 0, need);
+	w->mincore = p;
+	w->mincore_len = need;
+}
+
 /* A range op rp_range_op executes: several pieces, a raw length, mincore,
  * a piece on no mapping or on a region that is gone. */
-static __attribute__((noinline)) void range_call(struct rp_wctx *w, struct rp_hot *h,
+RP_RUN_CODE static __attribute__((noinline)) void range_call(struct rp_wctx *w, struct rp_hot *h,
 						 const struct rp_elem *e)
 {
 	const int tsc = w->rt->tsc;
+	if (e->op == VMT_OP_MINCORE)
+		mincore_room(w, e);
 	uint64_t t0 = rp_ticks(tsc);
 	long r = rp_range_op(w, e);
 	uint64_t t1 = rp_ticks(tsc);
@@ -335,46 +376,95 @@ static void run_process(struct rp_wctx *w);
 
 static void *thread_main(void *arg);
 
-static void spawn(struct rp_wctx *w, uint32_t tid)
+RP_RUN_CODE static void spawn(struct rp_wctx *w, uint32_t tid)
 {
 	struct rp_rt *rt = w->rt;
-	struct rp_wctx *nw = &rt->w[w->copy * rt->t->nthreads + tid];
-	uint32_t *live = &rt->live[rt->t->threads[tid].proc * rt->opt.scale + w->copy];
+	struct rp_wctx *nw = rt_wctx(rt, w->copy, tid);
+	uint32_t *live = &rt->live[rt->arena->threads[tid].proc * rt->opt.scale + w->copy];
 	pthread_t th;
 	__atomic_add_fetch(live, 1, __ATOMIC_SEQ_CST);
 	int rc = pthread_create(&th, &rt->attr, thread_main, nw);
 	if (rc)
-		rt_fatal(rt, -rc, "cannot start replay thread %u: %s", rt->t->threads[tid].rec,
+		rt_fatal(rt, -rc, "cannot start replay thread %u: %s", rt->arena->threads[tid].rec,
 			 strerror(rc));
 }
 
-static void fork_process(struct rp_wctx *w, const struct rp_elem *e)
+/* Page tables for [p, p + len), without a fault the replay would count
+ * (MADV_POPULATE_*, Linux 5.14: neither getrusage nor perf counts
+ * them); elsewhere nothing. */
+static void populate(const void *p, size_t len, size_t ps, int write)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
+	if (len)
+		madvise((void *)a, end - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+}
+
+static int populate_code(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	size_t ps = *(const size_t *)arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+			populate((const void *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, ps, 0);
+	}
+	return 0;
+}
+
+/* A forked replay process inherits no page tables of shared memory and
+ * of code (fork leaves them to faults): those of what it reads and writes
+ * of the run's, and of the replayer's and libc's code, here, uncounted.
+ * (Its private memory it shares copy-on-write, as the recorded child did
+ * its parent's.) */
+static void populate_child(struct rp_rt *rt, struct rp_wctx *w)
+{
+	const rp_trace *t = rt->t;
+	const struct rp_arena *a = rt->arena;
+	size_t ps = rt->page;
+	dl_iterate_phdr(populate_code, &ps);
+	populate(rt->sh, sizeof(*rt->sh), ps, 1);
+	populate(w->ctl, t->nthreads * sizeof(*w->ctl), ps, 1);
+	populate(w->out, sizeof(*w->out), ps, 1);
+	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+		if (t->ops_used_mask & (1u << op))
+			populate(&w->hist[op], sizeof(w->hist[op]), ps, 1);
+	if (!a->shared)
+		return;
+	populate(a->threads, t->nthreads * sizeof(*a->threads), ps, 1);
+	populate(a->proc_rec, t->nprocs * sizeof(*a->proc_rec), ps, 0);
+	populate(a->files, t->nfiles * sizeof(*a->files), ps, 0);
+	populate((const char *)a + a->pool0, __atomic_load_n(&a->bump, __ATOMIC_RELAXED) - a->pool0,
+		 ps, 0);
+}
+
+RP_RUN_CODE static void fork_process(struct rp_wctx *w, const struct rp_elem *e)
 {
 	struct rp_rt *rt = w->rt;
-	struct rp_wctx *nw = &rt->w[w->copy * rt->t->nthreads + e->arg];
+	struct rp_wctx *nw = rt_wctx(rt, w->copy, e->arg);
 	pid_t pid = fork();
 	if (pid < 0)
 		rt_fatal(rt, -errno, "cannot fork replay process %u: %s",
-			 rt->t->procs[e->region].rec, strerror(errno));
+			 rt->arena->proc_rec[e->region], strerror(errno));
 	if (pid == 0) {
+		populate_child(rt, nw);
 		run_process(nw);
 		_exit(0);
 	}
 }
 
 /* exec: the old address space goes, the new one's stand-ins come. */
-static void exec_space(struct rp_wctx *w, const struct rp_elem *e)
+RP_RUN_CODE static void exec_space(struct rp_wctx *w, const struct rp_elem *e)
 {
 	struct rp_rt *rt = w->rt;
 	rp_unmap_pieces(w, e);
 	rp_poison(w, e);
-	int rc = rt_setup_plan(rt, w->copy, e->arg);
+	int rc = rt_setup_plan(rt, w->copy, (const struct rp_xplan *)(uintptr_t)e->off2);
 	if (rc < 0)
 		rt_fatal(rt, rc, "cannot set up the address space after exec: %s", strerror(-rc));
 	w->out->fallbacks += (uint64_t)rc;
 }
 
-static void sample_vmas(struct rp_rt *rt)
+RP_RUN_CODE static void sample_vmas(struct rp_rt *rt)
 {
 	uint64_t n = rt_count_vmas(), cur = __atomic_load_n(&rt->sh->peak_vmas, __ATOMIC_RELAXED);
 	while (n > cur && !__atomic_compare_exchange_n(&rt->sh->peak_vmas, &cur, n, 0, __ATOMIC_SEQ_CST,
@@ -382,14 +472,14 @@ static void sample_vmas(struct rp_rt *rt)
 		;
 }
 
-static uint64_t tv_ns(const struct timeval *tv)
+RP_RUN_CODE static uint64_t tv_ns(const struct timeval *tv)
 {
 	return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
 }
 
 /* Element i after its waits and touches: its call (or thread, process,
  * exec), and its post when another thread waits for it. */
-static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, struct rp_hot *h,
+RP_RUN_CODE static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, struct rp_hot *h,
 						const struct rp_elem *e, uint32_t i)
 {
 	switch (e->kind) {
@@ -410,9 +500,13 @@ static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, struct rp_hot
 	case RK_SKIP:
 		w->out->skipped++;
 		break;
+	case RK_END:
+		h->ended = 1;
+		break;
 	default:
 		break;
 	}
+	__atomic_store_n(h->done, i + 1, __ATOMIC_RELEASE);
 	if (e->flags & RF_POST)
 		post(w, i + 1);
 }
@@ -420,17 +514,46 @@ static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, struct rp_hot
 /* An element off the short path (waits, pacing, threads, processes,
  * exec, mmap and the other calls): rare in the hot loops that decide the
  * replay's overhead, so out of line, with the clock kind read. */
-static __attribute__((noinline)) void slow_elem(struct rp_wctx *w, struct rp_hot *h, uint32_t i)
+RP_RUN_CODE static __attribute__((noinline)) void slow_elem(struct rp_wctx *w, struct rp_hot *h,
+						const struct rp_elem *e, uint32_t i)
 {
-	const struct rp_elem *e = &w->rt->t->threads[w->tid].elem[i];
-	const struct rp_dep *deps = w->rt->t->deps;
+	const struct rp_dep *deps = (const struct rp_dep *)(h->blk + e->dep0);
 	for (uint32_t d = 0; d < e->ndeps; d++)
-		wait_for(w, &deps[e->dep0 + d]);
+		wait_for(w, &deps[d]);
 	if (w->rt->opt.speed > 0)
 		pace(w, e->ts);
 	if (e->ntouch)
 		do_touches(h, e, i);
 	elem_rest(w, h, e, i);
+}
+
+/* The loop has run out of elements at i (thread index): go on in the
+ * next block, or wait for the loader to publish more.  Out of line: once
+ * per block or wait. */
+RP_RUN_CODE static __attribute__((noinline)) void refill(struct rp_wctx *w, struct rp_hot *h, uint32_t i)
+{
+	struct rp_tsh *ts = w->ts;
+	const struct rp_blk *b = (const struct rp_blk *)h->blk;
+	for (;;) {
+		uint32_t pub = __atomic_load_n(&ts->published, __ATOMIC_ACQUIRE);
+		if (pub > i) {
+			if (!b)
+				b = __atomic_load_n(&ts->head, __ATOMIC_ACQUIRE);
+			while (i >= b->first + __atomic_load_n(&b->n, __ATOMIC_ACQUIRE))
+				b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+			uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+			h->blk = w->blk = (const char *)b;
+			h->elem = b->elem;
+			h->first = b->first;
+			h->end = pub < b->first + n ? pub : b->first + n;
+			return;
+		}
+		uint64_t t0 = vmt_now_ns();
+		/* the loader is another process: shared futexes; a timeout so
+		 * that a run it ended is never slept through */
+		await_count(&ts->published, &ts->want, &ts->epoch, i + 1, 0, 100000000);
+		w->out->load_wait_ns += vmt_now_ns() - t0;
+	}
 }
 
 /* The loop.  It is kept compact in code as well as data: after each
@@ -439,31 +562,35 @@ static __attribute__((noinline)) void slow_elem(struct rp_wctx *w, struct rp_hot
  * fetched again.  (Measured on the 1-thread seed-000 trace with blocks of
  * this loop alternating with blocks of the workload's own loop on the
  * same region in one replay thread: 1.03-1.04 of it in all, of which the
- * two clock reads ~2%, the histogram ~1.5%, the touch guard ~1%.) */
+ * two clock reads ~2%, the histogram ~1.5%, the touch guard ~1%.)  Each
+ * element's completion is stored (one store to this thread's own line):
+ * a late wait (RP_DEP_LATE) reads it, and so does the loader, to free
+ * the blocks every copy has passed. */
 static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, struct rp_hot *h,
-							   uint32_t from, const int tsc)
+							   uint32_t i, const int tsc)
 {
 	struct rp_rt *rt = w->rt;
-	const struct rp_thread *th = &rt->t->threads[w->tid];
-	const struct rp_elem *elem = th->elem;
-	const uint32_t nelem = th->nelem;
 	const uint32_t fast = rt->opt.speed > 0 ? 0 : RF_FAST; /* pacing: every element */
 
-	for (uint32_t i = from; i < nelem; i++) {
-		const struct rp_elem *e = &elem[i];
+	while (!h->ended) {
+		if (__builtin_expect(i == h->end, 0))
+			refill(w, h, i);
+		const struct rp_elem *e = &h->elem[i - h->first];
 		if (__builtin_expect(!(e->flags & fast), 0)) {
-			slow_elem(w, h, i);
+			slow_elem(w, h, e, i);
+			i++;
 			continue;
 		}
 		if (__builtin_expect(e->ntouch != 0, 1)) /* (code layout) */
 			do_touches(h, e, i);
 		piece1_call(w, h, e, tsc);
+		__atomic_store_n(h->done, ++i, __ATOMIC_RELAXED);
 	}
 }
 
-/* Elements from..end under the stream's touch guard; 1 when a touch
+/* Elements from `from` on under the stream's touch guard; 1 when a touch
  * trapped (h->cur: its element, whose call has not run yet). */
-static __attribute__((noinline)) int run_guarded(struct rp_wctx *w, struct rp_hot *h,
+RP_RUN_CODE static __attribute__((noinline)) int run_guarded(struct rp_wctx *w, struct rp_hot *h,
 						 uint32_t from)
 {
 	sigjmp_buf jb;
@@ -480,32 +607,32 @@ static __attribute__((noinline)) int run_guarded(struct rp_wctx *w, struct rp_ho
 	return 0;
 }
 
-static void run_stream(struct rp_wctx *w)
+RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 {
 	struct rp_rt *rt = w->rt;
 	struct rp_hot h = {
-		.touches = rt->t->touches,
+		.done = &w->ctl[w->tid].done,
 		.base = w->base,
 		.hist = w->hist,
 		.page = rt->page,
 	};
-	const struct rp_thread *th = &rt->t->threads[w->tid];
 	struct rusage r0, r1;
 
 	memcpy(h.nr, rp_sysnr, sizeof(h.nr));
-	memcpy(h.hidx, rt->hidx, sizeof(h.hidx));
+	for (unsigned op = 0; op < VMT_OP__COUNT; op++)
+		h.hidx[op] = (uint8_t)op;
 	getrusage(RUSAGE_THREAD, &r0);
 	w->out->ran = 1;
 	w->out->start_ns = vmt_now_ns();
 	for (uint32_t from = 0; run_guarded(w, &h, from); from = h.cur + 1) {
 		/* The rest of the element whose touch trapped. */
 		w->out->touch_faults++;
-		elem_rest(w, &h, &th->elem[h.cur], h.cur);
+		elem_rest(w, &h, &h.elem[h.cur - h.first], h.cur);
 	}
 	w->out->end_ns = vmt_now_ns();
 	w->out->syscalls += h.syscalls;
 	w->out->touched += h.touched;
-	w->out->elems = th->nelem;
+	w->out->elems = __atomic_load_n(h.done, __ATOMIC_RELAXED);
 	getrusage(RUSAGE_THREAD, &r1);
 	w->out->minflt = (uint64_t)(r1.ru_minflt - r0.ru_minflt);
 	w->out->majflt = (uint64_t)(r1.ru_majflt - r0.ru_majflt);
@@ -515,19 +642,19 @@ static void run_stream(struct rp_wctx *w)
 	w->out->sys_ns = tv_ns(&r1.ru_stime) - tv_ns(&r0.ru_stime);
 }
 
-static uint32_t *live_of(struct rp_wctx *w)
+RP_RUN_CODE static uint32_t *live_of(struct rp_wctx *w)
 {
-	return &w->rt->live[w->rt->t->threads[w->tid].proc * w->rt->opt.scale + w->copy];
+	return &w->rt->live[w->ts->proc * w->rt->opt.scale + w->copy];
 }
 
-static void thread_done(struct rp_wctx *w)
+RP_RUN_CODE static void thread_done(struct rp_wctx *w)
 {
 	uint32_t *live = live_of(w);
 	if (__atomic_sub_fetch(live, 1, __ATOMIC_SEQ_CST) == 0)
 		syscall(SYS_futex, live, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
 }
 
-static void *thread_main(void *arg)
+RP_RUN_CODE static void *thread_main(void *arg)
 {
 	struct rp_wctx *w = arg;
 	run_stream(w);
@@ -537,7 +664,7 @@ static void *thread_main(void *arg)
 
 /* The first thread of a replay process: its own stream, then wait for the
  * other threads of the process. */
-static void run_process(struct rp_wctx *w)
+RP_RUN_CODE static void run_process(struct rp_wctx *w)
 {
 	uint32_t *live = live_of(w), v;
 	__atomic_store_n(live, 1, __ATOMIC_SEQ_CST);
@@ -562,12 +689,38 @@ static void *copy_main(void *arg)
 	return NULL;
 }
 
-static void prefault(void *p, size_t len, size_t ps)
+static void prefault(const void *p, size_t len, size_t ps)
 {
-	for (size_t o = 0; o < len; o += ps) {
-		volatile char *c = (volatile char *)p + o;
-		*c = *c;
-	}
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
+	for (; a < end; a += ps)
+		(void)*(volatile const char *)a;
+}
+
+/* Write-fault what the run writes into: counters, slots, histograms of
+ * the ops the trace has (so far), region bases. */
+static void prefault_w(void *p, size_t len, size_t ps)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
+	for (; a < end; a += ps)
+		__atomic_fetch_add((volatile char *)a, 0, __ATOMIC_RELAXED);
+}
+
+RP_RUN_CODE struct rp_wctx *rt_wctx(struct rp_rt *rt, uint32_t copy, uint32_t tid)
+{
+	uint32_t s = copy * rt->tcap + tid;
+	struct rp_wctx *w = &rt->w[s];
+	if (w->rt)
+		return w;
+	w->rt = rt;
+	w->tid = tid;
+	w->copy = copy;
+	w->slot = s;
+	w->base = rt->base + (size_t)copy * rt->rcap;
+	w->ctl = rt->ctl + (size_t)copy * rt->tcap;
+	w->out = &rt->slot[s];
+	w->hist = rt->hist + (size_t)s * rt->nused;
+	w->ts = &rt->arena->threads[tid];
+	return w;
 }
 
 /* When rp_run's process ends, the last writer of the lifeline is gone
@@ -598,34 +751,22 @@ void rp_child_main(struct rp_rt *rt)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	install_guard();
 	rt_watch_children(rt);
-	rt->base = calloc((size_t)t->nregions * K + 1, sizeof(*rt->base));
-	rt->live = calloc((size_t)t->nprocs * K + 1, sizeof(*rt->live));
+	/* Tables indexed by what the load may still create: as large as the
+	 * run allows, only their used pages cost memory. */
+	rt->base_len = (size_t)rt->rcap * K * sizeof(*rt->base);
+	void *bp = mmap((void *)0x180000000000ull, rt->base_len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	rt->base = bp == MAP_FAILED ? NULL : bp;
+	rt->live = calloc((size_t)(t->complete ? t->nprocs : RP_PCAP) * K + 1, sizeof(*rt->live));
 	rt->w = calloc(rt->nslots, sizeof(*rt->w));
-	if (!rt->base || !rt->live || !rt->w)
+	rt->brk_cap = calloc(K, sizeof(*rt->brk_cap));
+	size_t nf = t->complete ? t->nfiles + 1 : RP_FCAP;
+	rt->fdc_rd = calloc(nf, sizeof(int));
+	rt->fdc_rw = calloc(nf, sizeof(int));
+	if (!rt->base || !rt->live || !rt->w || !rt->brk_cap || !rt->fdc_rd || !rt->fdc_rw)
 		rt_fatal(rt, -ENOMEM, "out of memory");
-	if ((rc = rt_open_files(rt)) < 0)
-		rt_fatal(rt, rc, "cannot create scratch files: %s", strerror(-rc));
 	pthread_attr_init(&rt->attr);
 	pthread_attr_setdetachstate(&rt->attr, PTHREAD_CREATE_DETACHED);
-	for (uint32_t c = 0; c < K; c++)
-		for (uint32_t i = 0; i < t->nthreads; i++) {
-			uint32_t s = c * t->nthreads + i;
-			struct rp_wctx *w = &rt->w[s];
-			w->rt = rt;
-			w->tid = i;
-			w->copy = c;
-			w->slot = s;
-			w->base = rt->base + (size_t)c * t->nregions;
-			w->ctl = rt->ctl + (size_t)c * t->nthreads;
-			w->out = &rt->slot[s];
-			w->hist = rt->hist + (size_t)s * rt->nused;
-			if (t->threads[i].mincore_max) {
-				w->mincore = malloc(t->threads[i].mincore_max);
-				if (!w->mincore)
-					rt_fatal(rt, -ENOMEM, "out of memory");
-				memset(w->mincore, 0, t->threads[i].mincore_max);
-			}
-		}
 	/* Stand-ins of the root processes, per copy (children inherit). */
 	uint32_t root = RP_VOID;
 	for (uint32_t p = 0; p < t->nprocs; p++) {
@@ -633,15 +774,47 @@ void rp_child_main(struct rp_rt *rt)
 			continue;
 		if (root == RP_VOID)
 			root = p;
-		if (t->procs[p].plan == RP_VOID)
+		if (!rt->root_plan[p])
 			continue;
 		for (uint32_t c = 0; c < K; c++) {
-			if ((rc = rt_setup_plan(rt, c, t->procs[p].plan)) < 0)
+			if ((rc = rt_setup_plan(rt, c, rt->root_plan[p])) < 0)
 				rt_fatal(rt, rc, "cannot create stand-in mappings: %s", strerror(-rc));
-			rt->slot[c * t->nthreads + t->procs[p].first_thread].fallbacks += (uint64_t)rc;
+			rt_wctx(rt, c, t->procs[p].first_thread)->out->fallbacks += (uint64_t)rc;
 		}
 	}
-	prefault(rt->area, rt->area_len, rt->page);
+	/* What the run reads and writes, faulted in before it starts (its
+	 * faults are counted from the start). */
+	prefault_w(rt->sh, sizeof(*rt->sh), rt->page);
+	for (uint32_t c = 0; c < K; c++) {
+		prefault_w(rt->base + (size_t)c * rt->rcap, (size_t)t->nregions * sizeof(*rt->base),
+			   rt->page);
+		prefault_w(rt->ctl + (size_t)c * rt->tcap, t->nthreads * sizeof(*rt->ctl), rt->page);
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			struct rp_wctx *w = rt_wctx(rt, c, i);
+			prefault_w(w->out, sizeof(*w->out), rt->page);
+			for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+				if (t->ops_used_mask & (1u << op))
+					prefault_w(&w->hist[op], sizeof(w->hist[op]), rt->page);
+		}
+	}
+	struct rp_arena *a = rt->arena;
+	/* (the streams' counts are written too: want, epoch) */
+	if (a->shared)
+		prefault_w(a->threads, t->nthreads * sizeof(*a->threads), rt->page);
+	else
+		prefault(a->threads, t->nthreads * sizeof(*a->threads), rt->page);
+	prefault(a->proc_rec, t->nprocs * sizeof(*a->proc_rec), rt->page);
+	prefault(a->files, t->nfiles * sizeof(*a->files), rt->page);
+	/* The element blocks: all of them, or streamed, as much of the pool
+	 * as the window will use (its blocks are used again and again). */
+	size_t pool = a->bump - a->pool0;
+	if (!t->complete) {
+		size_t want = t->window + ((size_t)2 << RP_BLK_SHIFT) * (t->nthreads + 16);
+		if (want > a->size - a->pool0)
+			want = a->size - a->pool0;
+		pool = want > pool ? want : pool;
+	}
+	prefault((char *)a + a->pool0, pool, rt->page);
 	rt->sh->perf_ok = rp_perf_open(perf) == 0;
 	pthread_t *copies = calloc(K, sizeof(*copies));
 	if (!copies)
@@ -650,7 +823,7 @@ void rp_child_main(struct rp_rt *rt)
 	pthread_attr_init(&cattr);
 	for (uint32_t c = 1; c < K; c++) {
 		rc = pthread_create(&copies[c], &cattr, copy_main,
-				    &rt->w[c * t->nthreads + t->procs[root].first_thread]);
+				    rt_wctx(rt, c, t->procs[root].first_thread));
 		if (rc)
 			rt_fatal(rt, -rc, "cannot start copy %u: %s", c, strerror(rc));
 	}
@@ -668,14 +841,14 @@ void rp_child_main(struct rp_rt *rt)
 			if (pid < 0)
 				rt_fatal(rt, -errno, "cannot fork: %s", strerror(errno));
 			if (pid == 0) {
-				if (t->procs[p].plan != RP_VOID)
-					rt_setup_plan(rt, c, t->procs[p].plan);
-				run_process(&rt->w[c * t->nthreads + t->procs[p].first_thread]);
+				if (rt->root_plan[p])
+					rt_setup_plan(rt, c, rt->root_plan[p]);
+				run_process(rt_wctx(rt, c, t->procs[p].first_thread));
 				_exit(0);
 			}
 		}
 	}
-	run_process(&rt->w[t->procs[root].first_thread]);
+	run_process(rt_wctx(rt, 0, t->procs[root].first_thread));
 	for (uint32_t c = 1; c < K; c++)
 		pthread_join(copies[c], NULL);
 	sample_vmas(rt); /* at least the replayer's own */

@@ -243,8 +243,8 @@ static void test_touch_traps(void **state)
 	alarm(0);
 	const struct rp_elem *mad = NULL;
 	for (uint32_t i = 0; i < tr->threads[1].nelem; i++)
-		if (tr->threads[1].elem[i].op == VMT_OP_MADVISE)
-			mad = &tr->threads[1].elem[i];
+		if (rp_trace_elem(tr->arena, 1, i, NULL)->op == VMT_OP_MADVISE)
+			mad = rp_trace_elem(tr->arena, 1, i, NULL);
 	assert_non_null(mad);
 	assert_true(mad->flags & RF_POST);
 	assert_int_equal(r.touch_faults, 1);

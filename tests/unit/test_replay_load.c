@@ -6,6 +6,7 @@
  * streams, which must load and replay without ever crashing the replay.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -332,6 +333,51 @@ static void test_random_streams(void **state)
 	assert_true(loaded > 10);
 }
 
+/* A trace that fits its window is loaded once, for every run: its file
+ * can go.  A longer one is loaded again for each run (here the file is
+ * emptied under it: the second run fails, cleanly). */
+static void test_load_again(void **state)
+{
+	struct tg_trace t;
+	struct rp_options o;
+	struct rp_run_result r;
+	char msg[512];
+	(void)state;
+	small_trace(&t);
+	for (int streamed = 0; streamed < 2; streamed++) {
+		char copy[] = "/tmp/tgen-again.XXXXXX";
+		int fd = mkstemp(copy), in = open(t.path, O_RDONLY);
+		char buf[65536];
+		ssize_t n;
+		assert_true(fd >= 0 && in >= 0);
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			assert_int_equal(write(fd, buf, (size_t)n), n);
+		close(in);
+		close(fd);
+		opts(&o);
+		o.window = streamed ? 1 : 0;
+		rp_trace *tr;
+		assert_int_equal(rp_trace_load(copy, &o, &tr, msg, sizeof(msg)), 0);
+		assert_int_equal(rp_run(tr, &o, &r, msg, sizeof(msg)), 0);
+		assert_int_equal(r.events, 100);
+		rp_run_result_free(&r);
+		assert_int_equal(truncate(copy, 0), 0);
+		msg[0] = 0;
+		int rc = rp_run(tr, &o, &r, msg, sizeof(msg));
+		if (streamed) {
+			assert_true(rc < 0);
+			assert_true(msg[0] != 0);
+		} else {
+			assert_int_equal(rc, 0);
+			assert_int_equal(r.events, 100);
+			rp_run_result_free(&r);
+		}
+		rp_trace_free(tr);
+		unlink(copy);
+	}
+	tg_remove(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +387,7 @@ int main(void)
 		cmocka_unit_test(test_bad_structure),
 		cmocka_unit_test(test_unmapped_addresses),
 		cmocka_unit_test(test_random_streams),
+		cmocka_unit_test(test_load_again),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "arena.h"
 #include "replay.h"
 #include "rewrite.h"
 #include "rprun.h"
@@ -154,12 +155,23 @@ static void write_g1(struct tg_trace *t)
 	rr_finish(t);
 }
 
-/* The element of a thread with touches on the range of element `seq`
- * (1-based) of thread `on` waits for it. */
-static int waits_for(const rp_trace *t, const struct rp_elem *e, uint32_t on, uint32_t seq)
+/* Element k of thread tid. */
+static const struct rp_elem *el(const rp_trace *t, uint32_t tid, uint32_t k)
 {
-	for (uint32_t d = 0; d < e->ndeps; d++)
-		if (t->deps[e->dep0 + d].thread == on && t->deps[e->dep0 + d].seq >= seq)
+	const struct rp_elem *e = rp_trace_elem(t->arena, tid, k, NULL);
+	assert_non_null(e);
+	return e;
+}
+
+/* Element k of thread tid, with touches on the range of element `seq`
+ * (1-based) of thread `on`, waits for it. */
+static int waits_for(const rp_trace *t, uint32_t tid, uint32_t k, uint32_t on, uint32_t seq)
+{
+	const struct rp_blk *b;
+	const struct rp_elem *e = rp_trace_elem(t->arena, tid, k, &b);
+	const struct rp_dep *d = rp_elem_deps(b, e);
+	for (uint32_t i = 0; i < e->ndeps; i++)
+		if ((d[i].thread & ~RP_DEP_LATE) == on && d[i].seq >= seq)
 			return 1;
 	return 0;
 }
@@ -203,25 +215,25 @@ static void test_rewritten_across_threads(void **state)
 	const struct rp_thread *th2 = &t1->threads[tid2], *th1 = &t1->threads[tid1];
 	uint32_t mad2 = UINT32_MAX, mad1 = UINT32_MAX;
 	for (uint32_t k = 0; k < th2->nelem; k++)
-		if (th2->elem[k].kind == RK_SYSCALL && th2->elem[k].op == VMT_OP_MADVISE)
+		if (el(t1, tid2, k)->kind == RK_SYSCALL && el(t1, tid2, k)->op == VMT_OP_MADVISE)
 			mad2 = k;
 	for (uint32_t k = 0; k < th1->nelem; k++)
-		if (th1->elem[k].kind == RK_SYSCALL && th1->elem[k].op == VMT_OP_MADVISE)
+		if (el(t1, tid1, k)->kind == RK_SYSCALL && el(t1, tid1, k)->op == VMT_OP_MADVISE)
 			mad1 = k;
 	assert_true(mad2 != UINT32_MAX && mad1 != UINT32_MAX);
-	assert_true(th1->elem[mad1].ntouch > 0);
-	assert_true(waits_for(t1, &th1->elem[mad1], tid2, mad2 + 1));
+	assert_true(el(t1, tid1, mad1)->ntouch > 0);
+	assert_true(waits_for(t1, tid1, mad1, tid2, mad2 + 1));
 	/* and in the recording, the same element waited for the uncommit */
 	const struct rp_thread *o2 = &t0->threads[tid2], *o1 = &t0->threads[tid1];
 	uint32_t unc = UINT32_MAX, m1 = UINT32_MAX;
 	for (uint32_t k = 0; k < o2->nelem; k++)
-		if (o2->elem[k].kind == RK_SYSCALL && o2->elem[k].op == VMT_OP_MMAP)
+		if (el(t0, tid2, k)->kind == RK_SYSCALL && el(t0, tid2, k)->op == VMT_OP_MMAP)
 			unc = k;
 	for (uint32_t k = 0; k < o1->nelem; k++)
-		if (o1->elem[k].kind == RK_SYSCALL && o1->elem[k].op == VMT_OP_MADVISE)
+		if (el(t0, tid1, k)->kind == RK_SYSCALL && el(t0, tid1, k)->op == VMT_OP_MADVISE)
 			m1 = k;
 	assert_true(unc != UINT32_MAX && m1 != UINT32_MAX);
-	assert_true(waits_for(t0, &o1->elem[m1 - 1], tid2, unc + 1));
+	assert_true(waits_for(t0, tid1, m1 - 1, tid2, unc + 1));
 	rr_release(&r0, t0);
 	rr_release(&r1, t1);
 	unlink(out);

@@ -27,6 +27,32 @@
 
 /* Three threads: two work on halves of the main thread's region, which
  * the main thread unmaps at the end. */
+/* Element i of thread th of a loaded trace, and its waits. */
+static const struct rp_elem *elem_of(const rp_trace *tr, uint32_t th, uint32_t i)
+{
+	const struct rp_elem *e = rp_trace_elem(tr->arena, th, i, NULL);
+	assert_non_null(e);
+	return e;
+}
+
+static const struct rp_dep *deps_of(const rp_trace *tr, uint32_t th, uint32_t i)
+{
+	const struct rp_blk *b;
+	const struct rp_elem *e = rp_trace_elem(tr->arena, th, i, &b);
+	assert_non_null(e);
+	return rp_elem_deps(b, e);
+}
+
+/* Waits of all elements. */
+static uint64_t all_deps(const rp_trace *tr)
+{
+	uint64_t n = 0;
+	for (uint32_t th = 0; th < tr->nthreads; th++)
+		for (uint32_t i = 0; i < tr->threads[th].nelem; i++)
+			n += elem_of(tr, th, i)->ndeps;
+	return n;
+}
+
 static void threads_trace(struct tg_trace *t, int rounds)
 {
 	rr_begin(t);
@@ -63,24 +89,29 @@ static void test_thread_orders(void **state)
 	assert_int_equal(r.ops[VMT_OP_MADVISE].count, 400);
 	const struct rp_elem *mp = NULL;
 	for (uint32_t i = 0; i < tr->threads[0].nelem; i++)
-		if (tr->threads[0].elem[i].op == VMT_OP_MPROTECT)
-			mp = &tr->threads[0].elem[i];
+		if (elem_of(tr, 0, i)->op == VMT_OP_MPROTECT)
+			mp = elem_of(tr, 0, i);
 	assert_non_null(mp);
 	assert_int_equal(mp->ndeps, 2);
 	/* No madvise of thread 1 waits for thread 2, or the reverse. */
 	for (uint32_t i = 0; i < tr->threads[1].nelem; i++)
-		for (uint32_t d = 0; d < tr->threads[1].elem[i].ndeps; d++)
-			assert_int_not_equal(tr->deps[tr->threads[1].elem[i].dep0 + d].thread, 2);
+		for (uint32_t d = 0; d < elem_of(tr, 1, i)->ndeps; d++)
+			assert_int_not_equal(deps_of(tr, 1, i)[d].thread & ~RP_DEP_LATE, 2);
 	/* A thread posts its progress only after the elements others wait
 	 * for: every waited-for element is marked and nothing else, here
 	 * one of each worker (both for the mprotect), so the madvise loops
 	 * post nothing until their ends. */
-	for (uint32_t d = 0; d < tr->ndeps; d++)
-		assert_true(tr->threads[tr->deps[d].thread].elem[tr->deps[d].seq - 1].flags & RF_POST);
+	for (uint32_t th = 0; th < 3; th++)
+		for (uint32_t i = 0; i < tr->threads[th].nelem; i++)
+			for (uint32_t d = 0; d < elem_of(tr, th, i)->ndeps; d++) {
+				const struct rp_dep *x = &deps_of(tr, th, i)[d];
+				assert_false(x->thread & RP_DEP_LATE);
+				assert_true(elem_of(tr, x->thread, x->seq - 1)->flags & RF_POST);
+			}
 	uint32_t posted[3] = {0, 0, 0};
 	for (uint32_t th = 0; th < 3; th++)
 		for (uint32_t i = 0; i < tr->threads[th].nelem; i++)
-			posted[th] += !!(tr->threads[th].elem[i].flags & RF_POST);
+			posted[th] += !!(elem_of(tr, th, i)->flags & RF_POST);
 	assert_int_equal(posted[1], 1);
 	assert_int_equal(posted[2], 1);
 	/* The loop's short path takes the one-piece range ops that neither
@@ -90,7 +121,8 @@ static void test_thread_orders(void **state)
 	uint32_t fast[3] = {0, 0, 0};
 	for (uint32_t th = 0; th < 3; th++)
 		for (uint32_t i = 0; i < tr->threads[th].nelem; i++) {
-			const struct rp_elem *e = &tr->threads[th].elem[i];
+			const struct rp_blk *b;
+			const struct rp_elem *e = rp_trace_elem(tr->arena, th, i, &b);
 			if (!(e->flags & RF_FAST))
 				continue;
 			fast[th]++;
@@ -98,10 +130,10 @@ static void test_thread_orders(void **state)
 			assert_true(!e->ndeps && !(e->flags & (RF_POST | RF_RAW_LEN | RF_SAMPLE_VMAS)));
 			/* Its piece inline, and its one touch (the madvise
 			 * loops' 4 written pages, the munmap's 8 read ones). */
-			const struct rp_piece *pc = &tr->pieces[e->piece0];
+			const struct rp_piece *pc = rp_blk_at(b, e->piece0);
 			assert_true(e->region == pc->region && e->off2 == pc->off && e->aux == pc->len);
 			assert_true(e->flags & RF_TOUCH1);
-			const struct rp_touch *tc = &tr->touches[e->touch0];
+			const struct rp_touch *tc = rp_blk_at(b, e->touch0);
 			assert_int_equal(e->ntouch, 1);
 			assert_int_equal(e->region2, tc->region);
 			assert_int_equal((uint64_t)e->tpage * tr->page_size, tc->off);
@@ -118,7 +150,7 @@ static void test_thread_orders(void **state)
 	uint64_t waits = 0;
 	for (uint32_t i = 0; i < r.nthreads; i++)
 		waits += r.threads[i].waits;
-	assert_true(tr->ndeps >= 400);
+	assert_true(all_deps(tr) >= 400);
 	assert_true(waits > 0);
 	rr_release(&r, tr);
 
@@ -126,7 +158,7 @@ static void test_thread_orders(void **state)
 	o.order = RP_ORDER_FREE;
 	tr = rr_replay_clean(t.path, &o, &r);
 	for (uint32_t i = 0; i < tr->threads[1].nelem; i++)
-		assert_true(tr->threads[1].elem[i].ndeps <= 1);
+		assert_true(elem_of(tr, 1, i)->ndeps <= 1);
 	rr_release(&r, tr);
 
 	/* --scale=2: two copies, each in its own regions. */
@@ -327,11 +359,11 @@ static uint32_t waits_on(const rp_trace *tr, uint32_t th, uint32_t u, uint32_t *
 	uint32_t n = 0;
 	*seq = 0;
 	for (uint32_t i = 0; i < tr->threads[th].nelem; i++) {
-		const struct rp_elem *e = &tr->threads[th].elem[i];
+		const struct rp_elem *e = elem_of(tr, th, i);
 		for (uint32_t d = 0; d < e->ndeps; d++)
-			if (tr->deps[e->dep0 + d].thread == u) {
+			if ((deps_of(tr, th, i)[d].thread & ~RP_DEP_LATE) == u) {
 				n++;
-				*seq = tr->deps[e->dep0 + d].seq;
+				*seq = deps_of(tr, th, i)[d].seq;
 			}
 	}
 	return n;
@@ -353,7 +385,7 @@ static void test_vfork_waits(void **state)
 		uint32_t waited; /* the child element the munmap waits for */
 		waits_on(tr, parent, child, &waited);
 		assert_true(waited > 0);
-		const struct rp_elem *x = &tr->threads[child].elem[waited - 1];
+		const struct rp_elem *x = elem_of(tr, child, waited - 1);
 		assert_int_equal(x->kind, exec ? RK_EXEC : RK_END);
 		assert_true(x->flags & RF_POST);
 		assert_int_equal(waited, 301); /* after its 300 madvises */
@@ -387,7 +419,7 @@ static void test_vfork_waits(void **state)
 	uint32_t execer = tr->procs[1].first_thread + 1, waited;
 	waits_on(tr, tr->procs[0].first_thread, execer, &waited);
 	assert_true(waited > 0);
-	assert_int_equal(tr->threads[execer].elem[waited - 1].kind, RK_EXEC);
+	assert_int_equal(elem_of(tr, execer, waited - 1)->kind, RK_EXEC);
 	rr_release(&r, tr);
 	tg_remove(&t);
 

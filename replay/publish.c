@@ -1,0 +1,380 @@
+/*
+ * publish.c - the loaded elements into their thread's stream (arena.h),
+ * and publication: handing them to the replay.
+ *
+ * An element is published (the replay may execute it) once the loader
+ * has stored LD_LOOKAHEAD elements after it, oldest first, so that what
+ * later elements decide about it is still in it: that another thread
+ * waits for it (RF_POST), that it is where its process had the most
+ * mappings so far (RF_SAMPLE_VMAS).  A wait found for an element already
+ * published is marked late (RP_DEP_LATE): the element does not post, and
+ * the waiter polls.  What the replay loop reads inline (RF_PIECE1 ...),
+ * an exec's frozen plan and a new region's recorded start are set as an
+ * element is published.  Publication is in trace order, so every element
+ * a published one waits for is published too.
+ *
+ * While a run goes on, memory is bounded by the trace's window: a thread
+ * gets a new block beyond it only while it holds fewer than two, after
+ * the blocks every copy of every replay thread has passed are freed; and
+ * when the replay has executed everything published, the look-ahead is
+ * shortened rather than waited on (no deadlock: the replay then has
+ * work again).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "loadint.h"
+
+#define LD_LOOKAHEAD 65536u
+#define LD_FLUSH 256u	  /* elements published between stores of the counts */
+#define BRK_STREAMED (4ull << 30) /* heap reservation when its peak is not known */
+
+void ld_stream_init(struct loader *L, uint32_t tid)
+{
+	struct rp_tsh *s = &L->t->arena->threads[tid];
+	memset(s, 0, sizeof(*s));
+	s->proc = L->t->threads[tid].proc;
+	s->rec = L->t->threads[tid].rec;
+}
+
+static int flush(struct loader *L);
+static int publish(struct loader *L, uint32_t keep);
+
+/* ---- freeing what the replay has passed -------------------------------- */
+
+static void free_block(struct loader *L, struct rp_blk *b)
+{
+	struct rp_arena *a = L->t->arena;
+	for (struct rp_blk *x = b->extra, *nx; x; x = nx) {
+		nx = x->next;
+		rp_blk_free(a, x);
+	}
+	rp_blk_free(a, b);
+}
+
+/* Free the blocks of every thread that all copies of its replay thread
+ * have left (one element of the next block completed, or the whole
+ * stream). */
+static void reclaim(struct loader *L)
+{
+	rp_trace *t = L->t;
+	for (uint32_t tid = 0; tid < t->nthreads; tid++) {
+		struct lthread *lt = &L->lt[tid];
+		struct rp_tsh *s = &t->arena->threads[tid];
+		if (!s->head)
+			continue;
+		uint32_t d = L->done(L->hook_arg, tid);
+		struct rp_blk *b = s->head;
+		while (b && b != lt->pubblk && b->next && d > b->next->first) {
+			struct rp_blk *nx = b->next;
+			nx->prev = NULL;
+			free_block(L, b);
+			lt->nblocks--;
+			b = nx;
+		}
+		if (b && t->threads[tid].ended && lt->pub == t->threads[tid].nelem &&
+		    d >= t->threads[tid].nelem) {
+			/* the stream is over */
+			while (b) {
+				struct rp_blk *nx = b->next;
+				free_block(L, b);
+				lt->nblocks--;
+				b = nx;
+			}
+			lt->tail = lt->pubblk = NULL;
+		}
+		s->head = b;
+	}
+}
+
+/* Has the replay executed everything published? */
+static int replay_idle(struct loader *L)
+{
+	rp_trace *t = L->t;
+	for (uint32_t tid = 0; tid < t->nthreads; tid++)
+		if (L->lt[tid].pub && L->done(L->hook_arg, tid) < L->lt[tid].pub)
+			return 0;
+	return 1;
+}
+
+/* Room for a block of `size` bytes for thread tid, within the window
+ * (a run's load only). */
+static int make_room(struct loader *L, uint32_t tid, size_t size)
+{
+	struct rp_arena *a = L->t->arena;
+	int rc;
+	if (!L->done || L->lt[tid].nblocks < 2)
+		return 0;
+	while (a->in_use + size > L->t->window) {
+		if ((rc = flush(L)) < 0)
+			return rc;
+		reclaim(L);
+		if (a->in_use + size <= L->t->window)
+			break;
+		if (replay_idle(L)) {
+			/* (the newest stays: an exec's plan may still be
+			 * coming, with the snapshot after it) */
+			if (L->fifo_n <= 1)
+				break;
+			if ((rc = ld_publish(L, L->fifo_n / 2)) < 0)
+				return rc;
+			continue;
+		}
+		if ((rc = L->wait(L->hook_arg)) < 0)
+			return ld_fail(L, rc, "the replay ended");
+	}
+	return 0;
+}
+
+/* ---- storing ----------------------------------------------------------- */
+
+static struct rp_blk *new_block(struct loader *L, uint32_t tid, size_t aux)
+{
+	struct lthread *lt = &L->lt[tid];
+	struct rp_arena *a = L->t->arena;
+	size_t need = offsetof(struct rp_blk, elem) + sizeof(struct rp_elem) + aux;
+	size_t size = need > ((size_t)1 << RP_BLK_SHIFT) ? need : (size_t)1 << RP_BLK_SHIFT;
+	if (make_room(L, tid, size) < 0)
+		return NULL;
+	struct rp_blk *b = rp_blk_alloc(a, need);
+	if (!b) {
+		ld_fail(L, -ENOMEM, "out of memory for the trace's elements");
+		return NULL;
+	}
+	b->tid = tid;
+	b->first = L->t->threads[tid].nelem;
+	b->prev = lt->tail;
+	/* Its header is written before it is linked, and linked before any
+	 * of its elements is published. */
+	if (lt->tail)
+		__atomic_store_n(&lt->tail->next, b, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&L->t->arena->threads[tid].head, b, __ATOMIC_RELEASE);
+	lt->tail = b;
+	if (!lt->pubblk)
+		lt->pubblk = b;
+	lt->nblocks++;
+	return b;
+}
+
+/* Copy n items of size sz to the low end of b's arrays; their offset. */
+static uint32_t put_aux(struct rp_blk *b, const void *src, uint32_t n, size_t sz)
+{
+	if (!n)
+		return 0;
+	b->aux_low -= (uint32_t)(n * sz);
+	memcpy(rp_blk_at(b, b->aux_low), src, n * sz);
+	return b->aux_low;
+}
+
+int ld_store(struct loader *L, uint32_t tid, const struct rp_elem *proto)
+{
+	rp_trace *t = L->t;
+	struct lthread *lt = &L->lt[tid];
+	size_t aux = (size_t)proto->npieces * sizeof(struct rp_piece) +
+		     (size_t)proto->ntouch * sizeof(struct rp_touch) +
+		     (size_t)proto->ndeps * sizeof(struct rp_dep);
+	struct rp_blk *b = lt->tail;
+	if (!b || rp_blk_room(b) < sizeof(struct rp_elem) + aux) {
+		if (!(b = new_block(L, tid, aux)))
+			return L->err ? L->err : -ENOMEM;
+	}
+	struct rp_elem *e = &b->elem[b->n];
+	*e = *proto;
+	e->piece0 = proto->npieces ? put_aux(b, t->pieces + proto->piece0, proto->npieces,
+					     sizeof(struct rp_piece)) : 0;
+	e->touch0 = proto->ntouch ? put_aux(b, t->touches + proto->touch0, proto->ntouch,
+					    sizeof(struct rp_touch)) : 0;
+	e->dep0 = proto->ndeps ? put_aux(b, t->deps + proto->dep0, proto->ndeps,
+					 sizeof(struct rp_dep)) : 0;
+	/* (the replay reads the count of a block it executes) */
+	__atomic_store_n(&b->n, b->n + 1, __ATOMIC_RELEASE);
+	t->npieces = t->ntouches = t->ndeps = 0;
+	/* into the publication queue */
+	if (L->fifo_n == L->fifo_cap) {
+		int rc = publish(L, L->fifo_cap - 1);
+		if (rc < 0)
+			return rc;
+	}
+	L->fifo[(L->fifo_head + L->fifo_n++) % L->fifo_cap] = tid;
+	return L->fifo_n > LD_LOOKAHEAD ? publish(L, LD_LOOKAHEAD) : 0;
+}
+
+struct rp_elem *ld_elem(struct loader *L, uint32_t tid, uint32_t idx)
+{
+	struct lthread *lt = &L->lt[tid];
+	if (idx < lt->pub || idx >= L->t->threads[tid].nelem)
+		return NULL;
+	struct rp_blk *b = lt->tail;
+	while (b && b->first > idx)
+		b = b->prev;
+	return b ? &b->elem[idx - b->first] : NULL;
+}
+
+/* ---- publishing -------------------------------------------------------- */
+
+size_t rp_plan_frozen_size(const rp_trace *t, uint32_t plan)
+{
+	return sizeof(struct rp_xplan) + (size_t)t->plans[plan].nstandin * sizeof(struct rp_xstandin);
+}
+
+void rp_plan_freeze(const rp_trace *t, uint32_t plan, int all, struct rp_xplan *x)
+{
+	const struct rp_plan *pl = &t->plans[plan];
+	memset(x, 0, sizeof(*x));
+	x->nstandin = pl->nstandin;
+	for (uint32_t i = 0; i < pl->nstandin; i++) {
+		const struct rp_standin *s = &t->standins[pl->standin0 + i];
+		const struct rp_region *rg = &t->regions[s->region];
+		struct rp_xstandin *xs = &x->st[i];
+		memset(xs, 0, sizeof(*xs));
+		xs->s = *s;
+		xs->rec_start = rg->rec_start;
+		xs->rsize = rg->size;
+		xs->map = rg->needed || all;
+	}
+	x->brk_region = pl->brk_region;
+	if (pl->brk_region != RP_VOID) {
+		const struct rp_region *rg = &t->regions[pl->brk_region];
+		x->brk_rec_start = rg->rec_start;
+		/* Streamed, the heap's peak is not known: a reservation that
+		 * only a larger heap overruns (its growth then fails). */
+		x->brk_size = all && rg->size < BRK_STREAMED ? BRK_STREAMED : rg->size;
+		x->brk_init = rg->brk_init;
+		x->brk_map = rg->needed || all;
+	}
+}
+
+/* The plan as the replay sets it up; all: map every stand-in and the
+ * heap, as which ones are used is not known yet. */
+static int freeze_plan(struct loader *L, struct rp_blk *owner, uint32_t plan, int all,
+		       struct rp_xplan **out)
+{
+	rp_trace *t = L->t;
+	size_t bytes = offsetof(struct rp_blk, elem) + rp_plan_frozen_size(t, plan);
+	struct rp_blk *xb = rp_blk_alloc(t->arena, bytes);
+	if (!xb)
+		return ld_fail(L, -ENOMEM, "out of memory for the trace's elements");
+	xb->next = owner->extra;
+	owner->extra = xb;
+	struct rp_xplan *x = (struct rp_xplan *)xb->elem;
+	rp_plan_freeze(t, plan, all, x);
+	*out = x;
+	return 0;
+}
+
+/* Element idx of thread tid is about to be published: what is final now. */
+static int finalize(struct loader *L, uint32_t tid, struct rp_blk *b, uint32_t idx)
+{
+	rp_trace *t = L->t;
+	struct rp_elem *e = &b->elem[idx - b->first];
+	struct lproc *P = &L->lp[t->threads[tid].proc];
+	int rc;
+
+	if (P->max_thread == tid && P->max_elem == idx && P->max_segs > P->sampled_segs) {
+		e->flags |= RF_SAMPLE_VMAS;
+		P->sampled_segs = P->max_segs;
+	}
+	if (e->kind == RK_EXEC) {
+		struct rp_xplan *x = NULL;
+		if ((rc = freeze_plan(L, b, e->arg, !t->complete, &x)) < 0)
+			return rc;
+		e->off2 = (uint64_t)(uintptr_t)x;
+	}
+	if (e->kind == RK_SYSCALL && e->how == RX_MMAP && (e->flags & RF_NEWREG))
+		e->aux = t->regions[e->region].rec_start;
+	if (e->kind == RK_SYSCALL && e->how == RX_BRK && e->region != RP_VOID)
+		e->args[5] = t->regions[e->region].rec_start;
+	/* What the loop reads inline of a one-piece range op, and the
+	 * elements it runs on its short path. */
+	if (!(e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1 &&
+	      e->op != VMT_OP_MINCORE && !(e->flags & RF_RAW_LEN)))
+		return 0;
+	const struct rp_piece *p = rp_blk_at(b, e->piece0);
+	if (p->region == RP_VOID)
+		return 0;
+	e->flags |= RF_PIECE1;
+	e->region = p->region;
+	e->off2 = p->off;
+	e->aux = p->len;
+	if (!e->ndeps && !(e->flags & (RF_SAMPLE_VMAS | RF_POST)))
+		e->flags |= RF_FAST;
+	if (e->ntouch != 1)
+		return 0;
+	const struct rp_touch *tc = rp_blk_at(b, e->touch0);
+	if (tc->off / L->page > UINT32_MAX || tc->off % L->page)
+		return 0;
+	e->flags |= RF_TOUCH1;
+	e->region2 = tc->region;
+	e->tpage = (uint32_t)(tc->off / L->page);
+	e->arg = tc->npages;
+	return 0;
+}
+
+/* The counts of the threads published since the last store reach the
+ * replay (after the run's files are ready for them), waking a replay
+ * thread that waits for them. */
+static int flush(struct loader *L)
+{
+	int rc;
+	if (!L->ndirty)
+		return 0;
+	if (L->sync && (rc = L->sync(L->hook_arg)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < L->ndirty; i++) {
+		uint32_t tid = L->dirty[i];
+		struct rp_tsh *s = &L->t->arena->threads[tid];
+		L->lt[tid].dirty = 0;
+		__atomic_store_n(&s->published, L->lt[tid].pub, __ATOMIC_SEQ_CST);
+		uint32_t want = __atomic_load_n(&s->want, __ATOMIC_SEQ_CST);
+		if (want && L->lt[tid].pub >= want && __atomic_exchange_n(&s->want, 0, __ATOMIC_SEQ_CST)) {
+			__atomic_add_fetch(&s->epoch, 1, __ATOMIC_SEQ_CST);
+			syscall(SYS_futex, &s->epoch, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+		}
+	}
+	L->ndirty = 0;
+	L->unflushed = 0;
+	return 0;
+}
+
+/* Publish until at most keep elements are stored and not published;
+ * the counts are stored every LD_FLUSH elements. */
+static int publish(struct loader *L, uint32_t keep)
+{
+	int rc;
+	while (L->fifo_n > keep) {
+		uint32_t tid = L->fifo[L->fifo_head];
+		L->fifo_head = (L->fifo_head + 1) % L->fifo_cap;
+		L->fifo_n--;
+		struct lthread *lt = &L->lt[tid];
+		uint32_t idx = lt->pub;
+		struct rp_blk *b = lt->pubblk;
+		while (b && idx >= b->first + b->n)
+			b = b->next;
+		if (!b)
+			return ld_fail(L, -EIO, "lost element %u of thread %u", idx, tid);
+		lt->pubblk = b;
+		if ((rc = finalize(L, tid, b, idx)) < 0)
+			return rc;
+		lt->pub++;
+		if (!lt->dirty) {
+			if (vmt_grow(&L->dirty, &L->capdirty, (size_t)L->ndirty + 1, sizeof(*L->dirty)))
+				return ld_fail(L, -ENOMEM, "out of memory");
+			lt->dirty = 1;
+			L->dirty[L->ndirty++] = tid;
+		}
+		if (++L->unflushed >= LD_FLUSH && (rc = flush(L)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int ld_publish(struct loader *L, uint32_t keep)
+{
+	int rc = publish(L, keep);
+	return rc < 0 ? rc : flush(L);
+}
