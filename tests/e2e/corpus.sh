@@ -100,4 +100,13 @@ for p in $(corpus_names); do
 	else
 		not_ok "$p-speed1" "$(tail -1 "$T/$p.speed.out")"
 	fi
+	# (f) the same recording loaded as it runs (vmreplay --window):
+	# the same replay
+	if "$VMREPLAY" "$T/$p.zst" --repeat=3 --window=64K -q --no-progress \
+		--json="$T/$p.stream.json" > "$T/$p.stream.out" 2>&1; then
+		check "$p-stream" python3 "$E2E/samerun.py" "$T/$p.replay.json" "$T/$p.stream.json" "$p" &&
+			sed 's/^/    /' "$T/check.out"
+	else
+		not_ok "$p-stream" "$(tail -1 "$T/$p.stream.out")"
+	fi
 done

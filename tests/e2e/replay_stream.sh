@@ -1,0 +1,89 @@
+#!/bin/sh
+# Replays of traces loaded as they run (vmreplay --window): the same ops,
+# errors, touches and divergences as the trace loaded whole, threads and
+# processes included; memory that does not grow with the trace; a trace
+# bad past its first window failing cleanly after the run started; and
+# --repeat of a streamed trace loading it again.
+. "$(dirname "$0")/common.inc"
+need replay_stream "$VMREC" "$VMREPLAY" || exit 0
+SAMERUN="python3 $E2E/samerun.py"
+
+# NAME WINDOW PROGRAM ARGS...: record, replay whole and streamed with
+# --window=WINDOW (3 runs each).
+same() {
+	name=$1 window=$2; shift 2
+	if ! "$VMREC" -q --force -o "$T/$name.zst" -- "$@" > /dev/null 2> "$T/$name.err"; then
+		not_ok "$name-stream" "recording failed"; show "$T/$name.err"; return
+	fi
+	for w in whole stream; do
+		opt=; [ $w = stream ] && opt=--window=$window
+		# shellcheck disable=SC2086
+		if ! "$VMREPLAY" -q --repeat=3 $opt --json="$T/$name.$w.json" "$T/$name.zst" \
+			> "$T/$name.$w.out" 2>&1; then
+			not_ok "$name-stream" "vmreplay ($w) failed"; show "$T/$name.$w.out"; return
+		fi
+	done
+	check "$name-stream" $SAMERUN "$T/$name.whole.json" "$T/$name.stream.json" "$name" &&
+		sed 's/^/    /' "$T/check.out"
+}
+
+same seed000-old 64K $W/seed000 --threads 2 --iterations 20000 --mode old
+same seed000-new 64K $W/seed000 --threads 2 --iterations 20000 --mode new
+for s in 1 2 3 4; do same seed00$s 64K $W/seed00$s; done
+same forkexec 64K $W/forkexec
+same everyop 64K $W/everyop
+# (its two threads race mmap against munmap of one page, and its faults
+# follow their interleaving: a window that does not make them wait for
+# the load at every block)
+same lockorder 1M $W/lockorder --threads 2 --iterations 5000
+if command -v python3 > /dev/null; then same python3 64K python3 -c 'import json'; fi
+
+# Peak RSS (the largest process of the replay's tree) of the same
+# workload at 10x the length, both streamed (--window=16M): within 1.5x.
+if [ "${SAN:-}" = 1 ]; then
+	skip rss-flat "a sanitized replayer's memory is its shadow memory"
+else
+	for n in 50000 500000; do
+		"$VMREC" -q --force -o "$T/rss$n.zst" -- $W/seed000 --threads 2 --iterations $n \
+			--mode new > /dev/null 2>&1
+		python3 - "$VMREPLAY" "$T/rss$n.zst" "$T/rss$n.json" > "$T/rss$n.kb" <<'PY'
+import resource, subprocess, sys
+r = subprocess.run([sys.argv[1], '-q', '--window=16M', '--json=' + sys.argv[3], sys.argv[2]],
+                   stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else 0)
+PY
+	done
+	check rss-flat python3 - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+kb = [int(open(f'{t}/rss{n}.kb').read()) for n in (50000, 500000)]
+ev = [json.load(open(f'{t}/rss{n}.json'))['trace_events'] for n in (50000, 500000)]
+print(f'peak RSS {kb[0] / 1024:.1f} MiB for {ev[0]} events, {kb[1] / 1024:.1f} MiB for {ev[1]}')
+assert all(kb), 'a replay failed'
+assert kb[1] <= 1.5 * kb[0], f'{kb[1] / kb[0]:.2f}x the RSS at {ev[1] / ev[0]:.1f}x the events'
+PY
+	sed 's/^/    /' "$T/check.out"
+fi
+
+# A long trace damaged in its last chunk, streamed: the run starts (the
+# progress shows it replaying), then ends with one clear error, exit 2,
+# and no replay process is left behind.
+"$VMREC" -q --force -o "$T/long.zst" -- $W/seed000 --threads 2 --iterations 40000 \
+	--mode old > /dev/null 2>&1
+python3 - "$T/long.zst" "$T/bad.zst" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+at = b.rfind(b'\x5b\x2a\x4d\x18\x20\x00\x00\x00VMTC')  # the last chunk's descriptor
+comp = int.from_bytes(b[at + 16:at + 20], 'little')
+b[at + 40 + comp // 2] ^= 0x55                            # inside its zstd frame
+open(sys.argv[2], 'wb').write(b)
+PY
+check_exit stream-damaged-last-chunk 2 "$VMREPLAY" -q --progress --window=1M "$T/bad.zst"
+check stream-damaged-last-chunk-started grep -q 'replaying' "$T/err"
+check stream-damaged-last-chunk-message grep -q "vmreplay: '.*bad.zst': bad trace at byte [0-9]*: " "$T/err"
+sleep 0.2
+check stream-damaged-no-process-left sh -c "! pgrep -f '[v]mreplay -q --progress --window=1M $T/bad.zst'"
+# The same without --window: loaded whole, refused before any run.
+check_exit damaged-last-chunk-whole 2 "$VMREPLAY" -q --progress "$T/bad.zst"
+check damaged-last-chunk-whole-not-started sh -c "! grep -q 'replaying' '$T/err'"
+exit 0

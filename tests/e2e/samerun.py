@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""A replay loaded as it runs against the same trace loaded whole.
+
+    samerun.py WHOLE.json STREAMED.json [NAME]
+
+Both written by vmreplay --json (the second with a small --window, so
+that the trace is loaded as it is replayed): every run of both replays
+the same ops with the same errors, touches the same pages, skips and
+diverges as often (the same divergences), and the median minor faults
+agree within 1% + 20 (not sanitized, SAN=1; a replay process forked for a recorded process
+takes a fault on each page of elements it reads from the shared load:
+a few per process).  Prints one line; exit 1 on a difference.
+"""
+import json
+import os
+import sys
+
+
+def facts(run):
+    ops = {k: (v["count"], v["errors"]) for k, v in run["ops"].items()}
+    return {"ops": ops, "events": run["events"], "touched_pages": run["touched_pages"],
+            "touch_faults": run["touch_faults"], "skipped": run["skipped"],
+            "divergences": run["divergences"]}
+
+
+def main():
+    whole, streamed = (json.load(open(p)) for p in sys.argv[1:3])
+    name = sys.argv[3] if len(sys.argv) > 3 else "replay"
+    want = facts(whole["median"])
+    bad = []
+    for i, run in enumerate(streamed["runs"] + whole["runs"]):
+        got = facts(run)
+        for k in want:
+            if got[k] != want[k]:
+                bad.append("run %d %s: %s, whole: %s" % (i + 1, k, got[k], want[k]))
+    dw = [(d["event"], d["text"]) for d in whole["median"]["divergence_list"]]
+    ds = [(d["event"], d["text"]) for d in streamed["median"]["divergence_list"]]
+    if dw != ds:
+        bad.append("divergences %s, whole: %s" % (ds, dw))
+    fw, fs = whole["median"]["minor_faults"], streamed["median"]["minor_faults"]
+    # (sanitized, the faults are mostly the sanitizer's)
+    if abs(fs - fw) > fw * 0.01 + 20 and os.environ.get("SAN") != "1":
+        bad.append("minor faults %d, whole %d" % (fs, fw))
+    print("%s: streamed %d ops, %d minor faults; whole %d ops, %d minor faults%s" % (
+        name, streamed["median"]["events"], fs, whole["median"]["events"], fw,
+        "".join("; " + b for b in bad)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
