@@ -6,7 +6,7 @@
 # --repeat of a streamed trace loading it again.
 . "$(dirname "$0")/common.inc"
 need replay_stream "$VMREC" "$VMREPLAY" || exit 0
-SAMERUN="python3 $E2E/samerun.py"
+samerun() { python3 "$E2E/samerun.py" "$@"; }
 
 # NAME WINDOW PROGRAM ARGS...: record, replay whole and streamed with
 # --window=WINDOW (3 runs each).
@@ -23,19 +23,19 @@ same() {
 			not_ok "$name-stream" "vmreplay ($w) failed"; show "$T/$name.$w.out"; return
 		fi
 	done
-	check "$name-stream" $SAMERUN "$T/$name.whole.json" "$T/$name.stream.json" "$name" &&
+	check "$name-stream" samerun "$T/$name.whole.json" "$T/$name.stream.json" "$name" &&
 		sed 's/^/    /' "$T/check.out"
 }
 
-same seed000-old 64K $W/seed000 --threads 2 --iterations 20000 --mode old
-same seed000-new 64K $W/seed000 --threads 2 --iterations 20000 --mode new
-for s in 1 2 3 4; do same seed00$s 64K $W/seed00$s; done
-same forkexec 64K $W/forkexec
-same everyop 64K $W/everyop
+same seed000-old 64K "$W"/seed000 --threads 2 --iterations 20000 --mode old
+same seed000-new 64K "$W"/seed000 --threads 2 --iterations 20000 --mode new
+for s in 1 2 3 4; do same seed00$s 64K "$W"/seed00$s; done
+same forkexec 64K "$W"/forkexec
+same everyop 64K "$W"/everyop
 # (its two threads race mmap against munmap of one page, and its faults
 # follow their interleaving: a window that does not make them wait for
 # the load at every block)
-same lockorder 1M $W/lockorder --threads 2 --iterations 5000
+same lockorder 1M "$W"/lockorder --threads 2 --iterations 5000
 if command -v python3 > /dev/null; then same python3 64K python3 -c 'import json'; fi
 
 # Peak RSS (the largest process of the replay's tree) of the same
@@ -44,7 +44,7 @@ if [ "${SAN:-}" = 1 ]; then
 	skip rss-flat "a sanitized replayer's memory is its shadow memory"
 else
 	for n in 50000 500000; do
-		"$VMREC" -q --force -o "$T/rss$n.zst" -- $W/seed000 --threads 2 --iterations $n \
+		"$VMREC" -q --force -o "$T/rss$n.zst" -- "$W"/seed000 --threads 2 --iterations $n \
 			--mode new > /dev/null 2>&1
 		python3 - "$VMREPLAY" "$T/rss$n.zst" "$T/rss$n.json" > "$T/rss$n.kb" <<'PY'
 import resource, subprocess, sys
@@ -68,7 +68,7 @@ fi
 # A long trace damaged in its last chunk, streamed: the run starts (the
 # progress shows it replaying), then ends with one clear error, exit 2,
 # and no replay process is left behind.
-"$VMREC" -q --force -o "$T/long.zst" -- $W/seed000 --threads 2 --iterations 40000 \
+"$VMREC" -q --force -o "$T/long.zst" -- "$W"/seed000 --threads 2 --iterations 40000 \
 	--mode old > /dev/null 2>&1
 python3 - "$T/long.zst" "$T/bad.zst" <<'PY'
 import sys
