@@ -108,6 +108,7 @@ static int collect(struct rp_rt *rt, struct rp_run_result *res)
 		res->voluntary_cs += o->nvcsw;
 		res->involuntary_cs += o->nivcsw;
 		res->wait_ns += o->wait_ns;
+		res->load_wait_ns += o->load_wait_ns;
 		res->touched_pages += o->touched;
 		res->touch_faults += o->touch_faults;
 		res->fallbacks += o->fallbacks;

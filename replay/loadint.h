@@ -108,7 +108,6 @@ struct loader {
 	uint32_t ndirty;
 	size_t capdirty;
 	uint32_t unflushed;	/* published since the last store of the counts */
-	uint32_t fifo_alloc;
 	/* A run's hooks (NULL outside one), with hook_arg: sync before
 	 * published elements reach the replay (the run's files); done: the
 	 * elements every copy of a replay thread has completed; wait: for
@@ -175,7 +174,9 @@ int ld_store(struct loader *L, uint32_t tid, const struct rp_elem *e);
 /* publish.c: element idx of thread tid while the loader may still change
  * it (not published), else NULL. */
 struct rp_elem *ld_elem(struct loader *L, uint32_t tid, uint32_t idx);
-/* publish.c: publish stored elements until at most `keep` are not. */
+/* publish.c: publish stored elements until at most `keep` are not
+ * (LD_LOOKAHEAD: as a run goes on). */
+#define LD_LOOKAHEAD 65536u
 int ld_publish(struct loader *L, uint32_t keep);
 /* publish.c: a new thread's stream in the arena. */
 void ld_stream_init(struct loader *L, uint32_t tid);

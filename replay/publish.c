@@ -29,7 +29,6 @@
 #include <unistd.h>
 #include "loadint.h"
 
-#define LD_LOOKAHEAD 65536u
 #define LD_FLUSH 256u	  /* elements published between stores of the counts */
 #define BRK_STREAMED (4ull << 30) /* heap reservation when its peak is not known */
 
@@ -171,6 +170,22 @@ static uint32_t put_aux(struct rp_blk *b, const void *src, uint32_t n, size_t sz
 	return b->aux_low;
 }
 
+/* Double the publication queue (a ring: its elements moved to the start). */
+static int fifo_grow(struct loader *L)
+{
+	uint32_t cap = L->fifo_cap ? L->fifo_cap * 2 : 4096;
+	uint32_t *q = malloc((size_t)cap * sizeof(*q));
+	if (!q || cap < L->fifo_cap)
+		return free(q), ld_fail(L, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < L->fifo_n; i++)
+		q[i] = L->fifo[(L->fifo_head + i) % L->fifo_cap];
+	free(L->fifo);
+	L->fifo = q;
+	L->fifo_cap = cap;
+	L->fifo_head = 0;
+	return 0;
+}
+
 int ld_store(struct loader *L, uint32_t tid, const struct rp_elem *proto)
 {
 	rp_trace *t = L->t;
@@ -195,13 +210,13 @@ int ld_store(struct loader *L, uint32_t tid, const struct rp_elem *proto)
 	__atomic_store_n(&b->n, b->n + 1, __ATOMIC_RELEASE);
 	t->npieces = t->ntouches = t->ndeps = 0;
 	/* into the publication queue */
-	if (L->fifo_n == L->fifo_cap) {
-		int rc = publish(L, L->fifo_cap - 1);
-		if (rc < 0)
-			return rc;
-	}
+	if (L->fifo_n == L->fifo_cap && fifo_grow(L) < 0)
+		return L->err;
 	L->fifo[(L->fifo_head + L->fifo_n++) % L->fifo_cap] = tid;
-	return L->fifo_n > LD_LOOKAHEAD ? publish(L, LD_LOOKAHEAD) : 0;
+	/* Only a run reads what is published: before one, nothing is (a
+	 * trace loaded whole is published at its end, every element with
+	 * all it will ever know). */
+	return L->done && L->fifo_n > LD_LOOKAHEAD ? publish(L, LD_LOOKAHEAD) : 0;
 }
 
 struct rp_elem *ld_elem(struct loader *L, uint32_t tid, uint32_t idx)

@@ -249,6 +249,8 @@ struct rp_run_result {
 	uint64_t touched_pages, touch_faults; /* pages re-touched; touches that trapped */
 	uint64_t fallbacks; /* --placement=exact requests that got another address */
 	uint64_t skipped;   /* elements not replayable */
+	uint64_t load_wait_ns; /* summed over threads: waiting for the load
+				  (a trace loaded as it runs, --window) */
 	/* Both sources of the totals, to print when they disagree. */
 	int perf_ok;
 	uint64_t perf_minor, perf_major, perf_cs;
@@ -264,7 +266,7 @@ struct rp_run_result {
 #define RP_RUN_NUMBERS(X)                                                                     \
 	X(wall_ns) X(minor_faults) X(major_faults) X(voluntary_cs) X(involuntary_cs)           \
 	X(divergences) X(events) X(peak_vmas) X(wait_ns) X(touched_pages) X(touch_faults)     \
-	X(fallbacks) X(skipped)
+	X(fallbacks) X(skipped) X(load_wait_ns)
 
 /* Replay t once with options o (order and max_memory are taken from the
  * load; placement, files, speed, scale and progress from o).  The replay

@@ -108,6 +108,9 @@ int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 			med->skipped, med->fallbacks, med->touch_faults, t->touch_unmapped_pages,
 			t->lost_events);
 
+	if (med->load_wait_ns)
+		fprintf(f, "(the replay threads waited %.3f ms in all for the trace to load)\n",
+			(double)med->load_wait_ns / 1e6);
 	fprintf(f, "\n%-16s %9s %7s %10s %10s %10s %10s %10s\n", "op", "count", "errors", "mean_us",
 		"p50_us", "p90_us", "p99_us", "max_us");
 	for (unsigned op = 1; op < VMT_OP__COUNT; op++) {

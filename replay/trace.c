@@ -176,11 +176,6 @@ static int load_begin(rp_trace *t, char *msg, size_t msglen)
 	L->msg = msg;
 	L->msglen = msglen;
 	L->prev_thread = RP_VOID;
-	L->fifo_cap = 65536u + 1024u;
-	if (!(L->fifo = malloc(L->fifo_cap * sizeof(*L->fifo)))) {
-		snprintf(msg, msglen, "out of memory");
-		return -ENOMEM;
-	}
 	const struct vmt_header *h = vmt_reader_header(ld->r);
 	long ps = sysconf(_SC_PAGESIZE);
 	if (!h->page_size || (h->page_size & (h->page_size - 1)) || (long)h->page_size != ps) {
@@ -222,8 +217,11 @@ static int load_events(rp_trace *t, int window)
 			o->progress(o->progress_arg, RP_PROGRESS_LOAD, vmt_reader_offset(ld->r), ld->fsize);
 		if ((rc = ld_event(L, &ev)) < 0)
 			return rc;
-		if (window && t->arena->in_use > t->window && t->nthreads)
-			return 0;
+		if (window && t->arena->in_use > t->window && t->nthreads) {
+			/* the run will go on from here: what it may execute */
+			rc = ld_publish(L, LD_LOOKAHEAD);
+			return rc < 0 ? rc : 0;
+		}
 	}
 	if (rc == VMT_E_TRUNC && o->truncated == RP_TRUNC_REPLAY) {
 		/* vmrec keeps every chunk it completed: the events before the

@@ -518,6 +518,8 @@ RP_RUN_CODE static __attribute__((noinline)) void slow_elem(struct rp_wctx *w, s
 						const struct rp_elem *e, uint32_t i)
 {
 	const struct rp_dep *deps = (const struct rp_dep *)(h->blk + e->dep0);
+	if (e->ndeps)
+		__atomic_store_n(h->done, i, __ATOMIC_RELEASE); /* before it may block */
 	for (uint32_t d = 0; d < e->ndeps; d++)
 		wait_for(w, &deps[d]);
 	if (w->rt->opt.speed > 0)
@@ -549,6 +551,7 @@ RP_RUN_CODE static __attribute__((noinline)) void refill(struct rp_wctx *w, stru
 			return;
 		}
 		uint64_t t0 = vmt_now_ns();
+		__atomic_store_n(h->done, i, __ATOMIC_RELEASE); /* before it blocks */
 		/* the loader is another process: shared futexes; a timeout so
 		 * that a run it ended is never slept through */
 		await_count(&ts->published, &ts->want, &ts->epoch, i + 1, 0, 100000000);
@@ -562,10 +565,13 @@ RP_RUN_CODE static __attribute__((noinline)) void refill(struct rp_wctx *w, stru
  * fetched again.  (Measured on the 1-thread seed-000 trace with blocks of
  * this loop alternating with blocks of the workload's own loop on the
  * same region in one replay thread: 1.03-1.04 of it in all, of which the
- * two clock reads ~2%, the histogram ~1.5%, the touch guard ~1%.)  Each
- * element's completion is stored (one store to this thread's own line):
- * a late wait (RP_DEP_LATE) reads it, and so does the loader, to free
- * the blocks every copy has passed. */
+ * two clock reads ~2%, the histogram ~1.5%, the touch guard ~1%.)  The
+ * thread's completion count is stored every 64 elements of the short
+ * path, after every other element, and before it may block: a late wait
+ * (RP_DEP_LATE) reads it, and so does the loader, to free the blocks
+ * every copy has passed.  (A store per element cost the 1-thread loop
+ * 3%.)  A thread that waits has stored its count, so no two threads
+ * wait for each other's stale counts. */
 static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, struct rp_hot *h,
 							   uint32_t i, const int tsc)
 {
@@ -584,7 +590,8 @@ static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, s
 		if (__builtin_expect(e->ntouch != 0, 1)) /* (code layout) */
 			do_touches(h, e, i);
 		piece1_call(w, h, e, tsc);
-		__atomic_store_n(h->done, ++i, __ATOMIC_RELAXED);
+		if (__builtin_expect(!(++i & 63), 0))
+			__atomic_store_n(h->done, i, __ATOMIC_RELAXED);
 	}
 }
 
