@@ -9,11 +9,8 @@
 #include <unistd.h>
 #include "arena.h"
 
-/* The pool's address space, and where to ask for it: far below where the
- * kernel puts mappings by itself (and where recorded programs had theirs),
- * so that --placement=exact finds the recorded addresses free. */
+/* The pool's address space. */
 #define ARENA_POOL (64ull << 30)
-#define ARENA_HINT 0x100000000000ull
 
 static size_t up64(size_t n)
 {
@@ -28,9 +25,14 @@ struct rp_arena *rp_arena_new(void)
 	size_t o_pool = o_file + up64((size_t)RP_FCAP * sizeof(struct rp_fsh));
 	const int fl = MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE;
 	void *p = MAP_FAILED;
-	/* Smaller where the machine refuses a large one (overcommit 2). */
+	/* Smaller where the machine refuses a large one (overcommit 2); at
+	 * the hint, or beyond it where another trace's arena is (--compare),
+	 * else where the kernel likes. */
 	for (size_t pool = ARENA_POOL; p == MAP_FAILED && pool >= (64ull << 20); pool /= 4) {
-		p = mmap((void *)ARENA_HINT, o_pool + pool, PROT_READ | PROT_WRITE, fl, -1, 0);
+		for (unsigned k = 0; k <= 8 && p == MAP_FAILED; k++)
+			p = mmap((void *)(RP_HINT_ARENA + k * (ARENA_POOL + (1ull << 30))),
+				 o_pool + pool, PROT_READ | PROT_WRITE,
+				 fl | (k < 8 ? MAP_FIXED_NOREPLACE : 0), -1, 0);
 		if (p != MAP_FAILED) {
 			struct rp_arena *a = p;
 			a->size = o_pool + pool;

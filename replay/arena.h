@@ -27,6 +27,13 @@
 #define RP_FCAP (1u << 20)     /* files */
 #define RP_BLK_SHIFT 16	       /* a standard block: 64 KiB */
 #define RP_BLK_CLASSES 32
+/* Where the replay's large reservations ask to be: far below where the
+ * kernel puts mappings by itself (and where recorded programs had
+ * theirs), so that --placement=exact finds the recorded addresses free,
+ * and above the sanitizer's shadow memory. */
+#define RP_HINT_ARENA 0x200000000000ull
+#define RP_HINT_BASES 0x280000000000ull
+#define RP_HINT_RESULTS 0x300000000000ull
 
 /* One block of a thread's elements.  Elements grow from elem[0], their
  * arrays (pieces, touches, waits; an exec's plan) down from the end;
@@ -35,7 +42,6 @@
 struct rp_blk {
 	struct rp_blk *next; /* the thread's next block; set before any of
 				its elements is published */
-	struct rp_blk *prev; /* (loader) */
 	void *extra;	     /* (loader) frozen plans of its execs, freed with it */
 	uint32_t first;	     /* thread index of its first element */
 	uint32_t n;	     /* elements in it */

@@ -191,7 +191,8 @@ struct feeder {
 	rp_trace *t;
 	struct rp_runfiles *files;
 	pid_t run;
-	volatile int stop; /* the run is over */
+	volatile int stop; /* the run failed: stop loading */
+	volatile int over; /* the run ended well: load the rest, never wait */
 	int rc;
 	pthread_t th;
 };
@@ -199,11 +200,7 @@ struct feeder {
 static int feed_sync(void *arg)
 {
 	struct feeder *f = arg;
-	int rc = rp_files_sync(f->files);
-	if (rc < 0)
-		snprintf(f->rt->sh->msg, sizeof(f->rt->sh->msg), "cannot create scratch files: %s",
-			 strerror(-rc));
-	return rc;
+	return rp_files_sync(f->files);
 }
 
 static uint32_t feed_done(void *arg, uint32_t tid)
@@ -219,13 +216,15 @@ static uint32_t feed_done(void *arg, uint32_t tid)
 	return d;
 }
 
-static int feed_wait(void *arg)
+static int feed_wait(void *arg, int sleep)
 {
 	struct feeder *f = arg;
-	if (f->stop)
+	if (f->stop || (sleep && f->over))
 		return -ECANCELED;
-	struct timespec ts = {0, 100000};
-	nanosleep(&ts, NULL);
+	if (sleep) {
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, NULL);
+	}
 	return 0;
 }
 
@@ -272,11 +271,17 @@ int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res, c
 		snprintf(msg, msglen, "--scale above 1024");
 		return -EINVAL;
 	}
-	/* A trace a run loaded as it went on is loaded again. */
-	if (t->streamed && (rc = rp_load_again(t, msg, msglen)) < 0)
-		return rc;
-	int streaming = !t->complete;
 	uint32_t K = rt.opt.scale;
+	/* A trace a run loaded as it went on is loaded again (with this
+	 * run's room for threads and regions). */
+	if (t->streamed) {
+		t->thread_cap = RP_TCAP / K;
+		t->region_cap = (1u << 29) / K;
+		if ((rc = rp_load_again(t, msg, msglen)) < 0)
+			return rc;
+	}
+	int streaming = !t->complete;
+	t->arena->pid = (int32_t)getpid(); /* whose descriptors they open */
 	rt.t = t;
 	rt.arena = t->arena;
 	rt.page = t->page_size;
@@ -303,7 +308,7 @@ int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res, c
 	size_t off_slot = off_ctl + align64(nslots * sizeof(struct rp_ctl));
 	size_t off_hist = off_slot + align64(nslots * sizeof(struct rp_slot));
 	rt.area_len = off_hist + nslots * rt.nused * sizeof(struct rp_hist);
-	rt.area = mmap(NULL, rt.area_len, PROT_READ | PROT_WRITE,
+	rt.area = mmap((void *)RP_HINT_RESULTS, rt.area_len, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (rt.area == MAP_FAILED) {
 		rc = -errno;
@@ -390,7 +395,13 @@ int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res, c
 		;
 	kill(-pid, SIGKILL);
 	if (streaming) {
-		feed.stop = 1;
+		/* A run that ended well has executed every thread's end; the
+		 * load may still be reading what follows (stack tables, the
+		 * footer) and checks the end of the trace. */
+		if (si.si_code == CLD_EXITED && si.si_status == 0)
+			feed.over = 1;
+		else
+			feed.stop = 1;
 		pthread_join(feed.th, NULL);
 	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)

@@ -113,7 +113,6 @@ struct rp_rt {
 	/* Private to each replay process (copied by fork). */
 	uint64_t *base;	   /* rcap * scale, a NORESERVE mapping */
 	size_t base_len;
-	uint64_t *brk_cap; /* per copy: bytes reserved for the heap */
 	uint32_t *live;	   /* threads running, per (process, copy) */
 	int *fdc_rd, *fdc_rw; /* per file: this process's descriptor + 1 (0: not open) */
 	struct rp_wctx *w; /* per slot (made when its thread starts) */

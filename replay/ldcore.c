@@ -110,6 +110,8 @@ int ld_file_index(struct loader *L, const struct rp_file *f, uint32_t *out)
 		*out = i;
 		return 0;
 	}
+	if (t->nfiles >= RP_FCAP)
+		return ld_fail(L, VMT_E_LIMIT, "more than %u mapped files", RP_FCAP);
 	int rc = ld_grow(L, &t->files, &t->capfiles, (size_t)t->nfiles + 1, sizeof(*t->files));
 	if (rc < 0)
 		return rc;

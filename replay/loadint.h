@@ -59,6 +59,9 @@ struct lthread {
 	struct rp_blk *tail, *pubblk;
 	uint32_t pub;
 	uint32_t nblocks;
+	struct rp_blk **bix;   /* its blocks in order, from bix0 (ld_elem) */
+	uint32_t nbix, bix0;
+	size_t capbix;
 	uint32_t dirty;	       /* published more since the last store */
 };
 
@@ -108,13 +111,15 @@ struct loader {
 	uint32_t ndirty;
 	size_t capdirty;
 	uint32_t unflushed;	/* published since the last store of the counts */
+	uint64_t stored;	/* bytes of elements and their arrays stored */
 	/* A run's hooks (NULL outside one), with hook_arg: sync before
 	 * published elements reach the replay (the run's files); done: the
 	 * elements every copy of a replay thread has completed; wait: for
-	 * the replay to move on (memory is short).  <0 stops the load. */
+	 * the replay to move on (sleep 1: memory is short; 0: only whether
+	 * the run is still going).  <0 stops the load. */
 	int (*sync)(void *arg);
 	uint32_t (*done)(void *arg, uint32_t tid);
-	int (*wait)(void *arg);
+	int (*wait)(void *arg, int sleep);
 	void *hook_arg;
 	char *msg;
 	size_t msglen;

@@ -50,7 +50,9 @@ enum rp_how {
 #define RF_FILE 0x80u	   /* mmap of file `file` (else anonymous) */
 #define RF_FILE_RW 0x100u  /* the recorded fd was opened for writing */
 #define RF_POST 0x200u	   /* another thread waits for this element: post it */
-#define RF_ENDS 0x2000u	   /* the thread's last element */
+#define RF_BRK_LAZY 0x2000u /* RX_BRK: the first of a heap its plan did not
+			      have when frozen: reserve it */
+#define RF_BRK_PAST 0x4000u /* RX_BRK: beyond the heap's reservation: fails */
 /* Set last, by the loader (mark_inline, trace.c): */
 #define RF_PIECE1 0x1000u  /* RX_RANGE on one piece of a region (not mincore,
 			      not RF_RAW_LEN): the piece is inline (region,
@@ -135,6 +137,10 @@ struct rp_region {
 	uint8_t needed; /* RG_SNAP/RG_BRK: some element uses it */
 	uint16_t pad;
 	uint64_t brk_init; /* RG_BRK: initial break offset */
+	uint64_t reserved; /* RG_BRK: bytes its frozen plan reserves (0: none
+			      yet) */
+	uint32_t plan;	   /* RG_BRK: its plan */
+	uint32_t pad2;
 };
 
 /* One mapping of a stand-in group (a region covering contiguous snapshot
@@ -154,6 +160,9 @@ struct rp_plan {
 	uint32_t standin0, nstandin;
 	uint32_t brk_region; /* RP_VOID if none */
 	uint32_t proc;
+	uint8_t snap;	     /* its MAPS snapshot has been loaded */
+	uint8_t frozen;	     /* it has been frozen for a run (rp_xplan) */
+	uint8_t pad[6];
 };
 
 /* A plan as the replay sets it up (frozen when the element that uses
@@ -177,7 +186,10 @@ typedef struct rp_trace rp_trace;
  * (all: every stand-in and the heap are mapped, as which are used is not
  * known yet). */
 size_t rp_plan_frozen_size(const rp_trace *t, uint32_t plan);
-void rp_plan_freeze(const rp_trace *t, uint32_t plan, int all, struct rp_xplan *x);
+void rp_plan_freeze(rp_trace *t, uint32_t plan, int all, struct rp_xplan *x);
+/* The heap of a streamed replay: its reservation when its peak is not
+ * known yet. */
+#define RP_BRK_STREAMED (4ull << 30)
 
 /* A file behind file-backed mappings. */
 struct rp_file {
@@ -280,11 +292,12 @@ struct rp_trace {
 /* What a run gives the load that goes on beside it (trace.c, exec.c):
  * sync, before published elements reach the replay (the run's files);
  * done, the elements every copy of a replay thread has completed; wait,
- * for the replay to move on (memory is short).  <0 stops the load. */
+ * for the replay to move on (sleep 1: memory is short; 0: only whether
+ * the run still goes on).  <0 stops the load. */
 struct rp_load_hooks {
 	int (*sync)(void *arg);
 	uint32_t (*done)(void *arg, uint32_t tid);
-	int (*wait)(void *arg);
+	int (*wait)(void *arg, int sleep);
 	void *arg;
 };
 /* trace.c: load the rest of t beside a run (1: complete; <0: stopped,

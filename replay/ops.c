@@ -242,8 +242,15 @@ RP_RUN_CODE long rp_brk_op(struct rp_wctx *w, const struct rp_elem *e, uint64_t 
 	uint64_t pold = (e->aux + mask) & ~mask, pnew = (e->off2 + mask) & ~mask;
 	long r = 0;
 
+	if (!b && (e->flags & RF_BRK_LAZY)) {
+		/* a heap that came after its plan was frozen (streamed) */
+		int fb = 0;
+		b = rt_reserve(w->rt, rs, RP_BRK_STREAMED, w->copy, &fb);
+		w->base[e->region] = b;
+		w->out->fallbacks += (uint64_t)fb;
+	}
 	*t0 = rp_ticks(w->rt->tsc);
-	if (!b || pnew > rt->brk_cap[w->copy])
+	if (!b || (e->flags & RF_BRK_PAST))
 		r = -ENOMEM; /* no heap, or past its reservation */
 	else if (pnew > pold)
 		r = sc6(SYS_mmap, b + pold, pnew - pold, PROT_READ | PROT_WRITE,

@@ -30,7 +30,6 @@
 #include "loadint.h"
 
 #define LD_FLUSH 256u	  /* elements published between stores of the counts */
-#define BRK_STREAMED (4ull << 30) /* heap reservation when its peak is not known */
 
 void ld_stream_init(struct loader *L, uint32_t tid)
 {
@@ -70,9 +69,9 @@ static void reclaim(struct loader *L)
 		struct rp_blk *b = s->head;
 		while (b && b != lt->pubblk && b->next && d > b->next->first) {
 			struct rp_blk *nx = b->next;
-			nx->prev = NULL;
 			free_block(L, b);
 			lt->nblocks--;
+			lt->bix0++;
 			b = nx;
 		}
 		if (b && t->threads[tid].ended && lt->pub == t->threads[tid].nelem &&
@@ -85,6 +84,7 @@ static void reclaim(struct loader *L)
 				b = nx;
 			}
 			lt->tail = lt->pubblk = NULL;
+			lt->nbix = lt->bix0 = 0;
 		}
 		s->head = b;
 	}
@@ -117,13 +117,16 @@ static int make_room(struct loader *L, uint32_t tid, size_t size)
 		if (replay_idle(L)) {
 			/* (the newest stays: an exec's plan may still be
 			 * coming, with the snapshot after it) */
-			if (L->fifo_n <= 1)
+			uint32_t n = L->fifo_n;
+			if (n <= 1)
 				break;
-			if ((rc = ld_publish(L, L->fifo_n / 2)) < 0)
+			if ((rc = ld_publish(L, n / 2)) < 0)
 				return rc;
+			if (L->fifo_n == n)
+				break; /* an exec waits for its snapshot: go beyond */
 			continue;
 		}
-		if ((rc = L->wait(L->hook_arg)) < 0)
+		if ((rc = L->wait(L->hook_arg, 1)) < 0)
 			return ld_fail(L, rc, "the replay ended");
 	}
 	return 0;
@@ -146,7 +149,6 @@ static struct rp_blk *new_block(struct loader *L, uint32_t tid, size_t aux)
 	}
 	b->tid = tid;
 	b->first = L->t->threads[tid].nelem;
-	b->prev = lt->tail;
 	/* Its header is written before it is linked, and linked before any
 	 * of its elements is published. */
 	if (lt->tail)
@@ -157,6 +159,16 @@ static struct rp_blk *new_block(struct loader *L, uint32_t tid, size_t aux)
 	if (!lt->pubblk)
 		lt->pubblk = b;
 	lt->nblocks++;
+	if (lt->bix0 > 64 && lt->bix0 > lt->nbix / 2) {
+		memmove(lt->bix, lt->bix + lt->bix0, (lt->nbix - lt->bix0) * sizeof(*lt->bix));
+		lt->nbix -= lt->bix0;
+		lt->bix0 = 0;
+	}
+	if (vmt_grow(&lt->bix, &lt->capbix, (size_t)lt->nbix + 1, sizeof(*lt->bix))) {
+		ld_fail(L, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	lt->bix[lt->nbix++] = b;
 	return b;
 }
 
@@ -206,6 +218,7 @@ int ld_store(struct loader *L, uint32_t tid, const struct rp_elem *proto)
 					    sizeof(struct rp_touch)) : 0;
 	e->dep0 = proto->ndeps ? put_aux(b, t->deps + proto->dep0, proto->ndeps,
 					 sizeof(struct rp_dep)) : 0;
+	L->stored += sizeof(struct rp_elem) + aux;
 	/* (the replay reads the count of a block it executes) */
 	__atomic_store_n(&b->n, b->n + 1, __ATOMIC_RELEASE);
 	t->npieces = t->ntouches = t->ndeps = 0;
@@ -224,10 +237,17 @@ struct rp_elem *ld_elem(struct loader *L, uint32_t tid, uint32_t idx)
 	struct lthread *lt = &L->lt[tid];
 	if (idx < lt->pub || idx >= L->t->threads[tid].nelem)
 		return NULL;
-	struct rp_blk *b = lt->tail;
-	while (b && b->first > idx)
-		b = b->prev;
-	return b ? &b->elem[idx - b->first] : NULL;
+	/* the last block starting at or before idx */
+	uint32_t lo = lt->bix0, hi = lt->nbix;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (lt->bix[mid]->first <= idx)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	struct rp_blk *b = lo < lt->nbix ? lt->bix[lo] : NULL;
+	return b && b->first <= idx ? &b->elem[idx - b->first] : NULL;
 }
 
 /* ---- publishing -------------------------------------------------------- */
@@ -237,9 +257,10 @@ size_t rp_plan_frozen_size(const rp_trace *t, uint32_t plan)
 	return sizeof(struct rp_xplan) + (size_t)t->plans[plan].nstandin * sizeof(struct rp_xstandin);
 }
 
-void rp_plan_freeze(const rp_trace *t, uint32_t plan, int all, struct rp_xplan *x)
+void rp_plan_freeze(rp_trace *t, uint32_t plan, int all, struct rp_xplan *x)
 {
-	const struct rp_plan *pl = &t->plans[plan];
+	struct rp_plan *pl = &t->plans[plan];
+	pl->frozen = 1;
 	memset(x, 0, sizeof(*x));
 	x->nstandin = pl->nstandin;
 	for (uint32_t i = 0; i < pl->nstandin; i++) {
@@ -254,13 +275,16 @@ void rp_plan_freeze(const rp_trace *t, uint32_t plan, int all, struct rp_xplan *
 	}
 	x->brk_region = pl->brk_region;
 	if (pl->brk_region != RP_VOID) {
-		const struct rp_region *rg = &t->regions[pl->brk_region];
+		struct rp_region *rg = &t->regions[pl->brk_region];
 		x->brk_rec_start = rg->rec_start;
 		/* Streamed, the heap's peak is not known: a reservation that
 		 * only a larger heap overruns (its growth then fails). */
-		x->brk_size = all && rg->size < BRK_STREAMED ? BRK_STREAMED : rg->size;
+		x->brk_size = all && rg->size < RP_BRK_STREAMED ? RP_BRK_STREAMED : rg->size;
 		x->brk_init = rg->brk_init;
 		x->brk_map = rg->needed || all;
+		rg->reserved = (x->brk_size + t->page_size - 1) & ~(uint64_t)(t->page_size - 1);
+		if (rg->reserved < t->page_size)
+			rg->reserved = t->page_size;
 	}
 }
 
@@ -302,8 +326,19 @@ static int finalize(struct loader *L, uint32_t tid, struct rp_blk *b, uint32_t i
 	}
 	if (e->kind == RK_SYSCALL && e->how == RX_MMAP && (e->flags & RF_NEWREG))
 		e->aux = t->regions[e->region].rec_start;
-	if (e->kind == RK_SYSCALL && e->how == RX_BRK && e->region != RP_VOID)
-		e->args[5] = t->regions[e->region].rec_start;
+	if (e->kind == RK_SYSCALL && e->how == RX_BRK && e->region != RP_VOID) {
+		struct rp_region *rg = &t->regions[e->region];
+		e->args[5] = rg->rec_start;
+		/* A heap its plan did not have when it was frozen (its first
+		 * brk came later): this element reserves it. */
+		if (!rg->reserved && t->plans[rg->plan].frozen) {
+			e->flags |= RF_BRK_LAZY;
+			rg->reserved = RP_BRK_STREAMED;
+		}
+		uint64_t pnew = (e->off2 + L->page - 1) & ~(L->page - 1);
+		if (rg->reserved && pnew > rg->reserved)
+			e->flags |= RF_BRK_PAST;
+	}
 	/* What the loop reads inline of a one-piece range op, and the
 	 * elements it runs on its short path. */
 	if (!(e->kind == RK_SYSCALL && e->how == RX_RANGE && e->npieces == 1 &&
@@ -339,7 +374,7 @@ static int flush(struct loader *L)
 	if (!L->ndirty)
 		return 0;
 	if (L->sync && (rc = L->sync(L->hook_arg)) < 0)
-		return rc;
+		return ld_fail(L, rc, "cannot create scratch files: %s", strerror(-rc));
 	for (uint32_t i = 0; i < L->ndirty; i++) {
 		uint32_t tid = L->dirty[i];
 		struct rp_tsh *s = &L->t->arena->threads[tid];
@@ -356,15 +391,24 @@ static int flush(struct loader *L)
 	return 0;
 }
 
-/* Publish until at most keep elements are stored and not published;
- * the counts are stored every LD_FLUSH elements. */
+/* Can plan pl be frozen: will nothing more be added to it?  Its snapshot
+ * came, or cannot come any more (the process went on to another plan or
+ * exited, or the load is over). */
+static int plan_final(struct loader *L, uint32_t pl)
+{
+	const struct rp_plan *p = &L->t->plans[pl];
+	const struct lproc *P = &L->lp[p->proc];
+	return p->snap || P->plan != pl || P->exited || L->t->complete;
+}
+
+/* Publish until at most keep elements are stored and not published (or
+ * an exec whose plan is not final is next); the counts are stored every
+ * LD_FLUSH elements. */
 static int publish(struct loader *L, uint32_t keep)
 {
 	int rc;
 	while (L->fifo_n > keep) {
 		uint32_t tid = L->fifo[L->fifo_head];
-		L->fifo_head = (L->fifo_head + 1) % L->fifo_cap;
-		L->fifo_n--;
 		struct lthread *lt = &L->lt[tid];
 		uint32_t idx = lt->pub;
 		struct rp_blk *b = lt->pubblk;
@@ -373,6 +417,11 @@ static int publish(struct loader *L, uint32_t keep)
 		if (!b)
 			return ld_fail(L, -EIO, "lost element %u of thread %u", idx, tid);
 		lt->pubblk = b;
+		const struct rp_elem *e = &b->elem[idx - b->first];
+		if (e->kind == RK_EXEC && !plan_final(L, e->arg))
+			break; /* its MAPS snapshot is still to come */
+		L->fifo_head = (L->fifo_head + 1) % L->fifo_cap;
+		L->fifo_n--;
 		if ((rc = finalize(L, tid, b, idx)) < 0)
 			return rc;
 		lt->pub++;

@@ -163,13 +163,19 @@ RP_RUN_CODE int rt_file_fd(struct rp_rt *rt, uint32_t idx, int rw)
 	if (idx < rt->nfiles_inherited || have <= 0)
 		return have - 1;
 	int *c = rw ? &rt->fdc_rw[idx] : &rt->fdc_rd[idx];
-	if (*c)
-		return *c - 1;
+	int have_fd = __atomic_load_n(c, __ATOMIC_ACQUIRE);
+	if (have_fd)
+		return have_fd - 1;
 	/* Made by the load as the run went on: opened through the loader's. */
 	char name[64];
 	proc_fd_path(name, (int)rt->arena->pid, have - 1);
-	int fd = open(name, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOCTTY);
-	*c = fd + 1;
+	int fd = open(name, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOCTTY), none = 0;
+	/* (another thread of the process may have opened it meanwhile) */
+	if (!__atomic_compare_exchange_n(c, &none, fd + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		if (fd >= 0)
+			close(fd);
+		return none - 1;
+	}
 	return fd;
 }
 
@@ -224,7 +230,6 @@ RP_RUN_CODE int rt_setup_plan(struct rp_rt *rt, uint32_t copy, const struct rp_x
 			mmap((void *)b, init, PROT_READ | PROT_WRITE,
 			     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		base[x->brk_region] = b;
-		rt->brk_cap[copy] = size;
 	}
 	return fb;
 }

@@ -506,6 +506,7 @@ static int sim_brk(struct loader *L, struct lproc *P, const struct vmt_syscall *
 		if ((rc = ld_new_region(L, p, RG_BRK, start, 0, &P->brk_region)))
 			return rc;
 		L->t->plans[pl].brk_region = P->brk_region;
+		L->t->regions[P->brk_region].plan = (uint32_t)pl;
 		P->brk_cur = sc->args[0] == res ? start : res;
 	}
 	struct rp_region *rg = &L->t->regions[P->brk_region];

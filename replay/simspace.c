@@ -67,6 +67,7 @@ int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
 	int pl = sim_plan(L, p);
 	if (pl < 0)
 		return pl;
+	t->plans[pl].snap = 1;
 	t->plans[pl].standin0 = t->nstandins;
 	uint32_t cur = RP_VOID;
 	uint64_t cur_end = 0;
@@ -86,6 +87,7 @@ int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
 							&P->brk_region)))
 					return rc;
 				t->regions[P->brk_region].brk_init = en->end - en->start;
+				t->regions[P->brk_region].plan = (uint32_t)pl;
 				t->plans[pl].brk_region = P->brk_region;
 				P->brk_cur = en->end;
 			}

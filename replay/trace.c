@@ -84,6 +84,7 @@ static void free_loader(struct loader *L)
 			free(L->lt[i].pt);
 			free(L->lt[i].known);
 			free(L->lt[i].pathbuf);
+			free(L->lt[i].bix);
 		}
 	if (L->lp)
 		for (uint32_t i = 0; i < L->t->nprocs; i++) {
@@ -195,6 +196,20 @@ static int load_begin(rp_trace *t, char *msg, size_t msglen)
 	return 0;
 }
 
+/* Can the run start here: has every root process (they start with the
+ * run) its first thread and, frozen at the start, its snapshot? */
+static int roots_ready(struct loader *L)
+{
+	rp_trace *t = L->t;
+	if (!t->nthreads)
+		return 0;
+	for (uint32_t p = 0; p < t->nprocs; p++)
+		if (t->procs[p].parent == RP_VOID &&
+		    (t->procs[p].first_thread == RP_VOID || !L->lp[p].have_snapshot))
+			return 0;
+	return 1;
+}
+
 /* Load events until the end of the trace, or (window set) until its
  * elements fill the window.  Returns 1 at the end, 0 when it stopped
  * short, <0 with the message. */
@@ -213,11 +228,17 @@ static int load_events(rp_trace *t, int window)
 		}
 		if (ev.ts_ns > t->last_ts)
 			t->last_ts = ev.ts_ns;
-		if (o->progress && !(L->event & 8191) && !L->done)
-			o->progress(o->progress_arg, RP_PROGRESS_LOAD, vmt_reader_offset(ld->r), ld->fsize);
+		if (!(L->event & 8191)) {
+			if (o->progress && !L->done)
+				o->progress(o->progress_arg, RP_PROGRESS_LOAD, vmt_reader_offset(ld->r),
+					    ld->fsize);
+			/* beside a run that has ended: stop */
+			if (L->wait && L->wait(L->hook_arg, 0) < 0)
+				return ld_fail(L, -ECANCELED, "the replay ended");
+		}
 		if ((rc = ld_event(L, &ev)) < 0)
 			return rc;
-		if (window && t->arena->in_use > t->window && t->nthreads) {
+		if (window && L->stored > t->window && roots_ready(L)) {
 			/* the run will go on from here: what it may execute */
 			rc = ld_publish(L, LD_LOOKAHEAD);
 			return rc < 0 ? rc : 0;
@@ -275,6 +296,7 @@ int rp_load_again(rp_trace *t, char *msg, size_t msglen)
 		if (!msg[0])
 			snprintf(msg, msglen, "%s", vmt_strerror(rc));
 		load_free(t);
+		t->streamed = 1; /* (a later run loads it again) */
 		return rc;
 	}
 	if (rc == 1) {

@@ -171,6 +171,9 @@ static int replay(const char *path, rp_trace *t, const struct rp_options *o,
 		progress_clear();
 		if (r < 0) {
 			drop_json(jf, json);
+			for (unsigned k = 0; k < i; k++)
+				rp_run_result_free(&runs[k]);
+			free(runs);
 			return run_failed(path, r, msg);
 		}
 	}

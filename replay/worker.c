@@ -506,9 +506,12 @@ RP_RUN_CODE static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, s
 	default:
 		break;
 	}
-	__atomic_store_n(h->done, i + 1, __ATOMIC_RELEASE);
+	/* (e is read before the count is stored: the loader may then free
+	 * its block) */
 	if (e->flags & RF_POST)
 		post(w, i + 1);
+	else
+		__atomic_store_n(h->done, i + 1, __ATOMIC_RELEASE);
 }
 
 /* An element off the short path (waits, pacing, threads, processes,
@@ -591,7 +594,7 @@ static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, s
 			do_touches(h, e, i);
 		piece1_call(w, h, e, tsc);
 		if (__builtin_expect(!(++i & 63), 0))
-			__atomic_store_n(h->done, i, __ATOMIC_RELAXED);
+			__atomic_store_n(h->done, i, __ATOMIC_RELEASE);
 	}
 }
 
@@ -761,16 +764,15 @@ void rp_child_main(struct rp_rt *rt)
 	/* Tables indexed by what the load may still create: as large as the
 	 * run allows, only their used pages cost memory. */
 	rt->base_len = (size_t)rt->rcap * K * sizeof(*rt->base);
-	void *bp = mmap((void *)0x180000000000ull, rt->base_len, PROT_READ | PROT_WRITE,
+	void *bp = mmap((void *)RP_HINT_BASES, rt->base_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	rt->base = bp == MAP_FAILED ? NULL : bp;
 	rt->live = calloc((size_t)(t->complete ? t->nprocs : RP_PCAP) * K + 1, sizeof(*rt->live));
 	rt->w = calloc(rt->nslots, sizeof(*rt->w));
-	rt->brk_cap = calloc(K, sizeof(*rt->brk_cap));
 	size_t nf = t->complete ? t->nfiles + 1 : RP_FCAP;
 	rt->fdc_rd = calloc(nf, sizeof(int));
 	rt->fdc_rw = calloc(nf, sizeof(int));
-	if (!rt->base || !rt->live || !rt->w || !rt->brk_cap || !rt->fdc_rd || !rt->fdc_rw)
+	if (!rt->base || !rt->live || !rt->w || !rt->fdc_rd || !rt->fdc_rw)
 		rt_fatal(rt, -ENOMEM, "out of memory");
 	pthread_attr_init(&rt->attr);
 	pthread_attr_setdetachstate(&rt->attr, PTHREAD_CREATE_DETACHED);
@@ -798,6 +800,13 @@ void rp_child_main(struct rp_rt *rt)
 		prefault_w(rt->ctl + (size_t)c * rt->tcap, t->nthreads * sizeof(*rt->ctl), rt->page);
 		for (uint32_t i = 0; i < t->nthreads; i++) {
 			struct rp_wctx *w = rt_wctx(rt, c, i);
+			/* its largest mincore vector, as the load knows it */
+			if (t->threads[i].mincore_max) {
+				w->mincore_len = t->threads[i].mincore_max;
+				if (!(w->mincore = malloc(w->mincore_len)))
+					rt_fatal(rt, -ENOMEM, "out of memory");
+				memset(w->mincore, 0, w->mincore_len);
+			}
 			prefault_w(w->out, sizeof(*w->out), rt->page);
 			for (unsigned op = 1; op < VMT_OP__COUNT; op++)
 				if (t->ops_used_mask & (1u << op))

@@ -394,6 +394,40 @@ static void test_brk_and_standins(void **state)
 	assert_int_equal(r.touch_faults, 0);
 	rr_release(&r, tr);
 	tg_remove(&t);
+
+	/* No [heap] in the snapshot: the heap starts with the first brk.
+	 * Streamed (rr_replay also replays it with a window of one byte),
+	 * the process's plan is frozen before that brk: the brk reserves
+	 * the heap itself. */
+	static const struct tg_map m[] = {
+		{0x555400000000ull, 0x555400002000ull, VMT_PROT_R, "/usr/bin/app"},
+		{0x7ffd00000000ull, 0x7ffd00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
+	};
+	tg_trace_file(&t);
+	tg_proc(&t, 0, 0, VMT_NONE, VMT_NONE);
+	tg_maps(&t, 0, 0, m, sizeof(m) / sizeof(m[0]));
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MADVISE, 0, 0x7ffd00000000ull, PAGE, MADV_DONTNEED);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, (int64_t)HEAP, 0);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, (int64_t)(HEAP + 8 * PAGE), HEAP + 8 * PAGE);
+	tg_touch(&t, 0, 0, HEAP, 8, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_BRK, (int64_t)(HEAP + 2 * PAGE), HEAP + 2 * PAGE);
+	tg_touch(&t, 0, 0, HEAP, 2, VMT_PAGE_WRITTEN);
+	rr_finish(&t);
+	tr = rr_replay_clean(t.path, &o, &r);
+	assert_int_equal(r.ops[VMT_OP_BRK].count, 3);
+	assert_int_equal(r.ops[VMT_OP_BRK].errors, 0);
+	assert_int_equal(r.touched_pages, 10);
+	rr_release(&r, tr);
+	struct rp_options so = o;
+	char msg[256];
+	so.window = 1;
+	assert_int_equal(rp_trace_load(t.path, &so, &tr, msg, sizeof(msg)), 0);
+	assert_false(tr->complete); /* (streamed) */
+	assert_int_equal(rp_run(tr, &so, &r, msg, sizeof(msg)), 0);
+	assert_int_equal(r.ops[VMT_OP_BRK].errors, 0);
+	assert_int_equal(r.touched_pages, 10);
+	rr_release(&r, tr);
+	tg_remove(&t);
 }
 
 /* File mappings: scratch by default; --files=original maps the real file

@@ -343,7 +343,16 @@ static void test_load_again(void **state)
 	struct rp_run_result r;
 	char msg[512];
 	(void)state;
-	small_trace(&t);
+	/* (with a MAPS snapshot: a run starts only once its root processes
+	 * have theirs) */
+	rr_begin(&t);
+	for (int i = 0; i < 50; i++) {
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, (int64_t)(A + i * 16 * PAGE), 0, 4 * PAGE, RW,
+			  PRIV_ANON, FD_NONE, 0);
+		tg_touch(&t, 0, 0, A + i * 16 * PAGE, 4, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A + i * 16 * PAGE, 4 * PAGE);
+	}
+	rr_finish(&t);
 	for (int streamed = 0; streamed < 2; streamed++) {
 		char copy[] = "/tmp/tgen-again.XXXXXX";
 		int fd = mkstemp(copy), in = open(t.path, O_RDONLY);
