@@ -242,7 +242,7 @@ int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *
 			break;
 		case OPT_WINDOW:
 			if (parse_u64(optarg, &v, 1) || v < RP_WINDOW_MIN)
-				return fail(err, errlen, "--window: '%s' is not a size of at least 64K", optarg);
+				return fail(err, errlen, "--window: '%s' is not a size of at least 4K", optarg);
 			a->o.window = v;
 			break;
 		case OPT_TRUNCATED:

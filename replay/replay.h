@@ -79,7 +79,7 @@ struct rp_options {
 };
 
 #define RP_WINDOW_DEFAULT (48ull << 20)
-#define RP_WINDOW_MIN (64ull << 10)
+#define RP_WINDOW_MIN (4ull << 10)
 
 void rp_options_default(struct rp_options *o);
 

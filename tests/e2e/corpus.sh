@@ -102,7 +102,7 @@ for p in $(corpus_names); do
 	fi
 	# (f) the same recording loaded as it runs (vmreplay --window):
 	# the same replay
-	if "$VMREPLAY" "$T/$p.zst" --repeat=3 --window=64K -q --no-progress \
+	if "$VMREPLAY" "$T/$p.zst" --repeat=3 --window=4K -q --no-progress \
 		--json="$T/$p.stream.json" > "$T/$p.stream.out" 2>&1; then
 		check "$p-stream" python3 "$E2E/samerun.py" "$T/$p.replay.json" "$T/$p.stream.json" "$p" &&
 			sed 's/^/    /' "$T/check.out"

@@ -7,9 +7,11 @@ Both written by vmreplay --json (the second with a small --window, so
 that the trace is loaded as it is replayed): every run of both replays
 the same ops with the same errors, touches the same pages, skips and
 diverges as often (the same divergences), and the median minor faults
-agree within 1% + 20 (not sanitized, SAN=1; a replay process forked for a recorded process
-takes a fault on each page of elements it reads from the shared load:
-a few per process).  Prints one line; exit 1 on a difference.
+agree within 1% + 20 + 4 per process (not sanitized, SAN=1): the
+replays of a many-process program spread (python3 -c: 41 processes,
+10,770-11,070 faults whole), and a replay process forked for a recorded
+process may fault on pages of elements loaded after its fork.  Prints
+one line; exit 1 on a difference.
 """
 import json
 import os
@@ -38,8 +40,9 @@ def main():
     if dw != ds:
         bad.append("divergences %s, whole: %s" % (ds, dw))
     fw, fs = whole["median"]["minor_faults"], streamed["median"]["minor_faults"]
+    tol = fw * 0.01 + 20 + 4 * whole.get("processes", 1)
     # (sanitized, the faults are mostly the sanitizer's)
-    if abs(fs - fw) > fw * 0.01 + 20 and os.environ.get("SAN") != "1":
+    if abs(fs - fw) > tol and os.environ.get("SAN") != "1":
         bad.append("minor faults %d, whole %d" % (fs, fw))
     print("%s: streamed %d ops, %d minor faults; whole %d ops, %d minor faults%s" % (
         name, streamed["median"]["events"], fs, whole["median"]["events"], fw,

@@ -51,7 +51,8 @@ static void test_every_option(void **state)
 	assert_int_equal(PARSE(&a, "monotonic", err, "--order=strict", "--placement=exact",
 			       "--speed=2.5", "--scale=3", "--repeat=7", "--json=r.json",
 			       "--files=original", "--max-memory=2GiB", "-q", "--no-progress",
-			       "t.zst"), 0);
+			       "--window=16M", "t.zst"), 0);
+	assert_int_equal(a.o.window, 16u << 20);
 	assert_int_equal(a.o.order, RP_ORDER_STRICT);
 	assert_int_equal(a.o.placement, RP_PLACE_EXACT);
 	assert_true(a.o.speed == 2.5);
@@ -109,6 +110,7 @@ static void test_errors(void **state)
 		{"--repeat=-1", "--repeat: '-1' is not a number from 1 to 1000"},
 		{"--files=all", "--files: 'all' is not scratch or original"},
 		{"--max-memory=10X", "--max-memory: '10X' is not a size"},
+		{"--window=1K", "--window: '1K' is not a size of at least 4K"},
 		{"--max-memory=99999999999T", "--max-memory: '99999999999T' is not a size"},
 		{"--rewrite=bogus", NULL},
 		{"--bogus", "unrecognized option '--bogus'"},
@@ -200,7 +202,7 @@ static void test_guest_args(void **state)
 	assert_int_equal(PARSE(&a, "monotonic", err, "--kernel=k", "--vm-cpus=2", "--order=free",
 			       "--placement=exact", "--speed=0.125", "--scale=3", "--repeat=4",
 			       "--max-memory=1G", "--compare=populate", "-q", "--json=out.json",
-			       "--", "-odd.zst"), 0);
+			       "--window=8M", "--", "-odd.zst"), 0);
 	int n = rp_guest_args(&a, a.trace, "/.vmreplay/results.json", 1, argv, 64, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_null(argv[n]);
@@ -225,6 +227,7 @@ static void test_guest_args(void **state)
 	assert_true(g.o.speed == 0.125);
 	assert_int_equal(g.o.scale, 3);
 	assert_int_equal(g.o.max_memory, 1ull << 30);
+	assert_int_equal(g.o.window, 8u << 20);
 
 	/* Defaults stay defaults; no JSON asked, none passed. */
 	assert_int_equal(PARSE(&a, NULL, err, "--kernel=k", "--rewrite", "t.zst"), 0);
