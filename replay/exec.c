@@ -272,11 +272,13 @@ int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res, c
 		return -EINVAL;
 	}
 	uint32_t K = rt.opt.scale;
-	/* A trace a run loaded as it went on is loaded again (with this
-	 * run's room for threads and regions). */
+	/* Streamed, the run's tables have room for what the load may still
+	 * bring; the load refuses more. */
+	const uint32_t stream_tcap = RP_TCAP / K, stream_rcap = (1u << 29) / K;
+	/* A trace a run loaded as it went on is loaded again. */
 	if (t->streamed) {
-		t->thread_cap = RP_TCAP / K;
-		t->region_cap = (1u << 29) / K;
+		t->thread_cap = stream_tcap;
+		t->region_cap = stream_rcap;
 		if ((rc = rp_load_again(t, msg, msglen)) < 0)
 			return rc;
 	}
@@ -289,9 +291,8 @@ int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res, c
 	rt.tsc = o->clock == RP_CLOCK_AUTO && rp_tsc_usable();
 	rt.void_len = t->void_len;
 	rt.nused = VMT_OP__COUNT;
-	/* Streamed, the tables have room for what the load may still bring. */
-	rt.tcap = streaming ? RP_TCAP / K : t->nthreads;
-	rt.rcap = streaming ? (1u << 29) / K : t->nregions + 1;
+	rt.tcap = streaming ? stream_tcap : t->nthreads;
+	rt.rcap = streaming ? stream_rcap : t->nregions + 1;
 	if (t->nthreads > rt.tcap) {
 		snprintf(msg, msglen, "more than %u threads with --scale=%u", rt.tcap, K);
 		return -E2BIG;

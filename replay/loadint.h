@@ -55,11 +55,11 @@ struct lthread {
 	 * element waits for it (vf_seq 0: none). */
 	uint32_t vf_thread, vf_seq;
 	/* Its blocks (publish.c): the one being filled, the one holding its
-	 * first unpublished element, elements published, blocks held. */
+	 * first unpublished element, elements published, and the blocks it
+	 * holds, in order, from bix0 (ld_elem looks elements up in them). */
 	struct rp_blk *tail, *pubblk;
 	uint32_t pub;
-	uint32_t nblocks;
-	struct rp_blk **bix;   /* its blocks in order, from bix0 (ld_elem) */
+	struct rp_blk **bix;
 	uint32_t nbix, bix0;
 	size_t capbix;
 	uint32_t dirty;	       /* published more since the last store */

@@ -70,7 +70,6 @@ static void reclaim(struct loader *L)
 		while (b && b != lt->pubblk && b->next && d > b->next->first) {
 			struct rp_blk *nx = b->next;
 			free_block(L, b);
-			lt->nblocks--;
 			lt->bix0++;
 			b = nx;
 		}
@@ -80,7 +79,6 @@ static void reclaim(struct loader *L)
 			while (b) {
 				struct rp_blk *nx = b->next;
 				free_block(L, b);
-				lt->nblocks--;
 				b = nx;
 			}
 			lt->tail = lt->pubblk = NULL;
@@ -106,7 +104,7 @@ static int make_room(struct loader *L, uint32_t tid, size_t size)
 {
 	struct rp_arena *a = L->t->arena;
 	int rc;
-	if (!L->done || L->lt[tid].nblocks < 2)
+	if (!L->done || L->lt[tid].nbix - L->lt[tid].bix0 < 2)
 		return 0;
 	while (a->in_use + size > L->t->window) {
 		if ((rc = flush(L)) < 0)
@@ -158,7 +156,6 @@ static struct rp_blk *new_block(struct loader *L, uint32_t tid, size_t aux)
 	lt->tail = b;
 	if (!lt->pubblk)
 		lt->pubblk = b;
-	lt->nblocks++;
 	if (lt->bix0 > 64 && lt->bix0 > lt->nbix / 2) {
 		memmove(lt->bix, lt->bix + lt->bix0, (lt->nbix - lt->bix0) * sizeof(*lt->bix));
 		lt->nbix -= lt->bix0;

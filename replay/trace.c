@@ -286,26 +286,39 @@ const char *rp_load_msg(const rp_trace *t)
 	return t->load ? t->load->msg : "";
 }
 
-int rp_load_again(rp_trace *t, char *msg, size_t msglen)
+/* Load t from its start up to its window: all of it (the arena then
+ * private, see rp_arena_privatize: nothing writes it any more), or the
+ * first window, the rest to be loaded as a run goes on (the load's
+ * message from then on its own).  0, or <0 with msg. */
+static int load_first(rp_trace *t, char *msg, size_t msglen)
 {
-	load_free(t);
 	int rc = load_begin(t, msg, msglen);
 	if (rc == 0)
 		rc = load_events(t, 1);
 	if (rc < 0) {
 		if (!msg[0])
 			snprintf(msg, msglen, "%s", vmt_strerror(rc));
-		load_free(t);
-		t->streamed = 1; /* (a later run loads it again) */
 		return rc;
 	}
 	if (rc == 1) {
 		load_free(t);
+		rp_arena_privatize(t->arena, t->nthreads, t->nprocs, t->nfiles);
 	} else {
 		t->load->L.msg = t->load->msg;
 		t->load->L.msglen = sizeof(t->load->msg);
 	}
 	return 0;
+}
+
+int rp_load_again(rp_trace *t, char *msg, size_t msglen)
+{
+	load_free(t);
+	int rc = load_first(t, msg, msglen);
+	if (rc < 0) {
+		load_free(t);
+		t->streamed = 1; /* (a later run loads it again) */
+	}
+	return rc;
 }
 
 int rp_trace_load(const char *path, const struct rp_options *o, rp_trace **out, char *msg,
@@ -358,23 +371,9 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 		rp_trace_free(t);
 		return -ENOMEM;
 	}
-	if ((rc = load_begin(t, msg, msglen)) == 0)
-		rc = load_events(t, 1);
-	if (rc < 0) {
-		if (!msg[0])
-			snprintf(msg, msglen, "%s", vmt_strerror(rc));
+	if ((rc = load_first(t, msg, msglen)) < 0) {
 		rp_trace_free(t);
 		return rc;
-	}
-	if (rc == 1) {
-		load_free(t);
-		/* nothing writes it any more: see rp_arena_privatize */
-		rp_arena_privatize(t->arena, t->nthreads, t->nprocs, t->nfiles);
-	} else {
-		/* the rest is loaded as a run goes on: the load's message
-		 * from now on is its own */
-		t->load->L.msg = t->load->msg;
-		t->load->L.msglen = sizeof(t->load->msg);
 	}
 	*out = t;
 	return 0;

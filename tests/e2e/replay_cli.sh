@@ -140,14 +140,7 @@ done
 # A trace damaged in its last chunk: one clear error, exit 2, no replay
 # process left behind (they would carry the trace's path in their command
 # line: replay processes are forks of vmreplay).
-python3 - "$T/long.zst" "$T/badlast.zst" <<'PY'
-import sys
-b = bytearray(open(sys.argv[1], 'rb').read())
-at = b.rfind(b'\x5b\x2a\x4d\x18\x20\x00\x00\x00VMTC')  # the last chunk's descriptor
-comp = int.from_bytes(b[at + 16:at + 20], 'little')
-b[at + 40 + comp // 2] ^= 0x55                            # inside its zstd frame
-open(sys.argv[2], 'wb').write(b)
-PY
+damage_last_chunk "$T/long.zst" "$T/badlast.zst"
 check_exit damaged-last-chunk 2 "$VMREPLAY" -q "$T/badlast.zst"
 one_line damaged-last-chunk-message "^vmreplay: '.*badlast.zst': bad trace at byte [0-9]*: "
 sleep 0.2

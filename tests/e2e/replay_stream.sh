@@ -71,14 +71,7 @@ fi
 # and no replay process is left behind.
 "$VMREC" -q --force -o "$T/long.zst" -- "$W"/seed000 --threads 2 --iterations 40000 \
 	--mode old > /dev/null 2>&1
-python3 - "$T/long.zst" "$T/bad.zst" <<'PY'
-import sys
-b = bytearray(open(sys.argv[1], 'rb').read())
-at = b.rfind(b'\x5b\x2a\x4d\x18\x20\x00\x00\x00VMTC')  # the last chunk's descriptor
-comp = int.from_bytes(b[at + 16:at + 20], 'little')
-b[at + 40 + comp // 2] ^= 0x55                            # inside its zstd frame
-open(sys.argv[2], 'wb').write(b)
-PY
+damage_last_chunk "$T/long.zst" "$T/bad.zst"
 check_exit stream-damaged-last-chunk 2 "$VMREPLAY" -q --progress --window=1M "$T/bad.zst"
 check stream-damaged-last-chunk-started grep -q 'replaying' "$T/err"
 check stream-damaged-last-chunk-message grep -q "vmreplay: '.*bad.zst': bad trace at byte [0-9]*: " "$T/err"
