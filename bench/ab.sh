@@ -12,6 +12,7 @@
 #   A_BUILD, B_BUILD: build directories (vmrec, vmtrace, vmreplay and
 #   workloads/seed000 in each), e.g. of a git worktree at the old commit.
 set -eu
+. "$(dirname "$0")/common.inc"
 [ $# -ge 2 ] || { echo "usage: sh bench/ab.sh A_BUILD B_BUILD [ROUNDS] [ITERATIONS]" >&2; exit 2; }
 A=$1 B=$2 rounds=${3:-7} iters=${4:-20000}
 for d in "$A" "$B"; do
@@ -19,7 +20,6 @@ for d in "$A" "$B"; do
 		[ -x "$d/$f" ] || { echo "ab.sh: no $d/$f" >&2; exit 2; }
 	done
 done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # vmrec's ptrace backend: --backend=ptrace where the build knows it.
 recopts() {
@@ -30,7 +30,6 @@ ra=$(recopts "$A") rb=$(recopts "$B")
 	--threads 2 --iterations "$iters" > /dev/null
 "$A/vmtrace" stat "$tmp/t.zst" > /dev/null
 
-now() { date +%s%N; }
 # task NAME BUILD: one run, its time in ns
 task() {
 	t0=$(now)
@@ -45,7 +44,6 @@ task() {
 	esac
 	echo $(($(now) - t0))
 }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "B / A, medians of $rounds interleaved rounds (A = $A, B = $B)"
 printf '%-10s %10s %10s %8s\n' task "A ms" "B ms" "B/A"

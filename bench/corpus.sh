@@ -15,15 +15,12 @@
 # (e.g. "5 --backend=ptrace --touch=resident" for the resident mode).
 # Run it alone on the machine: flock /tmp/vmrec-bench.lock sh bench/corpus.sh
 set -u
-B=${B:-build}
+. "$(dirname "$0")/common.inc"
 rounds=${1:-5}
 [ $# -gt 0 ] && shift
 make -s B="$B" "$B/vmrec" "$B/vmreplay" "$B/vmtrace" > /dev/null || exit 1
 . tests/corpus/programs.sh
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 corpus_setup "$tmp" > /dev/null 2>&1 || { echo "corpus: setup failed" >&2; exit 1; }
-now() { date +%s%N; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print 0}'; }
 
 echo "corpus: replay faults against native, recorded with: vmrec ${*:-(defaults)}"
 printf '%-10s %9s %9s %9s %7s %7s %5s %8s %8s\n' program native recorded replay ratio /rec div record speed1

@@ -69,28 +69,28 @@ int main(int argc, char **argv)
 			uint64_t a = page[th];
 			if ((i >> 1) & 1)
 				ev.u.sc = (struct vmt_syscall){ VMT_OP_MMAP, 6,
-					{ a, 4096, 0, 0x32, (uint64_t)-1, 0 }, (int64_t)a, t + dur, VMT_NONE, 0 };
+					{ a, 4096, 0, 0x32, (uint64_t)-1, 0 }, (int64_t)a, t + dur, VMT_NONE, 0, 0, 0, 0, 0 };
 			else
 				ev.u.sc = (struct vmt_syscall){ VMT_OP_MPROTECT, 3,
-					{ a, 4096, 3, 0, 0, 0 }, 0, t + dur, VMT_NONE, 0 };
+					{ a, 4096, 3, 0, 0, 0 }, 0, t + dur, VMT_NONE, 0, 0, 0, 0, 0 };
 		} else {
 			uint64_t a = 0x7f0000000000ull + (rnd() % (1ull << 28)) * 4096;
 			uint64_t len = (1 + rnd() % 64) * 4096;
 			switch (rnd() % 4) {
 			case 0:
 				ev.u.sc = (struct vmt_syscall){ VMT_OP_MMAP, 6,
-					{ 0, len, 3, 0x22, (uint64_t)-1, 0 }, (int64_t)a, t + dur, VMT_NONE, 0 };
+					{ 0, len, 3, 0x22, (uint64_t)-1, 0 }, (int64_t)a, t + dur, VMT_NONE, 0, 0, 0, 0, 0 };
 				break;
 			case 1:
-				ev.u.sc = (struct vmt_syscall){ VMT_OP_MUNMAP, 2, { a, len }, 0, t + dur, VMT_NONE, 0 };
+				ev.u.sc = (struct vmt_syscall){ VMT_OP_MUNMAP, 2, { a, len }, 0, t + dur, VMT_NONE, 0, 0, 0, 0, 0 };
 				break;
 			case 2:
 				ev.u.sc = (struct vmt_syscall){ VMT_OP_MPROTECT, 3, { a, len, rnd() % 4 }, 0,
-								t + dur, VMT_NONE, 0 };
+								t + dur, VMT_NONE, 0, 0, 0, 0, 0 };
 				break;
 			default:
 				ev.u.sc = (struct vmt_syscall){ VMT_OP_MADVISE, 3, { a, len, 4 }, 0,
-								t + dur, VMT_NONE, 0 };
+								t + dur, VMT_NONE, 0, 0, 0, 0, 0 };
 			}
 		}
 		if (vmt_writer_append(w, &ev)) {

@@ -13,7 +13,7 @@
 # shares the core with the model: about the sequential reader).
 # Usage: B=build sh bench/format.sh [EVENTS] [REPEATS]
 set -eu
-B=${B:-build}
+. "$(dirname "$0")/common.inc"
 n=${1:-2000000}
 reps=${2:-5}
 make -s B="$B" "$B/bench/fmtbench" >/dev/null
@@ -31,7 +31,6 @@ done
 # Whole processes: WHOLE events per recording (default 4 M).
 whole=${WHOLE:-4000000}
 make -s B="$B" "$B/vmtrace" "$B/vmrec" "$B/workloads/seed000" > /dev/null
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 rec() { # NAME EVENTS-PER-ITERATION MODE [VMREC-OPTION]
 	"$B/vmrec" -q ${4:-} -o "$tmp/$1.zst" -- "$B/workloads/seed000" --threads 2 \
 		--iterations $((whole / 2 / $2)) --mode "$3" > /dev/null ||

@@ -1,8 +1,12 @@
 #!/bin/sh
 # Recording overhead, one table, all variants interleaved in each round
-# (native, stream, ptrace, strace, perf trace, native, ...): for every
-# workload the median over the rounds of each variant's time / the native
-# time of the same round.
+# (native, stream, inproc, ptrace, strace, perf trace, native, ...): for
+# every workload the median over the rounds of each variant's time / the
+# native time of the same round.  The inproc backend runs as an
+# unprivileged user (nobody, with setpriv) when this runs as root, as a
+# user who cannot use the stream backend would run it; the commands are
+# then given by absolute path (python3: /usr/bin/python3 when it is
+# there, for every variant, since nobody cannot read a per-user install).
 #
 # Two times per run:
 #  - elapsed: the whole command, as a user waits for it (vmrec's set-up
@@ -13,16 +17,32 @@
 #
 # Goals: the seed-000 loop at most 1.3x
 # native (stretch 1.15x); python3 -c pass and gcc -c at most 1.05x; node
-# with two worker threads at most 1.10x.  The touch rows measure what the
+# with two worker threads at most 1.10x.  The inproc backend's: the
+# seed-000 loop at most 1.5x, python3 -c pass at most 1.10x, node with
+# workers at most 1.2x.  The touch rows measure what the
 # ptrace backend's touch sources cost (resident, faults: the default where
 # the fault tracepoints open, user and kernel mode), on real programs too.
-# Usage: B=build sh bench/record.sh [ROUNDS] [ITERATIONS]
+# Usage: B=build [SECTIONS="main touch stacks"] sh bench/record.sh [ROUNDS] [ITERATIONS]
+# (SECTIONS: which of the three tables to measure, all by default)
 set -eu
-B=${B:-build}
+. "$(dirname "$0")/common.inc"
 rounds=${1:-7}
+sections=${SECTIONS:-main touch stacks}
+want() { case " $sections " in *" $1 "*) return 0 ;; esac; return 1; }
 iters=${2:-20000}
-make -s B="$B" "$B/vmrec" "$B/vmtrace" "$B/workloads/seed000" > /dev/null
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+make -s B="$B" "$B/vmrec" "$B/vmtrace" "$B/vmrec-inproc.rt" "$B/workloads/seed000" > /dev/null
+chmod 755 "$tmp"
+mkdir "$tmp/user" && chmod 777 "$tmp/user"
+umask 000 # (what one variant writes, the next may overwrite)
+case $B in /*) ;; *) B=$PWD/$B ;; esac
+AS_USER=""
+if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null 2>&1; then
+	AS_USER="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+fi
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+NODE=$(command -v node 2> /dev/null || true)
+GCC=$(command -v gcc)
 ops=mmap,munmap,mprotect,pkey_mprotect,madvise,process_madvise,mlock,mlock2,munlock,mlockall,munlockall,mremap,brk,msync,mincore,remap_file_pages,shmat,shmdt
 cat > "$tmp/small.c" <<'C'
 #include <stdio.h>
@@ -45,7 +65,6 @@ if command -v perf > /dev/null 2>&1 && perf trace -e mmap -o /dev/null -- true >
 	perftrace=1
 fi
 
-now() { date +%s%N; }
 # run VARIANT CMD...: "ELAPSED PROGRAM" in ns (PROGRAM 0: unknown)
 run() {
 	v=$1; shift
@@ -54,6 +73,8 @@ run() {
 	case $v in
 	native) "$@" > "$out" 2>&1 || true ;;
 	stream) "$B/vmrec" -q --backend=stream --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
+	inproc) $AS_USER "$B/vmrec" -q --backend=inproc --force -o "$tmp/user/t.zst" -- "$@" > "$out" 2>&1 || true
+		cp "$tmp/user/t.zst" "$tmp/t.zst" 2> /dev/null ;;
 	ptrace) "$B/vmrec" -q --backend=ptrace --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	resident) "$B/vmrec" -q --backend=ptrace --touch=resident --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	faults) "$B/vmrec" -q --backend=ptrace --touch=faults --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
@@ -67,14 +88,13 @@ run() {
 	if [ -z "$prog" ]; then
 		case $v in
 		native) prog=$((t1 - t0)) ;;
-		stream|ptrace|resident|faults|sstacks|pstacks)
+		stream|inproc|ptrace|resident|faults|sstacks|pstacks)
 			prog=$("$B/vmtrace" stat --json "$tmp/t.zst" 2> /dev/null |
 			       sed -n 's/.*"duration_ns":\([0-9]*\).*/\1/p') ;;
 		esac
 	fi
 	echo "$((t1 - t0)) ${prog:-0}"
 }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 # ratio R: R as %7.2f, or "-" when there is none
 ratio() { case $1 in -) printf '%7s' - ;; *) printf '%7.2f' "$1" ;; esac; }
 
@@ -95,7 +115,7 @@ bench() {
 		echo "$be" >> "$tmp/e.native"
 	done
 	line=$(printf '%-24s %9.1f' "$name" "$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')")
-	for v in stream ptrace strace perf; do
+	for v in stream inproc ptrace strace perf; do
 		case " $variants " in *" $v "*)
 			line="$line $(ratio "$(median < "$tmp/e.$v")") $(ratio "$(median < "$tmp/p.$v")")" ;;
 		*) line="$line $(printf '%7s %7s' - -)" ;;
@@ -125,23 +145,31 @@ bench_two() {
 		"$(ratio "$(median < "$tmp/e.$v2")")" "$(ratio "$(median < "$tmp/p.$v2")")"
 }
 
-variants="ptrace strace"
+if want main; then
+variants="inproc ptrace strace"
 [ $stream = 1 ] && variants="stream $variants"
 [ $perftrace = 1 ] && variants="$variants perf"
 echo "recording overhead: time / native time of the same round, medians of $rounds interleaved rounds"
 echo "(elapsed: the whole command; prog: the program itself: the seed-000 loop's wall_ns, else the trace's exec-to-exit duration)"
-printf '%-24s %9s %15s %15s %15s %15s\n' "" "native" "vmrec stream" "vmrec ptrace" "strace -f" "perf trace"
-printf '%-24s %9s %7s %7s %7s %7s %7s %7s %7s %7s\n' workload ms elapsed prog elapsed prog elapsed prog elapsed prog
+printf '%-24s %9s %15s %15s %15s %15s %15s\n' "" "native" "vmrec stream" "vmrec inproc" "vmrec ptrace" "strace -f" "perf trace"
+printf '%-24s %9s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s\n' workload ms elapsed prog elapsed prog elapsed prog elapsed prog elapsed prog
 bench "seed000 new 1 thread" "$variants" -- "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
 bench "seed000 new 2 threads" "$variants" -- "$B/workloads/seed000" --mode new --threads 2 --iterations "$iters"
-bench "python3 -c pass" "$variants" -- python3 -c pass
-bench "gcc -O2 -c small.c" "$variants" -- gcc -O2 -c -o "$tmp/small.o" "$tmp/small.c"
-if command -v node > /dev/null 2>&1; then
-	bench "node, 2 worker threads" "$variants" -- node "$tmp/workers.js"
+bench "python3 -c pass" "$variants" -- $PY -c pass
+bench "gcc -O2 -c small.c" "$variants" -- "$GCC" -O2 -c -o "$tmp/user/small.o" "$tmp/small.c"
+if [ -n "$NODE" ]; then
+	bench "node, 2 worker threads" "$variants" -- "$NODE" "$tmp/workers.js"
 fi
+# The inproc backend: a burst of 2 threads x 1,000,000 madvise (its
+# goal: exact counts, nothing lost; this row is its time)
+bench "burst 2 x 1,000,000" "inproc" -- "$B/workloads/seed000" --mode new --threads 2 --iterations 1000000 --no-touch
 [ $stream = 1 ] || echo "(no stream column: $(tail -1 "$tmp/probe"))"
 [ $perftrace = 1 ] || echo "(no perf trace column: perf trace does not run here)"
+[ -n "$AS_USER" ] && echo "(vmrec inproc ran as nobody: $AS_USER)"
 echo
+fi
+want touch || { want stacks || exit 0; }
+if want touch; then
 echo "the ptrace backend's touch sources: time / native, medians of $rounds interleaved rounds"
 printf '%-24s %9s %15s %15s\n' "" "native" "resident" "faults"
 printf '%-24s %9s %7s %7s %7s %7s\n' workload ms elapsed prog elapsed prog
@@ -152,6 +180,8 @@ if command -v node > /dev/null 2>&1; then
 	bench_two "node, 2 worker threads" resident faults -- node "$tmp/workers.js"
 fi
 echo
+fi
+want stacks || exit 0
 echo "--stacks: time / native, medians of $rounds interleaved rounds"
 printf '%-24s %9s %15s %15s\n' "" "native" "stream" "ptrace"
 printf '%-24s %9s %7s %7s %7s %7s\n' workload ms elapsed prog elapsed prog

@@ -18,6 +18,10 @@
 # the default (about 3 minutes).  Beside the median, a 90% bootstrap
 # interval of it (ci90): a goal whose interval contains its limit is
 # decided by this machine's noise, and the goals column says so.
+#  (e) the replay threads' self-watch (their fault samples and switch
+#      records, for the fidelity section): replay wall time and faults
+#      with it over --no-watch, the two alternating on one trace, new and
+#      old mode (goal: wall within 1.05).
 #  (d) long traces (issue 18): the seed-000 loop recorded at about 1 M,
 #      10 M and 50 M events; for each, one native run and one replay: the
 #      replay's peak RSS (the largest process of its tree), the load (time
@@ -25,17 +29,14 @@
 #      replayed op, and replay wall time against native (single runs: the
 #      rows show how these grow with the trace, not a 5% difference).
 # Environment: B (build dir), RUNS (alternations, default 41), ITER
-# (iterations per thread, default 100000), PARTS (which of a,c,d to run;
+# (iterations per thread, default 100000), PARTS (which of a,c,d,e to run;
 # default all), LONG (the event counts of (d), default
 # "1000000 10000000 50000000").
-B=${B:-build}
-RUNS=${RUNS:-41} ITER=${ITER:-100000} PARTS=${PARTS:-a,c,d}
+. "$(dirname "$0")/common.inc"
+RUNS=${RUNS:-41} ITER=${ITER:-100000} PARTS=${PARTS:-a,c,d,e}
 LONG=${LONG:-1000000 10000000 50000000}
 REC=$B/vmrec RP=$B/vmreplay WL=$B/workloads/seed000
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-for x in "$REC" "$RP" "$WL"; do
-	[ -x "$x" ] || { echo "bench/replay.sh: '$x' is not built" >&2; exit 1; }
-done
+need "$REC" "$RP" "$WL"
 
 # CASE THREADS MODE: record once, then RUNS alternations native/replay.
 measure() {
@@ -124,6 +125,41 @@ for k in (1, 2):
     if base is None:
         base = (w, max(v, 1))
     print(f"{k:>2} {w/1e6:>9.1f} {v:>8.0f} {iv:>8.0f} {f:>9.0f} {w/base[0]:>9.2f} {v/base[1]:>8.1f}")
+PY
+fi
+
+# (e) the self-watch's cost: the same trace replayed with and without it,
+# alternating (A B, B A, ...).
+if part e; then
+for mode in new old; do
+	"$REC" -q --force -o "$tmp/watch-$mode.zst" -- "$WL" --threads 2 --iterations $((ITER / 5)) \
+		--mode $mode > /dev/null || { echo "bench/replay.sh: recording $mode failed" >&2; exit 1; }
+	i=0
+	while [ $i -lt "$RUNS" ]; do
+		for w in $([ $((i % 2)) -eq 0 ] && echo "on off" || echo "off on"); do
+			opt=; [ $w = off ] && opt=--no-watch
+			# shellcheck disable=SC2086
+			"$RP" -q $opt --json="$tmp/watch-$mode.$w.$i.json" "$tmp/watch-$mode.zst" > /dev/null ||
+				{ echo "bench/replay.sh: replay ($w) failed" >&2; exit 1; }
+		done
+		i=$((i + 1))
+	done
+done
+python3 - "$tmp" "$RUNS" "$((ITER / 5))" <<'PY'
+import json, statistics as st, sys
+tmp, runs, it = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+print(f"\nseed000 --threads 2, {it} iterations: the self-watch against --no-watch, medians of {runs} alternating pairs")
+print(f"{'mode':<5} {'off_ms':>8} {'on_ms':>8} {'wall':>6} {'off_flt':>8} {'on_flt':>8} {'faults':>6} {'samples':>8}  goal")
+for mode in ('new', 'old'):
+    on = [json.load(open(f'{tmp}/watch-{mode}.on.{i}.json'))['median'] for i in range(runs)]
+    off = [json.load(open(f'{tmp}/watch-{mode}.off.{i}.json'))['median'] for i in range(runs)]
+    wr = st.median(a['wall_ns'] / b['wall_ns'] for a, b in zip(on, off))
+    fon = st.median(r['rusage']['minor_faults'] for r in on)
+    foff = st.median(r['rusage']['minor_faults'] for r in off)
+    smp = st.median(sum(t['fault_samples'] or 0 for t in r['threads']) for r in on)
+    print(f"{mode:<5} {st.median(r['wall_ns'] for r in off)/1e6:>8.1f} {st.median(r['wall_ns'] for r in on)/1e6:>8.1f} "
+          f"{wr:>6.3f} {foff:>8.0f} {fon:>8.0f} {fon/max(foff,1):>6.3f} {smp:>8.0f}  "
+          f"{'wall ok' if wr <= 1.05 else 'WALL MISSED'}")
 PY
 fi
 

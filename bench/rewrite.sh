@@ -11,13 +11,10 @@
 # as in vmreplay's JSON.  Native old/new runs alternate, as --compare's do.
 # Environment: B (build dir), ITER (iterations per thread, default 100000;
 # at least 50000 for the goals), RUNS (runs of each side, default 5).
-B=${B:-build}
+. "$(dirname "$0")/common.inc"
 ITER=${ITER:-100000} RUNS=${RUNS:-5}
 REC=$B/vmrec RP=$B/vmreplay WL=$B/workloads/seed000
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-for x in "$REC" "$RP" "$WL"; do
-	[ -x "$x" ] || { echo "bench/rewrite.sh: '$x' is not built" >&2; exit 1; }
-done
+need "$REC" "$RP" "$WL"
 command -v python3 > /dev/null || { echo "bench/rewrite.sh: python3 is needed" >&2; exit 1; }
 
 for n in 2 1; do

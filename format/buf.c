@@ -7,6 +7,8 @@
  * (until reset), so the text is cut at a clean point instead of having
  * holes; the caller checks `oom` once at the end.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,12 +211,86 @@ void vmt_buf_quote(struct vmt_buf *b, const char *s)
 	quote(b, s, c_esc);
 }
 
+static int shell_safe(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("_@%+=:,./-", c));
+}
+
+static void shell_word(struct vmt_buf *b, const char *w)
+{
+	const unsigned char *p = (const unsigned char *)w;
+	int bare = *p != 0, ctl = 0;
+	for (; *p; p++) {
+		bare &= shell_safe(*p);
+		ctl |= *p < 0x20 || *p == 0x7f;
+	}
+	if (bare) {
+		vmt_buf_puts(b, w);
+		return;
+	}
+	if (!ctl) {
+		buf_addc(b, '\'');
+		for (p = (const unsigned char *)w; *p; p++) {
+			if (*p == '\'')
+				buf_add(b, "'\\''", 4);
+			else
+				buf_addc(b, (char)*p);
+		}
+		buf_addc(b, '\'');
+		return;
+	}
+	buf_add(b, "$'", 2);
+	for (p = (const unsigned char *)w; *p; p++) {
+		switch (*p) {
+		case '\'': buf_add(b, "\\'", 2); break;
+		case '\\': buf_add(b, "\\\\", 2); break;
+		case '\n': buf_add(b, "\\n", 2); break;
+		case '\t': buf_add(b, "\\t", 2); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				vmt_buf_printf(b, "\\x%02x", *p);
+			else
+				buf_addc(b, (char)*p);
+		}
+	}
+	buf_addc(b, '\'');
+}
+
+void vmt_buf_shell_words(struct vmt_buf *b, const char *const *argv, uint32_t argc)
+{
+	for (uint32_t i = 0; i < argc; i++) {
+		if (i)
+			buf_addc(b, ' ');
+		shell_word(b, argv[i] ? argv[i] : "");
+	}
+}
+
 void vmt_buf_reset(struct vmt_buf *b)
 {
 	b->len = 0;
 	b->oom = 0;
 	if (b->data)
 		b->data[0] = '\0';
+}
+
+void vmt_buf_json_num(struct vmt_buf *b, double v)
+{
+	if (!isfinite(v))
+		vmt_buf_puts(b, "null");
+	else if (v == floor(v) && fabs(v) < 1e15)
+		vmt_buf_printf(b, "%.0f", v);
+	else
+		vmt_buf_printf(b, "%.6g", v);
+}
+
+int vmt_buf_write(const struct vmt_buf *b, FILE *f)
+{
+	if (b->oom)
+		return -ENOMEM;
+	if (b->len && fwrite(b->data, 1, b->len, f) != b->len)
+		return -EIO;
+	return 0;
 }
 
 void vmt_buf_free(struct vmt_buf *b)

@@ -8,13 +8,6 @@
 
 /* ---- validation ---------------------------------------------------------- */
 
-#define BAD(what)                          \
-	do {                               \
-		if (why)                   \
-			*why = (what);     \
-		return VMT_E_CORRUPT;      \
-	} while (0)
-
 int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 		       const char **why)
 {
@@ -38,7 +31,7 @@ int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 		if (sc->result < 0 && !vmt_is_errno(sc->result) &&
 		    vmt_op_info(sc->op)->ret != VMT_RET_ADDR)
 			BAD("syscall result is neither a value nor an errno");
-		break;
+		return vmt_sc_waits_check(sc, ev->ts_ns, why);
 	}
 	case VMT_EV_MAP_FILE:
 		if (!ev->u.file.path)
@@ -133,6 +126,8 @@ int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 		    ev->u.lost.what > VMT_LOST_EVENTS)
 			BAD("unknown lost-event kind");
 		break;
+	case VMT_EV_COUNTERS:
+		return vmt_counters_check(&ev->u.counters, why);
 	default:
 		BAD("unknown event kind");
 	}

@@ -162,7 +162,10 @@ static inline uint64_t vmt_get_varint(struct vmt_cursor *c)
 	return vmt_get_varint_slow(c);
 }
 
-/* ---- per-thread delta state, reset at every chunk ----------------------- */
+/* ---- per-thread delta state, reset at every chunk -----------------------
+ * A hash map of its own, not vmtutil.h's vmt_htab: it is looked up for
+ * every event and reset at every chunk, so small thread indices get direct
+ * slots and a reset bumps a generation instead of clearing the table. */
 struct vmt_tstate {
 	uint32_t thread; /* key; UINT32_MAX = empty slot */
 	uint64_t ts, addr, ip;
@@ -301,6 +304,17 @@ static inline int vmt_decode_syscall_fast(struct vmt_cursor *c, struct vmt_curso
 	}
 	FV(p, rec_end, stack);
 	FV(p, rec_end, flags);
+	/* 1.2: the call's waits, when the recorder measured them */
+	uint64_t off_cpu = 0, vcsw = 0, ivcsw = 0;
+	uint32_t waits = 0;
+	if (p != rec_end && minor >= 2) {
+		FV(p, rec_end, off_cpu);
+		FV(p, rec_end, vcsw);
+		FV(p, rec_end, ivcsw);
+		if (vcsw > UINT32_MAX || ivcsw > UINT32_MAX || (flags & VMT_SC_NO_RESULT))
+			return 0;
+		waits = 1;
+	}
 	if (p != rec_end && minor <= VMT_FORMAT_MINOR)
 		return 0;
 	if (stack > UINT32_MAX || (flags & ~(uint64_t)(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN)))
@@ -308,7 +322,7 @@ static inline int vmt_decode_syscall_fast(struct vmt_cursor *c, struct vmt_curso
 	FV(tp, tend, tsz);
 	FV(tp, tend, dur);
 	uint64_t ts = st->ts + (uint64_t)vmt_unzigzag(tsz);
-	if (ts + dur < ts)
+	if (ts + dur < ts || off_cpu > dur)
 		return 0;
 	if (sc->result < -4095 && vmt_op_info((uint32_t)op)->ret != VMT_RET_ADDR)
 		return 0;
@@ -322,6 +336,10 @@ static inline int vmt_decode_syscall_fast(struct vmt_cursor *c, struct vmt_curso
 	sc->exit_ns = ts + dur;
 	sc->stack_id = stack ? (uint32_t)(stack - 1) : VMT_NONE;
 	sc->flags = (uint32_t)flags;
+	sc->waits = waits;
+	sc->vcsw = (uint32_t)vcsw;
+	sc->ivcsw = (uint32_t)ivcsw;
+	sc->off_cpu_ns = off_cpu;
 	st->ts = ts;
 	st->addr = addr;
 	c->p = rec_end;
@@ -329,6 +347,29 @@ static inline int vmt_decode_syscall_fast(struct vmt_cursor *c, struct vmt_curso
 	return 1;
 }
 #undef FV
+
+/* The COUNTERS fields after scope and flags, in payload order (1.2). */
+#define VMT_CNT_FIELDS(X) X(minflt) X(majflt) X(nvcsw) X(nivcsw) X(utime_ns) X(stime_ns) X(stops)
+
+/* counters.c: what format 1.2 added, beside its encoding (codec.c): the
+ * rules of a COUNTERS record and of a SYSCALL's waits (0, or VMT_E_CORRUPT
+ * with *why), and their renderings. */
+int vmt_counters_check(const struct vmt_counters *c, const char **why);
+const char *vmt_counters_scope_name(uint32_t scope);
+void vmt_counters_text(struct vmt_buf *b, const struct vmt_counters *c);
+void vmt_counters_json(struct vmt_buf *b, const struct vmt_counters *c);
+int vmt_sc_waits_check(const struct vmt_syscall *sc, uint64_t ts_ns, const char **why);
+void vmt_sc_waits_text(struct vmt_buf *b, const struct vmt_syscall *sc);
+void vmt_sc_waits_json(struct vmt_buf *b, const struct vmt_syscall *sc);
+
+/* For codec.c and check.c: refuse a record or event, naming the problem in
+ * *why (when the caller asked for it). */
+#define BAD(what)                          \
+	do {                               \
+		if (why)                   \
+			*why = (what);     \
+		return VMT_E_CORRUPT;      \
+	} while (0)
 
 /* vmt_event_check with the page size of the trace. */
 int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,

@@ -29,6 +29,7 @@ static const char *const kind_names[VMT_EV__COUNT] = {
 	[VMT_EV_SYMBOL] = "symbol",
 	[VMT_EV_STRING] = "string",
 	[VMT_EV_LOST] = "lost",
+	[VMT_EV_COUNTERS] = "counters",
 };
 
 const char *vmt_kind_name(uint32_t kind)

@@ -40,6 +40,10 @@ struct vmt_prefetch {
 	pthread_mutex_t mu;
 	pthread_cond_t filled, freed;
 	int stop;
+	/* vmt_pf_hold: the producer waits, and says so (parked), or has
+	 * ended (gone) */
+	int hold, parked, gone;
+	pthread_cond_t held;
 	uint64_t produced, consumed; /* batches published / released */
 	struct pf_batch *b[NBATCH];
 	/* consumer side */
@@ -128,17 +132,49 @@ static void pf_reset(struct pf_batch *b)
 		k->used = 0;
 }
 
+/* The producer waits for room or for the end of a hold (p->mu held). */
+static void park(struct vmt_prefetch *p)
+{
+	p->parked = 1;
+	pthread_cond_broadcast(&p->held);
+	pthread_cond_wait(&p->freed, &p->mu);
+	p->parked = 0;
+}
+
+static void *gone(struct vmt_prefetch *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->gone = 1;
+	pthread_cond_broadcast(&p->held);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+void vmt_pf_hold(struct vmt_prefetch *p, int on)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->hold = on;
+	if (on)
+		while (!p->parked && !p->gone)
+			pthread_cond_wait(&p->held, &p->mu);
+	else
+		pthread_cond_broadcast(&p->freed);
+	pthread_mutex_unlock(&p->mu);
+}
+
 static void *producer(void *arg)
 {
 	struct vmt_prefetch *p = arg;
 	for (uint64_t seq = 0;; seq++) {
 		pthread_mutex_lock(&p->mu);
-		while (!p->stop && seq - p->consumed >= NBATCH)
-			pthread_cond_wait(&p->freed, &p->mu);
+		while (!p->stop && (seq - p->consumed >= NBATCH || p->hold))
+			park(p);
 		int stop = p->stop;
 		pthread_mutex_unlock(&p->mu);
 		if (stop)
-			return NULL;
+			return gone(p);
 		/* The slot is ours until published: the consumer has released
 		 * it, and takes it again only once produced passes seq. */
 		struct pf_batch *b = p->b[seq % NBATCH];
@@ -160,12 +196,12 @@ static void *producer(void *arg)
 				pthread_mutex_lock(&p->mu);
 				p->produced = seq + 1;
 				pthread_cond_signal(&p->filled);
-				while (!p->stop && seq + 1 - p->consumed >= NBATCH)
-					pthread_cond_wait(&p->freed, &p->mu);
+				while (!p->stop && (seq + 1 - p->consumed >= NBATCH || p->hold))
+					park(p);
 				stop = p->stop;
 				pthread_mutex_unlock(&p->mu);
 				if (stop)
-					return NULL;
+					return gone(p);
 				seq++;
 				b = p->b[seq % NBATCH];
 				pf_reset(b);
@@ -187,7 +223,7 @@ static void *producer(void *arg)
 		pthread_cond_signal(&p->filled);
 		pthread_mutex_unlock(&p->mu);
 		if (rc != 1)
-			return NULL;
+			return gone(p);
 	}
 }
 
@@ -208,9 +244,11 @@ struct vmt_prefetch *vmt_pf_start(vmt_pf_source fn, void *src, int *err)
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->filled, NULL);
 	pthread_cond_init(&p->freed, NULL);
+	pthread_cond_init(&p->held, NULL);
 	int e = pthread_create(&p->thread, NULL, producer, p);
 	if (e) {
 		*err = -e;
+		pthread_cond_destroy(&p->held);
 		pthread_cond_destroy(&p->freed);
 		pthread_cond_destroy(&p->filled);
 		pthread_mutex_destroy(&p->mu);
@@ -261,6 +299,7 @@ void vmt_pf_stop(struct vmt_prefetch *p)
 	pthread_cond_signal(&p->freed);
 	pthread_mutex_unlock(&p->mu);
 	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->held);
 	pthread_cond_destroy(&p->freed);
 	pthread_cond_destroy(&p->filled);
 	pthread_mutex_destroy(&p->mu);

@@ -34,5 +34,9 @@ int vmt_pf_next(struct vmt_prefetch *p, struct vmt_event *ev, uint64_t *chunk_of
 /* Stop the producer (it finishes the event it is decoding), wait for it
  * and free everything.  Accepts NULL. */
 void vmt_pf_stop(struct vmt_prefetch *p);
+/* on: wait until the producer waits (or has ended), and keep it waiting
+ * until vmt_pf_hold(p, 0), so that the process can fork with no thread
+ * inside an allocator that is not fork-safe (ASan's). */
+void vmt_pf_hold(struct vmt_prefetch *p, int on);
 
 #endif

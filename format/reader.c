@@ -75,8 +75,11 @@ static int fail(struct vmt_reader *r, int err, uint64_t off, const char *fmt, ..
 		lead = "unsupported version";
 	else if (err > -1000)
 		lead = "read error";
-	snprintf(r->msg, sizeof(r->msg), "%s at byte %llu: %s", lead,
-		 (unsigned long long)off, what);
+	if (err == -EISDIR) /* (nothing was read: no byte to name) */
+		snprintf(r->msg, sizeof(r->msg), "%s", what);
+	else
+		snprintf(r->msg, sizeof(r->msg), "%s at byte %llu: %s", lead,
+			 (unsigned long long)off, what);
 	r->err = err;
 	return err;
 }
@@ -245,6 +248,10 @@ vmt_reader *vmt_reader_open_fd(int fd, int *errp, char *errmsg, size_t errlen)
 	r->fd = fd;
 	r->file_size = UINT64_MAX;
 	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		err = fail(r, -EISDIR, 0, "is a directory, not a trace");
+		goto out;
+	}
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		off_t cur = lseek(fd, 0, SEEK_CUR);
 		r->file_size = (uint64_t)st.st_size;
@@ -253,12 +260,14 @@ vmt_reader *vmt_reader_open_fd(int fd, int *errp, char *errmsg, size_t errlen)
 	}
 	uint8_t fh[8];
 	err = read_exact(r, fh, 8, 0, "header frame");
-	if (err) {
+	if (err == VMT_E_TRUNC) {
 		if (r->pos == 0)
 			fail(r, VMT_E_MAGIC, 0, "the file is empty");
 		else
 			fail(r, VMT_E_MAGIC, 0, "file shorter than a trace header");
 		goto out;
+	} else if (err) {
+		goto out; /* (a read error, said as it is) */
 	}
 	uint32_t magic = vmt_get_le32(fh), size = vmt_get_le32(fh + 4);
 	if (magic != VMT_MAGIC_HEADER) {
@@ -527,6 +536,11 @@ int vmt_reader_prefetch(vmt_reader *r)
 	int err = 0;
 	r->pf = vmt_pf_start(pf_source, r, &err);
 	return r->pf ? 0 : err;
+}
+
+void vmt_reader_hold(vmt_reader *r, int on)
+{
+	vmt_pf_hold(r->pf, on);
 }
 
 int vmt_reader_next(vmt_reader *r, struct vmt_event *ev)

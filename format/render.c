@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "linux_abi.h"
-#include "vmtrace.h"
+#include "codec.h"
 
 /* ---- Small pieces ------------------------------------------------------- */
 
@@ -499,6 +499,7 @@ void vmt_render_text(struct vmt_buf *b, const struct vmt_event *ev)
 	switch (ev->kind) {
 	case VMT_EV_SYSCALL:
 		render_syscall(b, &ev->u.sc);
+		vmt_sc_waits_text(b, &ev->u.sc);
 		break;
 	case VMT_EV_MAP_FILE: {
 		const struct vmt_map_file *f = &ev->u.file;
@@ -586,6 +587,9 @@ void vmt_render_text(struct vmt_buf *b, const struct vmt_event *ev)
 				       ev->u.lost.count, ev->u.lost.what);
 		break;
 	}
+	case VMT_EV_COUNTERS:
+		vmt_counters_text(b, &ev->u.counters);
+		break;
 	default:
 		vmt_buf_printf(b, "+++ unknown kind %" PRIu32 " +++", ev->kind);
 		break;
@@ -662,6 +666,7 @@ static void json_syscall(struct vmt_buf *b, const struct vmt_event *ev)
 	if (done && vmt_is_errno(sc->result))
 		jname(b, "errno", vmt_errno_name((int)-sc->result),
 		      (uint64_t)-sc->result);
+	vmt_sc_waits_json(b, sc);
 	render_syscall(&text, sc);
 	if (text.oom)
 		b->oom = 1;
@@ -804,6 +809,9 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 		ju64(b, "count", ev->u.lost.count);
 		jname(b, "what", lost_what_name(ev->u.lost.what),
 		      ev->u.lost.what);
+		break;
+	case VMT_EV_COUNTERS:
+		vmt_counters_json(b, &ev->u.counters);
 		break;
 	default:
 		break;

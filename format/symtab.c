@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* A SYMBOL may name a string that has not arrived yet (the format does not
  * order them); ids further ahead than this are garbage, not forward

@@ -1,9 +1,10 @@
 /*
- * util.c - the small helpers every part of vmrec uses: array growth, byte
- * counts and symbol names for people.
+ * util.c - the small helpers every part of vmrec uses: error messages,
+ * array growth, byte counts and symbol names for people.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,19 @@
 #include <libiberty/demangle.h>
 
 #include "vmtrace.h"
+#include "vmtutil.h"
+
+int vmt_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
 
 int vmt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
 {
@@ -28,13 +42,44 @@ int vmt_grow(void *arrp, size_t *cap, size_t need, size_t elem)
 	/* The pointer is read and written through memcpy: arrp points to a
 	 * T *, not to a void *. */
 	memcpy(&arr, arrp, sizeof(arr));
-	arr = realloc(arr, n * elem);
-	if (!arr)
-		return -ENOMEM;
-	memset((char *)arr + *cap * elem, 0, (n - *cap) * elem);
+	if ((n - *cap) * elem >= (1u << 20)) {
+		/* A large zeroed tail: from calloc, whose fresh pages are
+		 * zero untouched.  An array indexed by an id an untrusted
+		 * trace gives (a thread index of millions) then costs only
+		 * the pages its entries use. */
+		void *big = calloc(n, elem);
+		if (!big)
+			return -ENOMEM;
+		if (*cap)
+			memcpy(big, arr, *cap * elem);
+		free(arr);
+		arr = big;
+	} else {
+		arr = realloc(arr, n * elem);
+		if (!arr)
+			return -ENOMEM;
+		memset((char *)arr + *cap * elem, 0, (n - *cap) * elem);
+	}
 	memcpy(arrp, &arr, sizeof(arr));
 	*cap = n;
 	return 0;
+}
+
+int vmt_stdout_finish(const char *prog, int rc, int fail_rc)
+{
+	/* errno says why only if the flush itself failed; an error flag
+	 * left by an earlier write comes without a reason. */
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	int e = errno;
+	if (e == EPIPE) /* the reader went away: not worth a word */
+		return fail_rc;
+	if (e)
+		fprintf(stderr, "%s: cannot write output: %s\n", prog, strerror(e));
+	else
+		fprintf(stderr, "%s: cannot write output\n", prog);
+	return fail_rc;
 }
 
 int vmt_pread_full(int fd, void *buf, size_t len, uint64_t off)

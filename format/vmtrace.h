@@ -31,7 +31,7 @@ extern "C" {
 /* Format version written by this library.  A reader accepts any file with
  * the same major version; it refuses a newer major version. */
 #define VMT_FORMAT_MAJOR 1
-#define VMT_FORMAT_MINOR 1
+#define VMT_FORMAT_MINOR 2
 
 /* ---- Event kinds (values are on-disk; never renumber) ------------------ */
 enum vmt_kind {
@@ -49,6 +49,7 @@ enum vmt_kind {
 	VMT_EV_SYMBOL = 12,
 	VMT_EV_STRING = 13,
 	VMT_EV_LOST = 14,
+	VMT_EV_COUNTERS = 15, /* 1.2 */
 	VMT_EV__COUNT /* one past the largest kind this version knows */
 };
 
@@ -110,6 +111,14 @@ struct vmt_syscall {
 	uint64_t exit_ns;   /* monotonic ns at the exit stop (>= event ts) */
 	uint32_t stack_id;  /* VMT_NONE, or the id of an earlier STACK event */
 	uint32_t flags;	    /* VMT_SC_* */
+	/* What the call waited for (1.2, where the recorder measured it:
+	 * the stream backend).  waits 0: not measured, the rest is 0. */
+	uint32_t waits;
+	uint32_t vcsw;	     /* voluntary context switches inside the call
+				(it blocked: mmap_lock, I/O, reclaim) */
+	uint32_t ivcsw;	     /* involuntary ones (it was preempted) */
+	uint64_t off_cpu_ns; /* time off CPU between entry and exit
+				(<= exit_ns - ts_ns) */
 };
 
 /* Identity of the file behind a file-backed mmap.  It describes the next
@@ -245,6 +254,33 @@ struct vmt_lost {
 	uint32_t what; /* enum vmt_lost_what */
 };
 
+/* The kernel's own counters of a thread or a process (1.2): what a
+ * replay is judged against (vmreplay(1), FIDELITY).  A COUNTERS event of
+ * scope THREAD comes right before its thread's THREAD_EXIT, one of scope
+ * PROCESS right before its process's PROCESS_EXIT, one of scope EXEC
+ * right before an EXEC (the root process's first: the exec that started
+ * the recording, whose counts are of the recorder's launch, not of the
+ * program). */
+enum vmt_counters_scope {
+	VMT_CNT_THREAD = 0,  /* the thread, from its creation to its exit */
+	VMT_CNT_PROCESS = 1, /* every thread the process ever had, to its exit */
+	VMT_CNT_EXEC = 2,    /* every thread the process had until this exec */
+};
+#define VMT_CNT_TICKS 0x1u /* utime_ns and stime_ns are only as fine as
+			      the kernel's clock ticks (/proc) */
+#define VMT_CNT_SUM 0x2u   /* PROCESS: the sum of its threads' THREAD
+			      counters, not the kernel's count for the
+			      process as a whole */
+struct vmt_counters {
+	uint32_t scope;		/* enum vmt_counters_scope */
+	uint32_t flags;		/* VMT_CNT_* */
+	uint64_t minflt, majflt; /* page faults (getrusage ru_minflt, ru_majflt) */
+	uint64_t nvcsw, nivcsw; /* context switches (ru_nvcsw, ru_nivcsw) */
+	uint64_t utime_ns, stime_ns; /* CPU time in user and kernel mode */
+	uint64_t stops;		/* times the recorder stopped it (ptrace):
+				   each stop is one of the voluntary switches */
+};
+
 /* One event.  `thread` and `proc` are small dense indices assigned by the
  * recorder (the OS ids are in THREAD_START/PROCESS_START). */
 struct vmt_event {
@@ -267,6 +303,7 @@ struct vmt_event {
 		struct vmt_symbol symbol;
 		struct vmt_string string;
 		struct vmt_lost lost;
+		struct vmt_counters counters;
 	} u;
 };
 
@@ -292,6 +329,47 @@ struct vmt_header {
 /* Fill arch, page size, kernel release, host name and start times of *h
  * from this machine.  Strings point to static storage. */
 void vmt_header_from_host(struct vmt_header *h);
+
+/* Does this kernel map the shared zero page on the first read of private
+ * anonymous memory?  1 if it does (the later write faults again, to copy
+ * it), 0 if the read already allocates a private page (kernels booted
+ * with the zero page disabled, e.g. PVM guests' pvm_no_zero_page=1),
+ * -1 if it cannot tell.  Measured once, by this thread's own minor
+ * faults on a few fresh pages; the answer is cached. */
+int vmt_host_zero_page(void);
+
+/* Append to the NUL-terminated string buf (of size len) this machine's
+ * memory-management settings that change how many faults a program
+ * takes or what its calls return, as space-separated "key=value" words
+ * (vmtrace.5, OPTIONS): "overcommit=N" (vm.overcommit_memory),
+ * "zeropage=0|1" (vmt_host_zero_page), "thp=MODE" and "thp_defrag=MODE"
+ * (the selected word of /sys/kernel/mm/transparent_hugepage/enabled and
+ * defrag), "thp_shmem=MODE", and "faultaround=BYTES" where debugfs shows
+ * it.  A setting this machine does not expose is left out; the string
+ * is cut at a word boundary if buf is too small. */
+void vmt_host_mm_words(char *buf, size_t len);
+
+/* The keys of vmt_host_mm_words, in its order: the i-th, or NULL past
+ * the last. */
+const char *vmt_mm_key(size_t i);
+
+/* The file of procfs or sysfs whose content sets the setting `key` of
+ * vmt_host_mm_words (a THP mode is written as its word, e.g. "madvise"),
+ * or NULL: an unknown key, or one no file sets ("zeropage", a boot
+ * parameter of some hypervisors' guests). */
+const char *vmt_mm_path(const char *key);
+
+/* The value of the "key=value" word named key in a space-separated word
+ * list such as the header's OPTIONS: copied into val (of size vlen,
+ * truncated, NUL-terminated) and 1 returned; 0 when there is no such
+ * word (val is then ""). */
+int vmt_options_get(const char *options, const char *key, char *val, size_t vlen);
+
+/* Whether the recording kernel of the trace with header h mapped the
+ * zero page on a first read (the "zeropage=" word): 1 or 0, and 1 when
+ * the trace does not say (traces before the word, and kernels before it
+ * could be turned off, did). */
+int vmt_header_zero_page(const struct vmt_header *h);
 
 /* ---- Footer (summary) --------------------------------------------------- */
 struct vmt_chunk_info {
@@ -374,6 +452,8 @@ struct vmt_writer_stats {
 	uint64_t raw_bytes;	/* uncompressed event bytes */
 	uint64_t file_bytes;	/* bytes written to the file so far */
 	uint32_t chunks;
+	uint64_t written_events; /* events of the chunks written whole: what
+				    a reader finds after a write error */
 };
 void vmt_writer_get_stats(const vmt_writer *w, struct vmt_writer_stats *st);
 
@@ -403,6 +483,10 @@ const struct vmt_header *vmt_reader_header(const vmt_reader *r);
  * (not a regular file), -EINVAL (events already read) or -errno (no
  * thread): the reader then works as before. */
 int vmt_reader_prefetch(vmt_reader *r);
+/* With vmt_reader_prefetch, on: the decoding thread is made to wait (and
+ * is waiting when this returns) until vmt_reader_hold(r, 0): a process
+ * forks so with no thread inside the allocator.  Without it, nothing. */
+void vmt_reader_hold(vmt_reader *r, int on);
 
 /* Read the next event into *ev.  Returns 1 for an event, 0 at the clean end
  * of the trace (footer read and consistent), or a negative error; after an
@@ -556,9 +640,16 @@ struct vmt_buf {
 void vmt_buf_printf(struct vmt_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void vmt_buf_puts(struct vmt_buf *b, const char *s);
-/* Append s as a JSON string literal (with quotes and escapes). */
+/* Append s as a JSON string literal (with quotes and escapes); NULL as
+ * null. */
 void vmt_buf_json_str(struct vmt_buf *b, const char *s);
+/* Append v as a JSON number: an integer when it is one, null when it is
+ * not finite. */
+void vmt_buf_json_num(struct vmt_buf *b, double v);
 void vmt_buf_reset(struct vmt_buf *b); /* len = 0, keeps memory */
+/* Write b to f: 0, -ENOMEM when an append failed (nothing is written: a
+ * text with holes is no output), or -EIO when f took less. */
+int vmt_buf_write(const struct vmt_buf *b, FILE *f);
 void vmt_buf_free(struct vmt_buf *b);
 
 /* Append `flags` rendered with table t ("PROT_READ|PROT_WRITE", unknown
@@ -617,28 +708,15 @@ const char *vmt_errno_text(int err);
  * control characters and invalid UTF-8 bytes escaped ("\n", "\x1b");
  * NULL renders as NULL. */
 void vmt_buf_quote(struct vmt_buf *b, const char *s);
-
-/* Make room for at least `need` elements of elem bytes in the array whose
- * pointer is at arrp (a T **) and whose capacity is *cap: the capacity
- * doubles, from 16, until it holds need, and the new elements are zeroed.
- * Returns 0, or -ENOMEM (no memory, or a size past SIZE_MAX) with the
- * array and *cap unchanged. */
-int vmt_grow(void *arrp, size_t *cap, size_t need, size_t elem);
-
-/* All len bytes of fd at offset off into buf, however many reads that
- * takes (EINTR retried).  Returns 0, -errno, or -ENODATA when the file
- * ends first. */
-int vmt_pread_full(int fd, void *buf, size_t len, uint64_t off);
+/* Append the words argv[0..argc) separated by spaces, each quoted as a
+ * POSIX shell would need to read it back: bare when it holds only
+ * letters, digits and _@%+=:,./-, else in single quotes (a ' as '\''),
+ * and in bash's $'...' with escapes when it holds control characters. */
+void vmt_buf_shell_words(struct vmt_buf *b, const char *const *argv, uint32_t argc);
 
 /* Bytes for people, into out[0..n): "512 bytes", "64.0 MiB" (KiB to PiB,
  * one decimal).  Returns out. */
 const char *vmt_format_bytes(char *out, size_t n, uint64_t v);
-
-/* A mangled C++ or Rust symbol name ("_ZN2os18pd_uncommit_memoryEPcmb")
- * demangled ("os::pd_uncommit_memory(char*, unsigned long, bool)"), in
- * memory the caller frees; NULL when name is not a mangled name (or out
- * of memory).  Symbol tables (vmt_symtab) keep names demangled. */
-char *vmt_demangle(const char *name);
 
 /* CLOCK_MONOTONIC in ns: the clock of trace timestamps.  Inline: the
  * replay loop reads it. */

@@ -32,6 +32,7 @@ struct vmt_writer {
 	uint64_t chunk_first_ts;
 	uint64_t chunk_opened_ns; /* when the first buffered event arrived */
 	uint64_t file_bytes;
+	uint64_t written_events; /* in chunks written whole */
 	struct vmt_footer sum;
 	struct vmt_chunk_info *chunks;
 	uint32_t chunks_cap;
@@ -249,6 +250,7 @@ int vmt_writer_flush(vmt_writer *w)
 	if (err)
 		return w->err = err;
 	w->sum.nchunks++;
+	w->written_events += w->chunk_events;
 	w->sum.raw_bytes += w->content.len;
 	w->raw.len = 0;
 	w->times.len = 0;
@@ -403,6 +405,7 @@ void vmt_writer_get_stats(const vmt_writer *w, struct vmt_writer_stats *st)
 	st->raw_bytes = w->sum.raw_bytes + w->raw.len + w->times.len;
 	st->file_bytes = w->file_bytes;
 	st->chunks = w->sum.nchunks;
+	st->written_events = w->written_events;
 }
 
 void vmt_writer_free(vmt_writer *w)

@@ -17,11 +17,16 @@ count_cmocka() { # $1 = output file
 	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
 }
 
+# The unit test programs, one at a time.  (Two at a time, the sanitized
+# test_replay_exec once hung: its run process's first replay thread
+# waited forever for a lock of ASan's allocator, which is not fork-safe,
+# left held by whoever held it at the fork; not yet explained.)  A hang
+# fails its test after 10 minutes rather than hold CI.
 for t in "$@"; do
 	name=$(basename "$t")
 	out=$B/check-$name.out
 	echo "== $name" | tee -a "$log"
-	"$t" > "$out" 2>&1
+	timeout --foreground 600 "$t" > "$out" 2>&1
 	rc=$?
 	cat "$out" >> "$log"
 	count_cmocka "$out"
@@ -37,7 +42,8 @@ for t in "$@"; do
 done
 
 # The build's layering: no cycle between a folder's files, no internal
-# header used from another folder (mk/layers.py).
+# header used from another folder, the parts of a folder in their order
+# (mk/layers.py).
 echo "== layers" | tee -a "$log"
 if python3 mk/layers.py "$B" > "$B/check-layers.out" 2>&1; then
 	passed=$((passed + 1)); echo "   1 passed"
@@ -48,27 +54,98 @@ cat "$B/check-layers.out" >> "$log"
 
 # End-to-end scripts print "ok NAME", "not ok NAME: why", "skip NAME: why".
 # The recording scripts run a second time with the ptrace backend (the
-# first uses vmrec's default: the stream backend where it can run).
-for t in tests/e2e/*.sh tests/e2e/record_*.sh; do
+# first uses vmrec's default: the stream backend where it can run), and
+# a third with the inproc backend, all but those of what it does not do
+# (attaching with -p, --stacks).
+# The sanitized pass reruns only the broadest two under the other
+# backends: the rest check what the plain pass checks, and the backends'
+# own code is sanitized by those two and by inproc.sh and record_attach.sh.
+INPROC_SKIPS="record_attach record_stacks_faults"
+RERUNS=tests/e2e/record_*.sh
+[ "${SAN:-}" = 1 ] && RERUNS="tests/e2e/record_workloads.sh tests/e2e/record_status.sh"
+ptrace_runs= inproc_runs=
+for t in $RERUNS; do
+	ptrace_runs="$ptrace_runs $t"
+	case " $INPROC_SKIPS " in *" $(basename "$t" .sh) "*) ;; *) inproc_runs="$inproc_runs $t" ;; esac
+done
+# Two scripts run at once (CHECK_JOBS, default 2; 1: one at a time), as
+# the machine has two CPUs and most scripts wait on programs more than
+# they compute; a script that judges timing or keeps up with a program at
+# full speed runs alone (ALONE).  Each one's lines are printed when it
+# ends.
+ALONE="record_stream killed kernels vm replay_fidelity record_counters"
+JOBS=${CHECK_JOBS:-2}
+running=
+
+report() { # NAME OUT (its own variables: it runs inside the loop below)
+	r_name=$1 r_out=$2
+	r_rc=$(cat "$r_out.rc") r_secs=$(cat "$r_out.secs")
+	echo "== e2e/$r_name" | tee -a "$log"
+	cat "$r_out" >> "$log"
+	r_p=$(grep -c '^ok ' "$r_out"); r_f=$(grep -c '^not ok ' "$r_out"); r_s=$(grep -c '^skip ' "$r_out")
+	# (a failure with the lines its script showed under it, as CI prints
+	# only this)
+	awk '/^not ok /{p=1; print; next} /^skip /{p=0; print; next} /^    /{if (p) print; next} {p=0}' "$r_out"
+	if [ "$r_rc" -ne 0 ] && [ "$r_f" -eq 0 ]; then
+		r_f=1; echo "not ok $r_name: script exited $r_rc"; tail -20 "$r_out"
+	fi
+	[ "$r_f" -ne 0 ] && failures="$failures e2e/$r_name"
+	passed=$((passed + r_p)); failed=$((failed + r_f)); skipped=$((skipped + r_s))
+	echo "   $r_p passed, $r_f failed, $r_s skipped ($r_secs s)"
+}
+
+# reap N: wait until at most N scripts run, reporting those that ended
+reap() {
+	while :; do
+		still= n=0
+		for j in $running; do
+			if [ -f "$B/check-e2e-$j.out.rc" ]; then
+				report "$(echo "$j" | sed 's/@\(.*\)/[\1]/')" "$B/check-e2e-$j.out"
+			else
+				still="$still $j" n=$((n + 1))
+			fi
+		done
+		running=$still
+		[ "$n" -le "$1" ] && return
+		sleep 0.2
+	done
+}
+
+# The jobs (SCRIPT@BACKEND), those that run alone last.
+shared= alone=
+for t in tests/e2e/*.sh $ptrace_runs $inproc_runs; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .sh)
 	backend=
-	case " $seen " in *" $name "*) backend=ptrace name="$name[ptrace]" ;; esac
-	seen="$seen $name"
-	out=$B/check-e2e-$name.out
-	echo "== e2e/$name" | tee -a "$log"
-	B=$B SAN=${SAN:-} VMREC_BACKEND=$backend sh "$t" > "$out" 2>&1
-	rc=$?
-	cat "$out" >> "$log"
-	p=$(grep -c '^ok ' "$out"); f=$(grep -c '^not ok ' "$out"); s=$(grep -c '^skip ' "$out")
-	grep -E '^(skip|not ok) ' "$out"
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		f=1; echo "not ok $name: script exited $rc"; tail -20 "$out"
-	fi
-	[ "$f" -ne 0 ] && failures="$failures e2e/$name"
-	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-	echo "   $p passed, $f failed, $s skipped"
+	case " $seen " in
+	*" $name[ptrace] "*) backend=inproc ;;
+	*" $name "*) backend=ptrace ;;
+	esac
+	seen="$seen $name${backend:+[$backend]}"
+	case " $ALONE " in
+	*" $name "*) alone="$alone $t@$backend" ;;
+	*) shared="$shared $t@$backend" ;;
+	esac
 done
+for j in $shared - $alone; do
+	if [ "$j" = - ]; then
+		reap 0; JOBS=1; continue
+	fi
+	t=${j%@*} backend=${j#*@}
+	job=$(basename "$t" .sh)${backend:+@$backend}
+	out=$B/check-e2e-$job.out
+	rm -f "$out.rc" "$out.secs"
+	reap $((JOBS - 1))
+	(
+		t0=$(date +%s)
+		B=$B SAN=${SAN:-} VMREC_BACKEND=$backend timeout --foreground 900 sh "$t" > "$out" 2>&1
+		rc=$?
+		echo $(($(date +%s) - t0)) > "$out.secs"
+		echo $rc > "$out.rc.tmp" && mv "$out.rc.tmp" "$out.rc"
+	) &
+	running="$running $job"
+done
+reap 0
 
 # Short libFuzzer runs: the reader (seeded with the golden traces), and
 # the replayer on generated traces (loaded and replayed).
@@ -88,8 +165,14 @@ fuzz_run() { # NAME SECONDS SEED-DIR|"" [OPTION...]
 		tail -40 "$B/check-$name.out"
 	fi
 }
-fuzz_run fuzz_reader "${FUZZ_SECONDS:-20}" tests/data
-fuzz_run fuzz_replay "${FUZZ_SECONDS:-20}" "" -timeout=30 -max_len=2048 -len_control=10
+# (The fuzzers are sanitized in every build: the plain pass runs them.)
+if [ "${SAN:-}" = 1 ]; then
+	echo "== fuzz: skipped, the fuzzers are sanitized in every build and make check runs them"
+	skipped=$((skipped + 2))
+else
+	fuzz_run fuzz_reader "${FUZZ_SECONDS:-20}" tests/data
+	fuzz_run fuzz_replay "${FUZZ_SECONDS:-20}" "" -timeout=30 -max_len=2048 -len_control=10
+fi
 
 echo
 [ -n "$failures" ] && echo "failed:$failures"

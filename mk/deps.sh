@@ -19,6 +19,7 @@ need zstd            'command -v zstd'
 need strace          'command -v strace'
 need python3         'command -v python3'
 need binutils        'command -v nm'
+need time            'test -x /usr/bin/time'
 need clang           'command -v clang'
 need libclang-rt-14-dev 'test -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)"'
 # The corpus of real programs (tests/e2e/corpus.sh, bench/corpus.sh).
@@ -29,7 +30,8 @@ need xz-utils        'command -v xz'
 need gcc             'command -v gcc'
 need gzip            'command -v gzip'
 # vmreplay --kernel's tests and demo: qemu (as root; elsewhere those tests
-# skip) and a Debian 6.1 kernel image (mk/kernel.sh).
+# skip) and Debian's 6.1 and 6.12 kernel images (mk/kernel.sh; one that
+# cannot be had is said, and the tests that need it skip).
 [ "$(id -u)" = 0 ] && need qemu-system-x86 'command -v qemu-system-x86_64'
 sh "$(dirname "$0")/kernel.sh"
 [ -z "$missing" ] && exit 0

@@ -9,33 +9,33 @@
 
 int vmr_code_add(struct vmr_code *c, uint64_t start, uint64_t end)
 {
-	if (vmt_grow(&c->r, &c->cap, c->n + 1, sizeof(*c->r))) {
+	if (start >= end)
+		return 0;
+	/* Room first (a cut may split one range, then one more): the cut
+	 * and the insertion below cannot fail. */
+	if (vmt_grow(&c->r.e, &c->r.cap, c->r.n + 2, sizeof(*c->r.e))) {
 		/* Unknown code from now on: every removal may hit it. */
 		c->lost = 1;
 		return -ENOMEM;
 	}
-	c->r[c->n++] = (struct vmr_range){start, end};
-	return 0;
+	vmt_rset_cut(&c->r, start, end);
+	return vmt_rset_add(&c->r, &(struct vmt_rset_ent){ .start = start, .end = end });
 }
 
 int vmr_code_remove(struct vmr_code *c, uint64_t start, uint64_t end)
 {
 	int hit = c->lost;
-
-	for (size_t i = 0; i < c->n;) {
-		if (c->r[i].start < end && start < c->r[i].end) {
-			c->r[i] = c->r[--c->n];
-			hit = 1;
-		} else {
-			i++;
-		}
+	size_t i = vmt_rset_first(&c->r, start);
+	while (i < c->r.n && c->r.e[i].start < end) {
+		vmt_rset_del(&c->r, i);
+		hit = 1;
 	}
 	return hit;
 }
 
 void vmr_code_reset(struct vmr_code *c)
 {
-	c->n = 0;
+	c->r.n = 0;
 	c->lost = 0;
 }
 
@@ -43,18 +43,18 @@ int vmr_code_copy(struct vmr_code *to, const struct vmr_code *from)
 {
 	vmr_code_reset(to);
 	to->lost = from->lost;
-	if (vmt_grow(&to->r, &to->cap, from->n, sizeof(*to->r))) {
+	if (vmt_grow(&to->r.e, &to->r.cap, from->r.n, sizeof(*to->r.e))) {
 		to->lost = 1;
 		return -ENOMEM;
 	}
-	if (from->n)
-		memcpy(to->r, from->r, from->n * sizeof(*to->r));
-	to->n = from->n;
+	if (from->r.n)
+		memcpy(to->r.e, from->r.e, from->r.n * sizeof(*to->r.e));
+	to->r.n = from->r.n;
 	return 0;
 }
 
 void vmr_code_free(struct vmr_code *c)
 {
-	free(c->r);
-	memset(c, 0, sizeof(*c));
+	vmt_rset_free(&c->r);
+	c->lost = 0;
 }

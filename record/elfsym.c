@@ -10,6 +10,7 @@
  */
 #include "elfsym.h"
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include "tracer.h"
+#include "recording.h"
 
 int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev)
 {
@@ -40,7 +40,12 @@ void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to)
 
 void vmr_tick(struct vmr_rec *r)
 {
-	vmr_drain_faults(r, vmt_now_ns());
+	vmr_tick_upto(r, vmt_now_ns());
+}
+
+void vmr_tick_upto(struct vmr_rec *r, uint64_t up_to)
+{
+	vmr_drain_faults(r, up_to);
 	int e = vmt_writer_tick(r->w);
 	if (e && !r->werr)
 		r->werr = e;

@@ -20,11 +20,11 @@
  */
 #include "faults.h"
 #include "tpfind.h"
-#include "u64map.h"
 #include "rec_internal.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <asm/perf_regs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -61,6 +61,7 @@ struct ftask {
 	uint64_t told_lost; /* samples reported lost (LOST events) */
 	int check_lost;	    /* the ring may have overflowed: ask the kernel */
 	int gone;	    /* removed: free once drained */
+	int cpu;	    /* tree mode: the CPU of this ring, else -1 */
 };
 
 struct vmr_faults {
@@ -72,7 +73,7 @@ struct vmr_faults {
 	size_t page;
 	struct ftask **tasks;
 	size_t ntasks, cap;
-	struct u64map by_tid; /* live tasks only */
+	struct vmt_htab by_tid; /* tid -> index in tasks, live tasks only */
 	uint64_t lost;
 	uint64_t last_out_ts; /* time of the last event appended */
 	int lost_count_read; /* read() gives the lost count (Linux >= 6.0) */
@@ -83,13 +84,26 @@ struct vmr_faults {
 		uint64_t ts;
 	} *act;
 	size_t act_cap;
+	/* tree mode: inherited events, one per CPU, for a whole process tree */
+	int tree;
+	vmr_faults_who_fn who;
+	void *who_ctx;
+	uint64_t unknown; /* samples of tasks who() did not know */
+	vmr_faults_access_fn access;
+	void *access_ctx;
+	uint64_t sample_regs; /* software event: the user registers sampled */
 };
+
+static int perf_open_cpu(struct perf_event_attr *a, pid_t pid, int cpu)
+{
+	long fd = syscall(SYS_perf_event_open, a, pid, cpu, -1,
+			  PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
 
 static int perf_open(struct perf_event_attr *a, pid_t pid)
 {
-	long fd = syscall(SYS_perf_event_open, a, pid, -1, -1,
-			  PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : (int)fd;
+	return perf_open_cpu(a, pid, -1);
 }
 
 static void base_attr(struct perf_event_attr *a)
@@ -237,29 +251,15 @@ static uint32_t default_pages(const struct vmr_faults *f)
 	return live < 16 ? 256 : live < 256 ? 64 : 16;
 }
 
-int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
-			uint32_t proc)
+/* Open t's event(s) with attributes a on (pid, cpu) and map its ring.
+ * Returns 0 or -errno (nothing kept open). */
+static int open_ring(struct vmr_faults *f, struct ftask *t, const struct perf_event_attr *a,
+		     pid_t pid, int cpu)
 {
-	uint32_t idx;
-	if (tid <= 0)
-		return -EINVAL;
-	if (u64map_get(&f->by_tid, (uint64_t)tid, &idx))
-		return -EEXIST;
-	if (vmt_grow(&f->tasks, &f->cap, f->ntasks + 1, sizeof(*f->tasks)))
-		return -ENOMEM;
-	struct ftask *t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	t->tid = tid;
-	t->thread = thread;
-	t->proc = proc;
-	/* Enabled at once (attr.disabled = 0): tid is stopped, so counting
-	 * starts with its next instruction. */
-	int fd = perf_open(&f->attr, tid);
-	if (fd < 0) {
-		free(t);
+	struct perf_event_attr at = *a;
+	int fd = perf_open_cpu(&at, pid, cpu);
+	if (fd < 0)
 		return fd;
-	}
 	t->fd = fd;
 	t->kfd = -1;
 	/* Halve the ring while the kernel refuses the locked memory (an
@@ -273,7 +273,6 @@ int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
 		int e = -errno;
 		if (pages == 1 || (e != -EPERM && e != -ENOMEM)) {
 			close(fd);
-			free(t);
 			return e;
 		}
 	}
@@ -289,20 +288,48 @@ int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
 	if (f->tracepoint && f->kconfig) {
 		/* Without it the kernel's faults are not recorded (it fails
 		 * where perf_event_paranoid forbids kernel tracepoints). */
-		struct perf_event_attr ka = f->attr;
+		struct perf_event_attr ka = at;
 		ka.config = f->kconfig;
-		int kfd = perf_open(&ka, tid);
+		int kfd = perf_open_cpu(&ka, pid, cpu);
 		if (kfd >= 0 && ioctl(kfd, PERF_EVENT_IOC_SET_OUTPUT, fd) < 0) {
 			close(kfd);
 			kfd = -1;
 		}
 		t->kfd = kfd;
 	}
-	if (u64map_put(&f->by_tid, (uint64_t)tid, (uint32_t)f->ntasks)) {
+	return 0;
+}
+
+int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
+			uint32_t proc)
+{
+	if (f->tree)
+		return 0; /* (the tree's events have it from its birth) */
+	if (tid <= 0)
+		return -EINVAL;
+	if (vmt_htab_get(&f->by_tid, (uint64_t)tid, 0))
+		return -EEXIST;
+	if (vmt_grow(&f->tasks, &f->cap, f->ntasks + 1, sizeof(*f->tasks)))
+		return -ENOMEM;
+	struct ftask *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->tid = tid;
+	t->thread = thread;
+	t->proc = proc;
+	t->cpu = -1;
+	/* Enabled at once (attr.disabled = 0): tid is stopped, so counting
+	 * starts with its next instruction. */
+	int e = open_ring(f, t, &f->attr, tid, -1);
+	if (e) {
+		free(t);
+		return e;
+	}
+	if (vmt_htab_set(&f->by_tid, (uint64_t)tid, 0, f->ntasks)) {
 		munmap(t->base, t->map_len);
 		if (t->kfd >= 0)
 			close(t->kfd);
-		close(fd);
+		close(t->fd);
 		free(t);
 		return -ENOMEM;
 	}
@@ -310,19 +337,76 @@ int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
 	return 0;
 }
 
+void vmr_faults_set_access(struct vmr_faults *f, vmr_faults_access_fn fn, void *ctx)
+{
+	f->access = fn;
+	f->access_ctx = ctx;
+	if (fn && !f->tracepoint) {
+		/* (the registers an instruction's operands may name: rsi and
+		 * rdi of string moves, rsp of pushes and calls) */
+		f->sample_regs = (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI) |
+				 (1ull << PERF_REG_X86_SP);
+		f->attr.sample_type |= PERF_SAMPLE_REGS_USER;
+		f->attr.sample_regs_user = f->sample_regs;
+	}
+}
+
+int vmr_faults_add_tree(struct vmr_faults *f, pid_t pid, vmr_faults_who_fn who, void *ctx)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	if (f->tree || f->ntasks)
+		return -EBUSY;
+	if (ncpu < 1 || ncpu > 4096)
+		return -EINVAL;
+	struct perf_event_attr a = f->attr;
+	/* Every task pid creates inherits the events, from its birth: no
+	 * thread starts unsampled.  Counting starts at pid's exec. */
+	a.inherit = 1;
+	a.disabled = 1;
+	a.enable_on_exec = 1;
+	f->tree = 1;
+	f->who = who;
+	f->who_ctx = ctx;
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		if (vmt_grow(&f->tasks, &f->cap, f->ntasks + 1, sizeof(*f->tasks)))
+			return -ENOMEM;
+		struct ftask *t = calloc(1, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		t->tid = -1;
+		t->cpu = cpu;
+		int e = open_ring(f, t, &a, pid, cpu);
+		if (e == -ENODEV || e == -EINVAL) { /* (a CPU that is not online) */
+			free(t);
+			continue;
+		}
+		if (e) {
+			free(t);
+			return e;
+		}
+		f->tasks[f->ntasks++] = t;
+	}
+	return f->ntasks ? 0 : -ENODEV;
+}
+
+uint64_t vmr_faults_unknown(const struct vmr_faults *f)
+{
+	return f ? f->unknown : 0;
+}
+
 void vmr_faults_remove_task(struct vmr_faults *f, pid_t tid)
 {
-	uint32_t idx;
-	if (!f || !u64map_get(&f->by_tid, (uint64_t)tid, &idx))
+	const uint64_t *idx = f ? vmt_htab_get(&f->by_tid, (uint64_t)tid, 0) : NULL;
+	if (!idx)
 		return;
-	struct ftask *t = f->tasks[idx];
+	struct ftask *t = f->tasks[*idx];
 	/* Stop new samples; keep the ring until the next drain reads it. */
 	ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
 	if (t->kfd >= 0)
 		ioctl(t->kfd, PERF_EVENT_IOC_DISABLE, 0);
 	t->gone = 1;
 	t->check_lost = 1;
-	u64map_del(&f->by_tid, (uint64_t)tid);
+	vmt_htab_del(&f->by_tid, (uint64_t)tid, 0);
 }
 
 static void task_free(struct ftask *t)
@@ -344,8 +428,8 @@ static void compact(struct vmr_faults *f)
 			task_free(t);
 			continue;
 		}
-		if (!t->gone && n != i)
-			u64map_put(&f->by_tid, (uint64_t)t->tid, (uint32_t)n);
+		if (!t->gone && n != i) /* (a slot that exists: no allocation) */
+			*vmt_htab_get(&f->by_tid, (uint64_t)t->tid, 0) = n;
 		f->tasks[n++] = t;
 	}
 	f->ntasks = n;
@@ -436,6 +520,7 @@ static int decode(struct vmr_faults *f, struct ftask *t,
 	if (h.type != PERF_RECORD_SAMPLE)
 		return 0; /* throttling notes etc. */
 	ev->kind = VMT_EV_FAULT;
+
 	if (f->tracepoint) {
 		/* tid (pid, tid), time, raw size, raw */
 		if (end - p < 8 + 8 + 4)
@@ -466,6 +551,33 @@ static int decode(struct vmr_faults *f, struct ftask *t,
 		memcpy(&ev->ts_ns, p + 16, 8);
 		memcpy(&ev->u.fault.addr, p + 24, 8);
 		ev->u.fault.access = 0;
+		if (f->access) {
+			/* then the user registers: abi, si, di, sp */
+			uint64_t regs[4] = { 0 }, ids;
+			if (end - p >= 32 + 8)
+				memcpy(regs, p + 32, 8);
+			if (regs[0] && end - p >= 32 + 32)
+				memcpy(regs + 1, p + 40, 24);
+			memcpy(&ids, p + 8, 8);
+			ev->u.fault.access = f->access(f->access_ctx, (pid_t)(uint32_t)ids,
+						       ev->u.fault.ip, ev->u.fault.addr,
+						       regs[0] ? regs + 1 : NULL);
+		}
+	}
+	if (f->tree) {
+		/* The task is the sample's (its tid after the software event's
+		 * ip); faults on the recorder's own memory are not the
+		 * program's. */
+		const unsigned char *tp = p + (f->tracepoint ? 0 : 8);
+		uint32_t ids[2];
+		if (end - tp < 8)
+			return 0;
+		memcpy(ids, tp, 8);
+		int who = f->who(f->who_ctx, (pid_t)ids[1], ev->u.fault.addr, &ev->thread, &ev->proc);
+		if (who) {
+			f->unknown += who > 0;
+			return 0;
+		}
 	}
 	return 1;
 }
@@ -610,6 +722,6 @@ void vmr_faults_free(struct vmr_faults *f)
 	free(f->tasks);
 	free(f->rec);
 	free(f->act);
-	u64map_free(&f->by_tid);
+	vmt_htab_free(&f->by_tid);
 	free(f);
 }

@@ -51,6 +51,28 @@ struct vmr_faults *vmr_faults_new_opts(const struct vmr_faults_opts *opts,
 int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
 			uint32_t proc);
 
+/* Tree mode: the page faults of pid and of every task it creates, from
+ * pid's next exec on (inherited events, one ring per CPU), so that no task
+ * runs unsampled before the recorder learns of it.  who() names the
+ * trace thread and process of a sample's tid at drain time (0; or 1 for a
+ * sample to leave out and count, of a task it does not know; or -1 for
+ * one to leave out silently: the recorder's own memory at addr, a task not
+ * recorded yet); vmr_faults_add_task does nothing
+ * after this.  Returns 0 or -errno (e.g. -EBUSY if tasks were added). */
+typedef int (*vmr_faults_who_fn)(void *ctx, pid_t tid, uint64_t addr, uint32_t *thread,
+				 uint32_t *proc);
+int vmr_faults_add_tree(struct vmr_faults *f, pid_t pid, vmr_faults_who_fn who, void *ctx);
+/* Samples left out because who() did not know their task. */
+uint64_t vmr_faults_unknown(const struct vmr_faults *f);
+
+/* The access type of a fault the event gives none for (the software
+ * event): fn gets the process, the faulting instruction's address, the
+ * data address and the sampled rsi, rdi, rsp (NULL if missing) and returns
+ * VMT_FAULT_* or 0.  Before vmr_faults_add_tree / _add_task. */
+typedef uint32_t (*vmr_faults_access_fn)(void *ctx, pid_t pid, uint64_t ip, uint64_t addr,
+					 const uint64_t *si_di_sp);
+void vmr_faults_set_access(struct vmr_faults *f, vmr_faults_access_fn fn, void *ctx);
+
 /* Stop sampling tid.  Its samples not yet drained are kept and appended by
  * the next vmr_faults_drain (so nothing recorded before an exit is lost).
  * Unknown tids are ignored. */

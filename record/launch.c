@@ -25,6 +25,8 @@ struct report {
 	int err;
 };
 
+static const struct vmr_launch_how *launch_how; /* (the child's copy) */
+
 static void child(int go, int rep, char *const argv[],
 		  const struct vmr_sysmap *m, const sigset_t *mask)
 {
@@ -39,6 +41,16 @@ static void child(int go, int rep, char *const argv[],
 		_exit(127); /* the recorder went away */
 	close(go);
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	if (launch_how) {
+		/* (it returns only on failure) */
+		r.err = -launch_how->run(launch_how->ctx, argv, &r.stage);
+		int code = r.stage == VMR_LAUNCH_EXEC && r.err != ENOENT ? 126 : 127;
+		if (write(rep, &r, sizeof(r)) != (ssize_t)sizeof(r))
+			code = 127;
+		if (launch_how->exit)
+			launch_how->exit(launch_how->ctx, code);
+		_exit(code);
+	}
 	r.err = m ? -vmr_filter_load(m) : 0;
 	if (r.err) {
 		r.stage = VMR_LAUNCH_FILTER;
@@ -87,6 +99,15 @@ int vmr_launch_held(char *const argv[], const struct vmr_sysmap *m, const sigset
 	*gofd = go[1];
 	*errfd = rep[0];
 	return 0;
+}
+
+int vmr_launch_held_how(char *const argv[], const struct vmr_launch_how *how,
+			const sigset_t *child_mask, pid_t *pid, int *gofd, int *errfd)
+{
+	launch_how = how;
+	int e = vmr_launch_held(argv, NULL, child_mask, pid, gofd, errfd);
+	launch_how = NULL;
+	return e;
 }
 
 int vmr_launch_go(int gofd)

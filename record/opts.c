@@ -4,11 +4,11 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "recorder.h"
+#include "vmtutil.h"
 
 static const char usage_text[] =
 	"usage: vmrec [OPTIONS] [--] CMD [ARG...]\n"
@@ -29,14 +29,17 @@ static const char usage_text[] =
 	"                      copied at each call to unwind (512 to 16384,\n"
 	"                      default 8192): deeper stacks need more\n"
 	"      --backend=NAME  how to record: auto (default: stream where the\n"
-	"                      kernel allows it, else ptrace), stream (the kernel\n"
-	"                      writes the calls into a ring buffer, through BPF;\n"
-	"                      needs root), ptrace (a stop at every recorded call);\n"
-	"                      the default is VMREC_BACKEND when it is set\n"
+	"                      kernel allows it, else inproc for a dynamically\n"
+	"                      linked CMD, else ptrace), stream (the kernel writes\n"
+	"                      the calls into a ring buffer, through BPF; needs\n"
+	"                      root), inproc (the program logs its own calls, in\n"
+	"                      memory shared with vmrec; no privilege needed),\n"
+	"                      ptrace (a stop at every recorded call); the\n"
+	"                      default is VMREC_BACKEND when it is set\n"
 	"      --touch=MODE    page-touch capture: faults (every user page fault;\n"
 	"                      the default where faults can be sampled), resident\n"
 	"                      (pages present before each discarding call and at\n"
-	"                      exit; ptrace only), none\n"
+	"                      exit; ptrace and inproc), none\n"
 	"      --ring-size=MiB the stream backend's ring buffer (a power of two,\n"
 	"                      default 16, 64 with --stacks): larger rings lose\n"
 	"                      nothing in longer bursts\n"
@@ -54,20 +57,6 @@ static const char usage_text[] =
 const char *vmr_usage(void)
 {
 	return usage_text;
-}
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
 }
 
 /* A decimal number in [lo, hi] with nothing after it. */
@@ -92,8 +81,8 @@ enum { OPT_FORCE = 256, OPT_STACKS, OPT_TOUCH, OPT_VERSION, OPT_SAME_CPU, OPT_BA
 /* A --backend value; -1 if unknown. */
 static int backend_of(const char *name)
 {
-	static const char *const names[] = { "auto", "stream", "ptrace" };
-	for (int i = 0; i < 3; i++)
+	static const char *const names[] = { "auto", "stream", "ptrace", "inproc" };
+	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 		if (!strcmp(name, names[i]))
 			return i; /* (the order of enum vmr_backend_choice) */
 	return -1;
@@ -125,8 +114,9 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 	o->backend = VMR_BACKEND_AUTO;
 	o->stack_copy = VMR_DEFAULT_STACK_COPY;
 	if (backend_env && *backend_env && (o->backend = backend_of(backend_env)) < 0)
-		return fail(err, errlen, "VMREC_BACKEND: unknown backend '%s' (use auto, stream or ptrace)",
-			    backend_env);
+		return vmt_errf(err, errlen, -EINVAL,
+				"VMREC_BACKEND: unknown backend '%s' (use auto, stream, inproc or ptrace)",
+				backend_env);
 	if (err && errlen)
 		err[0] = '\0';
 	/* getopt keeps global state: optind = 0 makes GNU getopt start over,
@@ -138,7 +128,7 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 		switch (c) {
 		case 'o':
 			if (!*optarg)
-				return fail(err, errlen, "-o: empty file name");
+				return vmt_errf(err, errlen, -EINVAL, "-o: empty file name");
 			o->output = optarg;
 			break;
 		case OPT_FORCE:
@@ -151,9 +141,9 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 			if (!optarg) {
 				o->stack_depth = VMR_DEFAULT_STACK_DEPTH;
 			} else if (parse_uint(optarg, 1, VMT_MAX_STACK_DEPTH, &v)) {
-				return fail(err, errlen,
-					    "--stacks: depth must be a number from 1 to %u, not '%s'",
-					    VMT_MAX_STACK_DEPTH, optarg);
+				return vmt_errf(err, errlen, -EINVAL,
+						"--stacks: depth must be a number from 1 to %u, not '%s'",
+						VMT_MAX_STACK_DEPTH, optarg);
 			} else {
 				o->stack_depth = (unsigned)v;
 			}
@@ -166,33 +156,34 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 			else if (!strcmp(optarg, "none"))
 				o->touch = VMR_TOUCH_NONE;
 			else
-				return fail(err, errlen,
-					    "--touch: unknown mode '%s' (use resident, faults or none)",
-					    optarg);
+				return vmt_errf(err, errlen, -EINVAL,
+						"--touch: unknown mode '%s' (use resident, faults or none)",
+						optarg);
 			break;
 		case OPT_BACKEND:
 			if ((o->backend = backend_of(optarg)) < 0)
-				return fail(err, errlen,
-					    "--backend: unknown backend '%s' (use auto, stream or ptrace)",
-					    optarg);
+				return vmt_errf(err, errlen, -EINVAL,
+						"--backend: unknown backend '%s' (use auto, stream, inproc or ptrace)",
+						optarg);
 			break;
 		case OPT_RING:
 			if (parse_uint(optarg, 1, VMR_MAX_RING_MIB, &v) || (v & (v - 1)))
-				return fail(err, errlen,
-					    "--ring-size: '%s' is not a power of two from 1 to %u (MiB)",
-					    optarg, VMR_MAX_RING_MIB);
+				return vmt_errf(err, errlen, -EINVAL,
+						"--ring-size: '%s' is not a power of two from 1 to %u (MiB)",
+						optarg, VMR_MAX_RING_MIB);
 			o->ring_mib = (unsigned)v;
 			break;
 		case OPT_STACK_COPY:
 			if (parse_uint(optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY, &v) || (v & 7))
-				return fail(err, errlen,
-					    "--stack-copy: '%s' is not a multiple of 8 from %u to %u (bytes)",
-					    optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY);
+				return vmt_errf(err, errlen, -EINVAL,
+						"--stack-copy: '%s' is not a multiple of 8 from %u to %u (bytes)",
+						optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY);
 			o->stack_copy = (unsigned)v;
 			break;
 		case 'p':
 			if (parse_uint(optarg, 1, 0x3fffffff, &v))
-				return fail(err, errlen, "-p: invalid process id '%s'", optarg);
+				return vmt_errf(err, errlen, -EINVAL,
+						"-p: invalid process id '%s'", optarg);
 			o->attach_pid = (pid_t)v;
 			break;
 		case OPT_SAME_CPU:
@@ -205,28 +196,44 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 			o->action = VMR_SHOW_VERSION;
 			return 0;
 		case ':':
-			return fail(err, errlen, "option '%s' needs an argument",
-				    argv[optind - 1]);
+			return vmt_errf(err, errlen, -EINVAL, "option '%s' needs an argument",
+					argv[optind - 1]);
 		default:
 			if (optopt && optopt < 256)
-				return fail(err, errlen, "unknown option '-%c'", optopt);
-			return fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
+				return vmt_errf(err, errlen, -EINVAL,
+						"unknown option '-%c'", optopt);
+			return vmt_errf(err, errlen, -EINVAL,
+					"unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	/* (the stream backend's options: an error with the other one named) */
+	static const char *const bnames[] = { "auto", "stream", "ptrace", "inproc" };
+	int other = o->backend == VMR_BACKEND_PTRACE || o->backend == VMR_BACKEND_INPROC;
+	if (other && o->ring_mib)
+		return vmt_errf(err, errlen, -EINVAL,
+				"--ring-size is for the stream backend, not --backend=%s",
+				bnames[o->backend]);
+	if (other && o->stack_copy != VMR_DEFAULT_STACK_COPY)
+		return vmt_errf(err, errlen, -EINVAL,
+				"--stack-copy is for the stream backend, not --backend=%s",
+				bnames[o->backend]);
+	o->ring_given = o->ring_mib != 0;
 	if (!o->ring_mib)
 		o->ring_mib = o->stack_depth ? VMR_DEFAULT_RING_MIB_STACKS : VMR_DEFAULT_RING_MIB;
 	o->cmd_argc = argc - optind;
 	o->cmd_argv = argv + optind;
 	if (o->attach_pid && o->same_cpu)
-		return fail(err, errlen, "--same-cpu cannot be used with -p (it would move the running program)");
+		return vmt_errf(err, errlen, -EINVAL,
+				"--same-cpu cannot be used with -p (it would move the running program)");
 	if (o->attach_pid && o->cmd_argc > 0)
-		return fail(err, errlen, "-p PID cannot be combined with a command");
+		return vmt_errf(err, errlen, -EINVAL, "-p PID cannot be combined with a command");
 	if (o->touch == VMR_TOUCH_RESIDENT && o->backend == VMR_BACKEND_STREAM)
-		return fail(err, errlen, "--touch=resident needs --backend=ptrace (the stream backend "
-			    "never stops the program to read its pages)");
+		return vmt_errf(err, errlen, -EINVAL,
+				"--touch=resident needs --backend=ptrace or inproc (the stream "
+				"backend never stops the program to read its pages)");
 	if (!o->attach_pid && o->cmd_argc == 0)
-		return fail(err, errlen,
-			    "no command given (usage: vmrec [OPTIONS] -- CMD [ARG...] or vmrec -p PID)");
+		return vmt_errf(err, errlen, -EINVAL,
+				"no command given (usage: vmrec [OPTIONS] -- CMD [ARG...] or vmrec -p PID)");
 	return 0;
 }
 

@@ -36,6 +36,23 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	return n;
 }
 
+int vmr_proc_cmdline(pid_t pid, char *buf, size_t len, const char **argv, uint32_t max)
+{
+	char path[64];
+	if (len < 2 || !max)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	ssize_t n = read_small(path, buf, len);
+	if (n < 0)
+		return (int)n;
+	/* (a process that rewrote its arguments may end without a NUL:
+	 * read_small ended buf with one) */
+	uint32_t argc = 0;
+	for (ssize_t i = 0; i < n && argc < max; i += (ssize_t)strlen(buf + i) + 1)
+		argv[argc++] = buf + i;
+	return (int)argc;
+}
+
 /* The "flags:" value of /proc/tid/fdinfo/fd (octal), or -errno. */
 static long fdinfo_flags(pid_t tid, int fd)
 {

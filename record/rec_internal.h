@@ -12,25 +12,22 @@
 #include <sys/types.h>
 #include <time.h>
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* ---- code ranges (code.c) ---------------------------------------------- */
 
-struct vmr_range {
-	uint64_t start, end;
-};
-
 /* The executable ranges of a process.  A zeroed struct is empty. */
 struct vmr_code {
-	struct vmr_range *r;
-	size_t n, cap;
+	struct vmt_rset r;
 	int lost; /* a range could not be kept: any removal may hit code */
 };
 
 /* Note [start, end) as code.  Returns 0, or -ENOMEM: then the set is
  * marked lost, so that vmr_code_remove answers 1 until a reset. */
 int vmr_code_add(struct vmr_code *c, uint64_t start, uint64_t end);
-/* [start, end) goes away.  Returns 1 if it held code (or the set is
- * lost): the cached unwind information of the process may be stale. */
+/* [start, end) goes away, and with it every code range it overlaps, as a
+ * whole.  Returns 1 if it held code (or the set is lost): the cached
+ * unwind information of the process may be stale. */
 int vmr_code_remove(struct vmr_code *c, uint64_t start, uint64_t end);
 /* Empty the set (at exec, or before a maps snapshot refills it). */
 void vmr_code_reset(struct vmr_code *c);
@@ -179,6 +176,17 @@ int vmr_launch(char *const argv[], const struct vmr_sysmap *m,
 int vmr_launch_held(char *const argv[], const struct vmr_sysmap *m, const sigset_t *child_mask,
 		    pid_t *pid, int *gofd, int *errfd);
 int vmr_launch_go(int gofd);
+/* The same, with the child's last steps its own: run(ctx, argv, &stage)
+ * is called in the child once it may go (its signal mask restored); it
+ * execs, or returns -errno with *stage VMR_LAUNCH_FILTER or
+ * VMR_LAUNCH_EXEC. */
+struct vmr_launch_how {
+	int (*run)(const void *ctx, char *const argv[], char *stage);
+	void (*exit)(const void *ctx, int code); /* instead of _exit (may be NULL) */
+	const void *ctx;
+};
+int vmr_launch_held_how(char *const argv[], const struct vmr_launch_how *how,
+			const sigset_t *child_mask, pid_t *pid, int *gofd, int *errfd);
 void vmr_launch_cancel(pid_t pid, int gofd, int errfd);
 
 enum { VMR_LAUNCH_FILTER = 'F', VMR_LAUNCH_EXEC = 'E' };
@@ -193,6 +201,27 @@ int vmr_launch_explain(int errfd, const char *cmd, int *exit_code, char *err, si
 /* ---- the stream backend's BPF object (bpfobj.c) ------------------------ */
 
 extern const unsigned char vmr_bpf_obj[], vmr_bpf_obj_end[];
+
+/* ---- the kernel's counters (counters.c) --------------------------------- */
+
+struct rusage;
+/* The kernel's split of a task's exact runtime rtime (ns) into user and
+ * system time, in the proportion of its tick-sampled utime and stime (as
+ * getrusage reports them: cputime_adjust). */
+void vmr_cnt_adjust(uint64_t utime, uint64_t stime, uint64_t rtime, uint64_t *ut, uint64_t *st);
+/* a += b (counts and times; TICKS is kept), a -= b (each at least 0). */
+void vmr_cnt_add(struct vmt_counters *a, const struct vmt_counters *b);
+void vmr_cnt_sub(struct vmt_counters *a, const struct vmt_counters *b);
+/* *c = the counters of a getrusage/wait4 result (scope and flags 0). */
+void vmr_cnt_from_rusage(const struct rusage *ru, struct vmt_counters *c);
+/* Task tid of process pid, from /proc/pid/task/tid/{stat,status,schedstat}
+ * (TICKS when schedstat is missing).  Returns 0 or -errno. */
+int vmr_cnt_read_task(pid_t pid, pid_t tid, struct vmt_counters *c);
+/* Process pid as a whole (its live threads and those gone) from
+ * /proc/pid/stat: faults and CPU time (TICKS) of the process itself and
+ * of the children it waited for (context switches 0: /proc has no group
+ * count of them).  Either pointer may be NULL.  Returns 0 or -errno. */
+int vmr_cnt_read_proc(pid_t pid, struct vmt_counters *self, struct vmt_counters *children);
 
 /* ---- /proc helpers (procinfo.c) ----------------------------------------- */
 

@@ -10,20 +10,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "tracer.h"
+#include "recording.h"
+#include "insn.h"
 
 /* ---- the backend and the touch source ------------------------------------ */
 
 static const char *const touch_names[] = { "resident", "faults", "none" };
 
-/* auto: the stream backend where it can run, else ptrace, saying why. */
+/* auto: the stream backend where it can run, else inproc for a dynamically
+ * linked program, else ptrace, saying why. */
 static int choose_backend(struct vmr_rec *r, char *err, size_t errlen)
 {
 	const struct vmr_opts *o = r->o;
-	char why[256] = "";
+	char why[256] = "", why2[256] = "";
 
+	/* A process that is not there is the answer, before any fallback. */
+	if (o->attach_pid && kill(o->attach_pid, 0) < 0 && errno == ESRCH) {
+		snprintf(err, errlen, "cannot attach to %d: no such process", (int)o->attach_pid);
+		return -ESRCH;
+	}
 	if (o->backend == VMR_BACKEND_PTRACE) {
 		r->backend = &vmr_backend_ptrace;
+		return 0;
+	}
+	if (o->backend == VMR_BACKEND_INPROC) {
+		int e = vmr_backend_inproc.probe(r, why, sizeof(why));
+		if (e) {
+			snprintf(err, errlen, "--backend=inproc: %s", why);
+			return e;
+		}
+		r->backend = &vmr_backend_inproc;
+		if (o->cmd_argc && vmr_cmd_static(o->cmd_argv[0], why, sizeof(why)))
+			vmr_notice(r, "%s: every recorded call it makes traps (a signal) until its "
+				   "call sites are patched", why);
 		return 0;
 	}
 	int e = vmr_backend_stream.probe(r, why, sizeof(why));
@@ -35,8 +54,18 @@ static int choose_backend(struct vmr_rec *r, char *err, size_t errlen)
 		snprintf(err, errlen, "--backend=stream: %s", why);
 		return e;
 	}
+	/* A static program, or one that needs its privileges, goes to ptrace. */
+	int unfit = o->attach_pid || (o->cmd_argc && vmr_cmd_static(o->cmd_argv[0], why2, sizeof(why2)));
+	if (!unfit && vmr_backend_inproc.probe(r, why2, sizeof(why2)) == 0) {
+		r->backend = &vmr_backend_inproc;
+		vmr_notice(r, "recording in-process (inproc: no stop at a call): %s%s", why,
+			   o->ring_given ? "; --ring-size does not apply" : "");
+		return 0;
+	}
 	r->backend = &vmr_backend_ptrace;
-	vmr_notice(r, "recording with ptrace (a stop at every recorded call): %s", why);
+	vmr_notice(r, "recording with ptrace (a stop at every recorded call): %s%s%s%s", why,
+		   why2[0] && !o->attach_pid ? "; not inproc: " : "", o->attach_pid ? "" : why2,
+		   o->ring_given ? "; --ring-size does not apply" : "");
 	return 0;
 }
 
@@ -57,8 +86,16 @@ static int choose_touch(struct vmr_rec *r, char *err, size_t errlen)
 	r->faults = vmr_faults_new(&e, &why);
 	if (r->faults) {
 		r->touch = VMR_TOUCH_FAULTS;
-		if (why)
+		/* Where the event gives no access type, the faulting
+		 * instruction does. */
+		if (why && (r->code = vmr_codecache_new())) {
+			vmr_faults_set_access(r->faults, vmr_codecache_access, r->code);
+			vmr_notice(r, "exceptions:page_fault_user tracepoint %s: sampling the software "
+				   "page-fault event, the access type read from the faulting instruction",
+				   strstr(why, "not permitted") ? "not permitted" : "not available");
+		} else if (why) {
 			vmr_notice(r, "%s", why);
+		}
 		return 0;
 	}
 	if (want == VMR_TOUCH_FAULTS) {
@@ -115,6 +152,7 @@ static void teardown(struct vmr_rec *r)
 		r->backend->done(r);
 	vmr_stacks_free(r->stacks);
 	vmr_faults_free(r->faults);
+	vmr_codecache_free(r->code);
 	vmr_free_tables(r);
 	vmr_maps_free(&r->maps);
 	vmr_pagemap_free(&r->pm);
@@ -123,21 +161,6 @@ static void teardown(struct vmr_rec *r)
 	if (r->errfd >= 0)
 		close(r->errfd);
 	vmt_writer_free(r->w);
-}
-
-/* The machine's vm.overcommit_memory, as an "overcommit=N" word: under
- * strict overcommit (2) an uncommit by mmap(PROT_NONE) gives back commit
- * charge that madvise would keep, so the rewriter must know. */
-static void append_overcommit(char *buf, size_t len)
-{
-	char v[16] = "";
-	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, v, sizeof(v) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	size_t used = strlen(buf);
-	if (n > 0 && v[0] >= '0' && v[0] <= '2' && used < len)
-		snprintf(buf + used, len - used, " overcommit=%c", v[0]);
 }
 
 int vmr_record(const struct vmr_opts *o, int out_fd,
@@ -149,7 +172,10 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 	struct saved_signals sv;
 	struct vmt_writer_stats st;
 	struct vmt_header hdr = *h;
-	char options[160];
+	char options[384];
+	/* Chunks every 50 ms at most (the tick is 50 ms): a killed recording
+	 * loses at most the last 100 ms (vmrec.1) */
+	const struct vmt_writer_opts wopts = { .flush_ms = 50 };
 	int e;
 
 	memset(r, 0, sizeof(*r));
@@ -166,15 +192,22 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 	/* The header says what made the trace: the backend and the touch
 	 * source actually used. */
 	vmr_options_string(o, r->backend->name, r->touch, options, sizeof(options));
-	append_overcommit(options, sizeof(options));
+	/* and the machine's settings that change faults and results (under
+	 * strict overcommit an uncommit by mmap(PROT_NONE) gives back charge
+	 * that madvise keeps; without the zero page a read allocates) */
+	vmt_host_mm_words(options, sizeof(options));
 	hdr.options = options;
 	hdr.backend = r->backend->name;
 	hdr.touch = touch_names[r->touch];
-	r->w = vmt_writer_create(out_fd, &hdr, NULL, &e);
+	r->out_fd = out_fd;
+	r->w = vmt_writer_create(out_fd, &hdr, &wopts, &e);
 	if (!r->w) {
 		snprintf(err, errlen, "cannot write the trace: %s", vmt_strerror(e));
+		if (e != -ENOMEM)
+			sum->write_error = e;
 		goto out;
 	}
+	vmr_ticks_start();
 	e = r->backend->run(r, err, errlen);
 	if (e) {
 		sum->exit_code = r->exit_code;
@@ -202,11 +235,13 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 		sum->stack_failed = ss.failed + r->stack_skipped;
 		sum->stack_skipped = r->stack_skipped;
 		sum->stack_shallow = ss.shallow;
+		sum->stack_cut = ss.cut;
 		sum->stacks = ss.stacks;
 	}
 	sum->backend = r->backend->name;
 	sum->touch = touch_names[r->touch];
 	sum->stopped_by = r->stopped_by;
+	sum->written_events = st.written_events;
 	if (r->stopped_by && !r->attach)
 		sum->exit_code = 128 + r->stopped_by;
 	else if (r->have_root_status)
@@ -217,6 +252,8 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 	if (r->werr) {
 		snprintf(err, errlen, "cannot write the trace: %s", vmt_strerror(r->werr));
 		e = r->werr;
+		sum->write_error = r->werr;
+		sum->write_error_stopped = r->stop_werr;
 		sum->exit_code = 1;
 	}
 out:

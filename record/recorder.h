@@ -2,7 +2,7 @@
  * recorder.h - libvmrecord: the recorder behind vmrec(1).
  *
  * vmrec.c parses the command line with vmr_parse_args(), opens the output
- * with vmr_open_output() and runs vmr_record().  Everything that can be
+ * with vmr_output_open() and runs vmr_record().  Everything that can be
  * tested without a tracee (option parsing, output naming, /proc/PID/maps
  * parsing, touch run-length encoding) is reachable from here or from
  * rec_internal.h.
@@ -35,9 +35,11 @@ enum vmr_touch_mode {
 };
 
 enum vmr_backend_choice {
-	VMR_BACKEND_AUTO = 0, /* stream where the kernel allows it, else ptrace */
+	VMR_BACKEND_AUTO = 0, /* stream where the kernel allows it, else inproc
+				 for a dynamically linked program, else ptrace */
 	VMR_BACKEND_STREAM,   /* the kernel writes the calls into a ring (BPF) */
 	VMR_BACKEND_PTRACE,   /* ptrace + seccomp: a stop at every call */
+	VMR_BACKEND_INPROC,   /* the program logs its calls itself (no privilege) */
 };
 
 /* --ring-size: the stream backend's ring buffer, MiB (a power of two);
@@ -60,7 +62,8 @@ struct vmr_opts {
 	unsigned stack_depth;	/* 0: no stacks; else --stacks=DEPTH */
 	int touch;		/* enum vmr_touch_mode */
 	int backend;		/* enum vmr_backend_choice */
-	unsigned ring_mib;	/* --ring-size; 0: the default */
+	unsigned ring_mib;	/* --ring-size, or the default */
+	int ring_given;		/* --ring-size was given */
 	unsigned stack_copy;	/* --stack-copy (bytes) */
 	pid_t attach_pid;	/* -p PID, or 0 */
 	int same_cpu;		/* --same-cpu: vmrec and the program on one CPU */
@@ -85,14 +88,35 @@ const char *vmr_usage(void);
 void vmr_options_string(const struct vmr_opts *o, const char *backend, int touch, char *buf,
 			size_t len);
 
-/* Open the trace file.  With path != NULL: create it (O_EXCL unless force;
- * O_TRUNC with force).  With path == NULL: create "<base>.vmtrace.zst" in
- * the current directory, else "<base>.1.vmtrace.zst", ".2", ... never
- * replacing an existing file (base: the basename of `name`).  The name
- * used is copied to used[0..usedlen).  Returns an O_CLOEXEC fd or -errno
- * (-EEXIST when the file exists and force is off). */
-int vmr_open_output(const char *path, int force, const char *name,
-		    char *used, size_t usedlen);
+/* The trace file, and whether vmrec made it (and so may remove it). */
+struct vmr_output {
+	int fd;		      /* O_CLOEXEC; -1 when not open */
+	char path[4096];      /* the name used */
+	int created;	      /* a regular file made in this run */
+	dev_t dev;	      /* ... and its identity, to remove only it */
+	ino_t ino;
+};
+
+/* Open the trace file.  With path != NULL: create it; when it exists,
+ * -EEXIST unless force, and with force a regular file (or one a symlink
+ * leads to) is replaced by a new one renamed over it at once, anything
+ * else (a device, a FIFO) is opened for writing as it is (-EISDIR for a
+ * directory).  With path == NULL: create "<base>.vmtrace.zst" in the
+ * current directory, else "<base>.1.vmtrace.zst", ".2", ... never
+ * replacing an existing file (base: the basename of `name`).  Fills *out
+ * (out->path even on failure) and returns the fd or -errno. */
+int vmr_output_open(struct vmr_output *out, const char *path, int force, const char *name);
+
+/* Remove the trace file if, and only if, this run created it as a regular
+ * file and its name still leads to that file.  Returns 1 if removed, 0 if
+ * left alone, -errno if unlink failed. */
+int vmr_output_discard(struct vmr_output *out);
+
+/* The command line of process pid (/proc/pid/cmdline), for the header of
+ * a trace made by attaching: its words point into buf[0..len) (the last
+ * cut where buf ends), at most max of them into argv.  Returns their
+ * count, 0 when there are none (a kernel thread, a zombie), or -errno. */
+int vmr_proc_cmdline(pid_t pid, char *buf, size_t len, const char **argv, uint32_t max);
 
 /* What vmr_record() reports back. */
 struct vmr_summary {
@@ -108,8 +132,15 @@ struct vmr_summary {
 	 * gave only the innermost frame, distinct stacks, and (stream) those
 	 * not even tried because vmrec had fallen behind (in the first two) */
 	uint64_t stack_captures, stack_failed, stack_shallow, stacks, stack_skipped;
-	const char *backend;	/* "stream" or "ptrace" */
+	uint64_t stack_cut; /* stream: stacks cut where the copy ended */
+	const char *backend;	/* "stream", "inproc" or "ptrace" */
 	const char *touch;	/* the touch source: "faults", "resident", "none" */
+	int write_error;	/* -errno of the first write of the trace that
+				   failed, or 0 */
+	int write_error_stopped; /* 1 if it stopped the recording (else it
+				    came at the end) */
+	uint64_t written_events; /* events in the file's whole chunks: all of
+				    them, or after a write error what is kept */
 };
 
 /* Notices for the user (fallbacks, warnings) go through this callback;
@@ -129,7 +160,9 @@ typedef void (*vmr_notice_fn)(void *ctx, const char *msg);
  * sum->exit_code), or a negative error with a message (without "vmrec:")
  * in err[0..errlen), e.g. "cannot trace 'foo': command not found"; then
  * sum->exit_code holds the status vmrec should exit with (127 for a
- * command that could not be run, 1 otherwise).
+ * command that could not be run, 1 otherwise).  A trace that cannot be
+ * written (sum->write_error) stops the recording when it happens: a
+ * launched program is killed, an attached one left to run on.
  */
 int vmr_record(const struct vmr_opts *o, int out_fd,
 	       const struct vmt_header *h, vmr_notice_fn notice,

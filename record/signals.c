@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
-#include "tracer.h"
+#include "recording.h"
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t tick_due;
@@ -29,7 +29,6 @@ static const int stop_signals[VMR_NSTOP] = { SIGINT, SIGTERM, SIGHUP };
 void vmr_signals_install(struct saved_signals *sv)
 {
 	struct sigaction sa;
-	struct itimerval it = { { 0, 50000 }, { 0, 50000 } };
 
 	stop_signal = 0;
 	tick_due = 0;
@@ -41,7 +40,16 @@ void vmr_signals_install(struct saved_signals *sv)
 		sigaction(stop_signals[i], &sa, &sv->stop[i]);
 	sa.sa_handler = on_alarm;
 	sigaction(SIGALRM, &sa, &sv->alrm);
-	setitimer(ITIMER_REAL, &it, &sv->timer);
+	getitimer(ITIMER_REAL, &sv->timer);
+}
+
+/* Not from the start: a signal while the kernel verifies the stream
+ * backend's programs makes it give up (EAGAIN), and on a loaded machine
+ * verifying takes longer than a tick. */
+void vmr_ticks_start(void)
+{
+	struct itimerval it = { { 0, 50000 }, { 0, 50000 } };
+	setitimer(ITIMER_REAL, &it, NULL);
 }
 
 void vmr_signals_restore(const struct saved_signals *sv)

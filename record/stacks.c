@@ -43,11 +43,11 @@ static struct sproc *proc_get(struct vmr_stacks *s, uint32_t idx, pid_t tgid,
 static struct stask *task_get(struct vmr_stacks *s, pid_t tid, uint32_t proc,
 			      int *err)
 {
-	uint32_t i;
 	*err = 0;
-	if (u64map_get(&s->task_by_tid, (uint64_t)tid, &i)) {
-		if (s->tasks[i]->proc == proc)
-			return s->tasks[i];
+	const uint64_t *i = vmt_htab_get(&s->task_by_tid, (uint64_t)tid, 0);
+	if (i) {
+		if (s->tasks[*i]->proc == proc)
+			return s->tasks[*i];
 		/* The tid now belongs to another process (reused without a
 		 * task_gone): start afresh. */
 		vmr_stacks_task_gone(s, tid);
@@ -64,7 +64,7 @@ static struct stask *task_get(struct vmr_stacks *s, pid_t tid, uint32_t proc,
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (u64map_put(&s->task_by_tid, (uint64_t)tid, (uint32_t)s->ntasks)) {
+	if (vmt_htab_set(&s->task_by_tid, (uint64_t)tid, 0, s->ntasks)) {
 		free(t);
 		*err = -ENOMEM;
 		return NULL;
@@ -79,14 +79,15 @@ static struct stask *task_get(struct vmr_stacks *s, pid_t tid, uint32_t proc,
 
 void vmr_stacks_task_gone(struct vmr_stacks *s, pid_t tid)
 {
-	uint32_t i;
-	if (!s || !u64map_get(&s->task_by_tid, (uint64_t)tid, &i))
+	const uint64_t *slot = s ? vmt_htab_get(&s->task_by_tid, (uint64_t)tid, 0) : NULL;
+	if (!slot)
 		return;
+	size_t i = (size_t)*slot;
 	struct stask *t = s->tasks[i];
-	u64map_del(&s->task_by_tid, (uint64_t)tid);
+	vmt_htab_del(&s->task_by_tid, (uint64_t)tid, 0);
 	s->tasks[i] = s->tasks[--s->ntasks];
-	if (i < s->ntasks)
-		u64map_put(&s->task_by_tid, (uint64_t)s->tasks[i]->tid, i);
+	if (i < s->ntasks) /* (a slot that exists: no allocation) */
+		*vmt_htab_get(&s->task_by_tid, (uint64_t)s->tasks[i]->tid, 0) = i;
 	if (t->upt)
 		_UPT_destroy(t->upt);
 	struct sproc *p = t->proc < s->nprocs ? s->procs[t->proc] : NULL;
@@ -114,7 +115,7 @@ static uint64_t stack_hash(const uint64_t *ips, uint32_t depth)
 {
 	uint64_t h = depth;
 	for (uint32_t i = 0; i < depth; i++)
-		h = u64map_mix(h ^ ips[i]) + i;
+		h = vmt_mix64(h ^ ips[i]) + i;
 	return h;
 }
 
@@ -525,13 +526,16 @@ int vmr_stacks_capture_copy(struct vmr_stacks *s, vmt_writer *w, pid_t tgid, uin
 	s->copy = c->data;
 	s->copy_lo = c->base;
 	s->copy_len = c->size;
+	s->copy_holes = c->holes;
 	uint32_t id, depth;
+	int cut;
 	if (!s->memo)
 		s->memo = calloc(STK_MEMO_SLOTS, sizeof(*s->memo)); /* (NULL: none) */
-	if (stk_memo_find(s, p, &id, &depth)) {
+	if (stk_memo_find(s, p, &id, &depth, &cut)) {
 		s->copy = NULL;
 		s->st.memo_hits++;
 		s->st.shallow += depth == 1;
+		s->st.cut += (unsigned)cut;
 		*stack_id = id;
 		return 0;
 	}
@@ -541,13 +545,14 @@ int vmr_stacks_capture_copy(struct vmr_stacks *s, vmt_writer *w, pid_t tgid, uin
 		s->st.failed++;
 		return 0;
 	}
-	if (depth == 1)
-		s->st.shallow++;
+	cut = s->past_copy && depth < s->max_depth;
+	s->st.shallow += depth == 1;
+	s->st.cut += (unsigned)cut;
 	err = place_ips(s, p, s->frame, depth);
 	if (!err)
 		err = add_stack(s, w, s->frame, depth, thread, proc, ts, stack_id);
 	if (!err)
-		stk_memo_put(s, p, *stack_id, depth);
+		stk_memo_put(s, p, *stack_id, depth, cut);
 	s->copy = NULL;
 	return err;
 }
@@ -579,7 +584,7 @@ void vmr_stacks_free(struct vmr_stacks *s)
 	stk_memo_free(s);
 	free(s->tasks);
 	free(s->procs);
-	u64map_free(&s->task_by_tid);
+	vmt_htab_free(&s->task_by_tid);
 	vmr_syms_free(s->syms);
 	vmr_maps_free(&s->mtext);
 	free(s->ips);

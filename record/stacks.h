@@ -54,6 +54,9 @@ struct vmr_stack_copy {
 	uint64_t regs[VMR_NREGS];
 	const void *data;
 	uint64_t base, size;
+	/* bit i: the page at (base & ~4095) + i * 4096 could not be read:
+	 * its bytes in data say nothing */
+	uint64_t holes;
 };
 
 /* Unwind a copy taken in thread group tgid (trace thread `thread`,
@@ -115,6 +118,7 @@ struct vmr_stacks_stats {
 	uint64_t captures;	 /* calls of vmr_stacks_capture */
 	uint64_t failed;	 /* captures that gave VMT_NONE */
 	uint64_t shallow;	 /* copies unwound no further than the call */
+	uint64_t cut;		 /* copies whose unwind went on above their end */
 	uint64_t stacks;	 /* distinct stacks (STACK events written) */
 	uint64_t ips;		 /* distinct ips */
 	uint64_t modules;	 /* distinct module files seen mapped */

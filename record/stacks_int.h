@@ -8,8 +8,8 @@
 #include "stacks.h"
 #include "ehframe.h"
 #include "symbolize.h"
-#include "u64map.h"
 #include "rec_internal.h"
+#include "vmtutil.h"
 
 #include <libunwind-ptrace.h>
 
@@ -19,6 +19,9 @@
 #define STK_MAX_FILES 256 /* module files kept open for reads */
 #define STK_MEMO_SLOTS 1024 /* unwinds of copies remembered */
 #define STK_MEMO_READS 128  /* what one may have read, at most */
+/* A copy's unwind that reads in no file less than this above the copy's
+ * end was cut by it: the stack went on. */
+#define STK_PAST_COPY 65536u
 
 /* One file-backed or executable mapping of a process. */
 struct smap {
@@ -63,8 +66,8 @@ struct umread {
  * which the process's gen stands for).  Another copy equal in all those
  * unwinds to the same stack. */
 struct umemo {
-	uint64_t serial, ip, sp, lo, len;
-	uint32_t gen, id, depth, nreads;
+	uint64_t serial, ip, sp, lo, len, holes;
+	uint32_t gen, id, depth, cut, nreads;
 	struct umread *reads; /* NULL: an empty slot */
 };
 
@@ -86,7 +89,7 @@ struct vmr_stacks {
 	size_t nprocs;
 	struct stask **tasks;
 	size_t ntasks, captasks;
-	struct u64map task_by_tid;
+	struct vmt_htab task_by_tid;
 
 	/* interned stacks */
 	uint64_t *ips;
@@ -113,6 +116,8 @@ struct vmr_stacks {
 	uint64_t ureg[STK_NREGS]; /* by libunwind register number */
 	const unsigned char *copy; /* a copy of [copy_lo, +copy_len), or NULL */
 	uint64_t copy_lo, copy_len;
+	uint64_t copy_holes; /* vmr_stack_copy's holes */
+	int past_copy; /* this unwind asked for stack above the copy's end */
 	int no_pvr; /* process_vm_readv refused: use PTRACE_PEEKDATA */
 	struct umemo *memo;	  /* STK_MEMO_SLOTS, or NULL (no memo) */
 	struct umread rlog[STK_MEMO_READS]; /* what this copy's unwinding read */
@@ -151,9 +156,11 @@ int stk_read_maps(struct vmr_stacks *s, struct sproc *p);
 uint32_t stk_unwind(struct vmr_stacks *s, struct sproc *p, struct stask *t);
 /* The copy in s->copy/s->ureg unwinds as one remembered: 1 and its stack
  * id and depth, else 0 (and the next stk_unwind logs what it reads). */
-int stk_memo_find(struct vmr_stacks *s, const struct sproc *p, uint32_t *id, uint32_t *depth);
+int stk_memo_find(struct vmr_stacks *s, const struct sproc *p, uint32_t *id, uint32_t *depth,
+		  int *cut);
 /* Remember the unwind just done of s->copy as stack id of that depth. */
-void stk_memo_put(struct vmr_stacks *s, const struct sproc *p, uint32_t id, uint32_t depth);
+void stk_memo_put(struct vmr_stacks *s, const struct sproc *p, uint32_t id, uint32_t depth,
+		  int cut);
 void stk_memo_free(struct vmr_stacks *s);
 
 #endif /* VMREC_STACKS_INT_H */

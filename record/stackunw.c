@@ -190,11 +190,21 @@ static int acc_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int wr
 	if (s->copy) {
 		if (addr >= s->copy_lo && addr - s->copy_lo <= s->copy_len &&
 		    s->copy_len - (addr - s->copy_lo) >= sizeof(*val)) {
-			memcpy(val, s->copy + (addr - s->copy_lo), sizeof(*val));
+			/* (a page the copy could not read: nothing to say) */
+			uint64_t o = addr - s->copy_lo, pg = s->copy_lo & ~4095ull;
+			if (s->copy_holes & (1ull << ((addr - pg) / 4096 % 64) |
+					     1ull << ((addr + 7 - pg) / 4096 % 64)))
+				return -UNW_EINVAL;
+			memcpy(val, s->copy + o, sizeof(*val));
 			rlog(s, STK_NREGS, addr, *val);
 			return 0;
 		}
-		return read_mapped(s, addr, val);
+		int e = read_mapped(s, addr, val);
+		/* (just above the copy, in no file: the stack went on) */
+		if (e && addr >= s->copy_lo + s->copy_len &&
+		    addr - (s->copy_lo + s->copy_len) < STK_PAST_COPY)
+			s->past_copy = 1;
+		return e;
 	}
 	uint64_t blk = addr & ~(uint64_t)(STK_MC_BLOCK - 1);
 	if (s->no_pvr || addr - blk > STK_MC_BLOCK - sizeof(*val))
@@ -490,6 +500,7 @@ uint32_t stk_unwind(struct vmr_stacks *s, struct sproc *p, struct stask *t)
 	uint32_t depth = 0;
 	s->nrlog = 0;
 	s->rlog_full = 0;
+	s->past_copy = 0;
 	s->rlog_on = s->copy && s->memo;
 	uint32_t gen = p->gen;
 	cur_stacks = s;
@@ -527,14 +538,15 @@ static struct umemo *memo_slot(struct vmr_stacks *s, const struct sproc *p)
 	return &s->memo[(h >> 40) % STK_MEMO_SLOTS];
 }
 
-int stk_memo_find(struct vmr_stacks *s, const struct sproc *p, uint32_t *id, uint32_t *depth)
+int stk_memo_find(struct vmr_stacks *s, const struct sproc *p, uint32_t *id, uint32_t *depth,
+		  int *cut)
 {
 	if (!s->memo || !s->copy)
 		return 0;
 	const struct umemo *m = memo_slot(s, p);
 	if (!m->reads || m->serial != p->serial || m->gen != p->gen ||
 	    m->ip != s->ureg[UNW_X86_64_RIP] || m->sp != s->ureg[UNW_X86_64_RSP] ||
-	    m->lo != s->copy_lo || m->len != s->copy_len)
+	    m->lo != s->copy_lo || m->len != s->copy_len || m->holes != s->copy_holes)
 		return 0;
 	/* (The same copy bounds: every address read lies in or out of this
 	 * copy as it did in that one.) */
@@ -550,10 +562,12 @@ int stk_memo_find(struct vmr_stacks *s, const struct sproc *p, uint32_t *id, uin
 	}
 	*id = m->id;
 	*depth = m->depth;
+	*cut = (int)m->cut;
 	return 1;
 }
 
-void stk_memo_put(struct vmr_stacks *s, const struct sproc *p, uint32_t id, uint32_t depth)
+void stk_memo_put(struct vmr_stacks *s, const struct sproc *p, uint32_t id, uint32_t depth,
+		  int cut)
 {
 	if (!s->memo || !s->copy || s->rlog_full)
 		return;
@@ -563,7 +577,8 @@ void stk_memo_put(struct vmr_stacks *s, const struct sproc *p, uint32_t id, uint
 		return; /* (the old entry stays, still right for its copy) */
 	memcpy(reads, s->rlog, s->nrlog * sizeof(*reads));
 	*m = (struct umemo){ p->serial, s->ureg[UNW_X86_64_RIP], s->ureg[UNW_X86_64_RSP],
-			     s->copy_lo, s->copy_len, p->gen, id, depth, s->nrlog, reads };
+			     s->copy_lo, s->copy_len, s->copy_holes, p->gen, id, depth, (uint32_t)cut,
+			     s->nrlog, reads };
 }
 
 void stk_memo_free(struct vmr_stacks *s)

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -119,18 +121,115 @@ static void stream_free(struct stream *s)
 {
 	if (!s)
 		return;
-	ring_buffer__free(s->rb);
+	/* The keeper holds the links too: closed here first, they are
+	 * detached in the keeper's exit, not in vmrec's. */
 	for (int i = 0; i < s->nlinks; i++)
-		bpf_link__destroy(s->links[i]);
+		close(s->link_fd[i]);
+	vmr_keeper_release(&s->keeper);
+	if (s->root_pidfd >= 0)
+		close(s->root_pidfd);
+	if (s->ep >= 0)
+		close(s->ep);
+	ring_buffer__free(s->rb);
+	stream_close_fds(s);
 	bpf_object__close(s->obj);
 	stream_window_free(s);
 	free(s);
+}
+
+/* Linux major.minor at least maj.min? */
+static int kernel_at_least(int maj, int min)
+{
+	struct utsname u;
+	int a = 0, b = 0;
+	if (uname(&u) || sscanf(u.release, "%d.%d", &a, &b) != 2)
+		return 0;
+	return a > maj || (a == maj && b >= min);
+}
+
+/* Open the embedded object and set it up for this recording's options
+ * (for either load). */
+static int open_obj(struct vmr_rec *r, struct stream *s, char *why, size_t len)
+{
+	const struct vmr_opts *o = r->o;
+	int e;
+
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "vmrec");
+	s->obj = bpf_object__open_mem(vmr_bpf_obj, (size_t)(vmr_bpf_obj_end - vmr_bpf_obj), &oo);
+	if (!s->obj) {
+		e = -errno;
+		snprintf(why, len, "cannot open the BPF programs: %s", strerror(-e));
+		return e;
+	}
+	s->ring_bytes = (uint64_t)o->ring_mib << 20;
+	int touch = o->touch != VMR_TOUCH_NONE;
+	/* With stacks the recorder unwinds each copy while the program runs
+	 * on, and needs the process still there to read its mappings: it is
+	 * woken sooner. */
+	uint64_t wake = o->stack_depth ? STREAM_STACK_WAKE : s->ring_bytes / 4;
+	if ((e = set_u32(s->obj, "want_faults", touch)) ||
+	    (e = set_u32(s->obj, "stack_bytes", o->stack_depth ? o->stack_copy : 0)) ||
+	    (e = set_u64(s->obj, "wake_bytes", wake < s->ring_bytes / 4 ? wake : s->ring_bytes / 4)) ||
+	    (e = set_u64(s->obj, "flow_bytes", s->ring_bytes / 2)) ||
+	    (e = set_u64(s->obj, "stack_room", s->ring_bytes / 4 * 3)) ||
+	    (e = set_rodata(s->obj, "nr_clone", &(int){ nr_of("clone") }, sizeof(int))) ||
+	    (e = set_rodata(s->obj, "nr_clone3", &(int){ nr_of("clone3") }, sizeof(int))) ||
+	    (e = set_rodata(s->obj, "nr_vfork", &(int){ nr_of("vfork") }, sizeof(int))) ||
+	    (e = set_u32(s->obj, "vma_iter", kernel_at_least(6, 7)))) {
+		snprintf(why, len, "cannot configure the BPF programs: %s", strerror(-e));
+		return e;
+	}
+	struct bpf_map *rb = bpf_object__find_map_by_name(s->obj, "rb");
+	struct bpf_program *fault = bpf_object__find_program_by_name(s->obj, "on_fault");
+	if (!rb || !fault || bpf_map__set_max_entries(rb, (uint32_t)s->ring_bytes)) {
+		snprintf(why, len, "the BPF object lacks its ring or programs");
+		return -EINVAL;
+	}
+	if (!touch)
+		bpf_program__set_autoload(fault, false);
+	/* x86 has a tracepoint for faults taken in kernel mode; elsewhere
+	 * those faults are not recorded. */
+	struct bpf_program *kfault = bpf_object__find_program_by_name(s->obj, "on_kfault");
+	if (kfault && (!touch || !s->have_kfault))
+		bpf_program__set_autoload(kfault, false);
+	return 0;
+}
+
+/* libbpf's own load, which parses the kernel's BTF here: when the
+ * loader program could not do it, and to say why the kernel refuses. */
+static int load_slow(struct vmr_rec *r, struct stream *s, char *why, size_t len)
+{
+	int e;
+
+	bpf_object__close(s->obj);
+	s->obj = NULL;
+	lib_msg[0] = 0;
+	if ((e = open_obj(r, s, why, len)))
+		return e;
+	if ((e = bpf_object__load(s->obj))) {
+		char *nl = strrchr(lib_msg, '\n');
+		if (nl && nl == lib_msg + strlen(lib_msg) - 1)
+			*nl = 0;
+		const char *last = strrchr(lib_msg, '\n') ? strrchr(lib_msg, '\n') + 1 : lib_msg;
+		/* The verifier's refusal is EACCES too: root lacks no right. */
+		int denied = (e == -EPERM || e == -EACCES) && geteuid() != 0;
+		snprintf(why, len, "the kernel refused the BPF programs (%s)%s%.160s",
+			 denied ? "needs root: CAP_BPF and CAP_PERFMON" : strerror(-e),
+			 lib_msg[0] && !denied ? ": " : "", denied ? "" : last);
+		return e;
+	}
+	if ((e = stream_take_fds(s))) {
+		snprintf(why, len, "the BPF object has too many maps or programs");
+		return e;
+	}
+	return 0;
 }
 
 static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 {
 	const struct vmr_opts *o = r->o;
 	struct stream *s;
+	struct tp_info ktp;
 	int e;
 
 #if !defined(__x86_64__)
@@ -151,66 +250,26 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 	}
 	if (!(s = calloc(1, sizeof(*s))))
 		return -ENOMEM;
+	s->keeper.wfd = s->keeper.pid = -1;
+	s->ep = s->root_pidfd = -1;
+	s->have_kfault = tp_find("exceptions", "page_fault_kernel", &ktp) == 0;
 	libbpf_set_print(lib_print);
 	lib_msg[0] = 0;
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "vmrec");
-	s->obj = bpf_object__open_mem(vmr_bpf_obj, (size_t)(vmr_bpf_obj_end - vmr_bpf_obj), &oo);
-	if (!s->obj) {
-		e = -errno;
-		snprintf(why, len, "cannot open the BPF programs: %s", strerror(-e));
-		free(s);
-		return e;
-	}
-	s->ring_bytes = (uint64_t)o->ring_mib << 20;
-	int touch = o->touch != VMR_TOUCH_NONE;
-	/* With stacks the recorder unwinds each copy while the program runs
-	 * on, and needs the process still there to read its mappings: it is
-	 * woken sooner. */
-	uint64_t wake = o->stack_depth ? STREAM_STACK_WAKE : s->ring_bytes / 4;
-	if ((e = set_u32(s->obj, "want_faults", touch)) ||
-	    (e = set_u32(s->obj, "stack_bytes", o->stack_depth ? o->stack_copy : 0)) ||
-	    (e = set_u64(s->obj, "wake_bytes", wake < s->ring_bytes / 4 ? wake : s->ring_bytes / 4)) ||
-	    (e = set_u64(s->obj, "flow_bytes", s->ring_bytes / 2)) ||
-	    (e = set_u64(s->obj, "stack_room", s->ring_bytes / 4 * 3)) ||
-	    (e = set_rodata(s->obj, "nr_clone", &(int){ nr_of("clone") }, sizeof(int))) ||
-	    (e = set_rodata(s->obj, "nr_clone3", &(int){ nr_of("clone3") }, sizeof(int))) ||
-	    (e = set_rodata(s->obj, "nr_vfork", &(int){ nr_of("vfork") }, sizeof(int)))) {
-		snprintf(why, len, "cannot configure the BPF programs: %s", strerror(-e));
+	if ((e = open_obj(r, s, why, len))) {
 		stream_free(s);
 		return e;
 	}
-	struct bpf_map *rb = bpf_object__find_map_by_name(s->obj, "rb");
-	struct bpf_program *fault = bpf_object__find_program_by_name(s->obj, "on_fault");
-	if (!rb || !fault || bpf_map__set_max_entries(rb, (uint32_t)s->ring_bytes)) {
-		snprintf(why, len, "the BPF object lacks its ring or programs");
-		stream_free(s);
-		return -EINVAL;
+	if (stream_load_fast(s)) {
+		stream_close_fds(s);
+		if ((e = load_slow(r, s, why, len))) {
+			stream_free(s);
+			return e;
+		}
 	}
-	if (!touch)
-		bpf_program__set_autoload(fault, false);
-	/* x86 has a tracepoint for faults taken in kernel mode; elsewhere
-	 * those faults are not recorded. */
-	struct bpf_program *kfault = bpf_object__find_program_by_name(s->obj, "on_kfault");
-	struct tp_info ktp;
-	if (kfault && (!touch || tp_find("exceptions", "page_fault_kernel", &ktp)))
-		bpf_program__set_autoload(kfault, false);
-	if ((e = bpf_object__load(s->obj))) {
-		char *nl = strrchr(lib_msg, '\n');
-		if (nl && nl == lib_msg + strlen(lib_msg) - 1)
-			*nl = 0;
-		const char *last = strrchr(lib_msg, '\n') ? strrchr(lib_msg, '\n') + 1 : lib_msg;
-		/* The verifier's refusal is EACCES too: root lacks no right. */
-		int denied = (e == -EPERM || e == -EACCES) && geteuid() != 0;
-		snprintf(why, len, "the kernel refused the BPF programs (%s)%s%.160s",
-			 denied ? "needs root: CAP_BPF and CAP_PERFMON" : strerror(-e),
-			 lib_msg[0] && !denied ? ": " : "", denied ? "" : last);
-		stream_free(s);
-		return e;
-	}
-	s->tgids_fd = bpf_object__find_map_fd_by_name(s->obj, "tgids");
-	s->stats_fd = bpf_object__find_map_fd_by_name(s->obj, "stats");
-	s->waiting_fd = bpf_object__find_map_fd_by_name(s->obj, "waiting");
-	int opmap = bpf_object__find_map_fd_by_name(s->obj, "opmap");
+	s->tgids_fd = stream_map_fd(s, "tgids");
+	s->stats_fd = stream_map_fd(s, "stats");
+	s->waiting_fd = stream_map_fd(s, "waiting");
+	int opmap = stream_map_fd(s, "opmap");
 	for (uint32_t op = 1; op < VMT_OP__COUNT; op++) {
 		int nr = r->sys.nr_of_op[op];
 		if (nr >= 0 && nr < SR_MAX_NR)
@@ -235,28 +294,66 @@ static int attach_links(struct vmr_rec *r, struct stream *s, char *err, size_t e
 {
 	struct bpf_program *p;
 
+	int k = 0;
+
+	/* (Every program is a BTF-typed tracepoint's: a link of the
+	 * tracepoint the kernel found for it at load.) */
 	bpf_object__for_each_program(p, s->obj) {
 		if (!bpf_program__autoload(p))
 			continue;
-		if (s->nlinks == STREAM_MAX_LINKS)
+		if (k == s->nprogs)
 			break;
-		struct bpf_link *l = bpf_program__attach(p);
-		if (!l) {
+		int l = bpf_link_create(s->prog_fd[k++], 0, bpf_program__expected_attach_type(p), NULL);
+		if (l < 0) {
 			int e = -errno;
 			snprintf(err, errlen, "cannot attach %s: %s", bpf_program__name(p),
 				 strerror(-e));
 			return e;
 		}
-		s->links[s->nlinks++] = l;
+		s->link_fd[s->nlinks++] = l;
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "rb")),
-				 stream_record, r, NULL);
+	return 0;
+}
+
+/* The ring, mapped here (after the keeper's fork, which then need not
+ * copy the mapping's page tables), and the loop's epoll set. */
+static int open_ring(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
+{
+	s->rb = ring_buffer__new(stream_map_fd(s, "rb"), stream_record, r, NULL);
 	if (!s->rb) {
 		int e = -errno;
 		snprintf(err, errlen, "cannot read the BPF ring buffer: %s", strerror(-e));
 		return e;
 	}
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN };
+	if (s->ep < 0 || epoll_ctl(s->ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->rb), &ev)) {
+		int e = -errno;
+		snprintf(err, errlen, "cannot wait for the BPF ring buffer: %s", strerror(-e));
+		return e;
+	}
 	return 0;
+}
+
+/* The launched program's exit wakes the loop (without a pidfd, a
+ * kernel before 5.3, the loop's timeout does). */
+static void watch_root(struct stream *s, pid_t pid)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+	s->root_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (s->root_pidfd >= 0 && epoll_ctl(s->ep, EPOLL_CTL_ADD, s->root_pidfd, &ev)) {
+		close(s->root_pidfd);
+		s->root_pidfd = -1;
+	}
+}
+
+static void unwatch_root(struct stream *s)
+{
+	if (s->root_pidfd < 0)
+		return;
+	epoll_ctl(s->ep, EPOLL_CTL_DEL, s->root_pidfd, NULL);
+	close(s->root_pidfd);
+	s->root_pidfd = -1;
 }
 
 static int trace_tgid(struct stream *s, pid_t tgid)
@@ -363,11 +460,33 @@ static int attach_running(struct vmr_rec *r, struct stream *s, char *err, size_t
 	}
 	closedir(d);
 	s->live_procs = 1;
-	if ((e = attach_links(r, s, err, errlen)))
+	if ((e = attach_links(r, s, err, errlen)) || (e = open_ring(r, s, err, errlen)))
 		return e;
 	vmr_maps_event(r, lead, ts);
 	vmr_notice(r, "attached to %d without stopping it", (int)pid);
 	return 0;
+}
+
+/* The keeper's view of the recording: the traced thread groups, from
+ * the map the kernel side keeps (it adds forks, removes exits). */
+static int keeper_list(void *ctx, pid_t *pids, int cap)
+{
+	const struct stream *s = ctx;
+	uint32_t key, next;
+	int n = 0;
+	for (int e = bpf_map_get_next_key(s->tgids_fd, NULL, &next); !e && n < cap;
+	     e = bpf_map_get_next_key(s->tgids_fd, &key, &next)) {
+		pids[n++] = (pid_t)next;
+		key = next;
+	}
+	return n;
+}
+
+static int keeper_member(void *ctx, pid_t pid)
+{
+	const struct stream *s = ctx;
+	uint32_t key = (uint32_t)pid, v;
+	return bpf_map_lookup_elem(s->tgids_fd, &key, &v) == 0;
 }
 
 static int launch(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
@@ -392,8 +511,15 @@ static int launch(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
 	t->flags |= T_PRESTART;
 	s->root = pid;
 	s->live_procs = 1;
+	/* The keeper comes once the map names the program and the programs
+	 * are attached (it holds them, so that forks after vmrec's death are
+	 * still named), and before the program runs. */
+	const struct vmr_keeper_list kl = { keeper_list, keeper_member, s };
+	const int close_fds[] = { go, r->errfd, r->out_fd };
+	/* (the go pipe: a program that vmrec never started sees its end) */
 	if ((e = trace_tgid(s, pid)) || (e = attach_links(r, s, err, errlen)) ||
-	    (e = vmr_launch_go(go))) {
+	    (e = vmr_keeper_start(&s->keeper, &kl, close_fds, 3)) ||
+	    (e = open_ring(r, s, err, errlen)) || (e = vmr_launch_go(go))) {
 		if (!err[0])
 			snprintf(err, errlen, "cannot start '%s': %s", r->o->cmd_argv[0],
 				 strerror(-e));
@@ -401,6 +527,7 @@ static int launch(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
 		waitpid(pid, NULL, 0);
 		return e;
 	}
+	watch_root(s, pid);
 	return 0;
 }
 
@@ -434,7 +561,20 @@ static int stream_run(struct vmr_rec *r, char *err, size_t errlen)
 	for (;;) {
 		/* (a wake-up as soon as a batch waits, not one per record) */
 		bpf_map_update_elem(s->waiting_fd, &(uint32_t){ 0 }, &(uint32_t){ 1 }, BPF_ANY);
-		int n = ring_buffer__poll(s->rb, 50);
+		/* The launched program reaped, its exit may still be in the
+		 * window: it is taken as soon as the window lets it go. */
+		int ms = root_reaped && s->live_procs == 1 ? 1 + (int)(STREAM_WINDOW_NS / 1000000)
+							   : STREAM_DRAIN_MS;
+		struct epoll_event evs[2];
+		int n = epoll_wait(s->ep, evs, 2, ms);
+		if (n < 0 && errno != EINTR) {
+			if (!r->werr)
+				r->werr = -errno;
+			break;
+		}
+		/* (Records below the wake-up mark wake nobody: they are taken
+		 * on the timeout, so that they reach the file within 100 ms.) */
+		n = ring_buffer__consume(s->rb);
 		if (n < 0 && n != -EINTR && n != -EAGAIN) {
 			if (!r->werr)
 				r->werr = n;
@@ -442,14 +582,18 @@ static int stream_run(struct vmr_rec *r, char *err, size_t errlen)
 		}
 		stream_flush(r, s, 0);
 		report_drops(r, s);
-		if (vmr_tick_take())
-			vmr_tick(r);
-		if (vmr_stop_signal() && !stopping) {
+		vmr_tick_take();
+		vmr_tick(r);
+		/* (a trace that cannot be written ends the recording now) */
+		if ((vmr_stop_signal() || r->werr) && !stopping) {
+			r->stop_werr = !vmr_stop_signal() && r->werr;
 			stopping = 1;
 			begin_stop(r, s);
 		}
-		if (!r->attach && !root_reaped && waitpid(s->root, &root_status, WNOHANG) == s->root)
+		if (!r->attach && !root_reaped && waitpid(s->root, &root_status, WNOHANG) == s->root) {
 			root_reaped = 1;
+			unwatch_root(s);
+		}
 		/* The end: every traced process has exited (and the launched
 		 * one is reaped); attached: also when asked to stop. */
 		if (s->live_procs == 0 && (r->attach || root_reaped))

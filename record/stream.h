@@ -5,10 +5,13 @@
 #ifndef VMREC_STREAM_H
 #define VMREC_STREAM_H
 
-#include "tracer.h"
-#include "bpf/stream.h"
+#include "recording.h"
+#include "keeper.h"
+#include "bpf/records.h"
+#include "vmtutil.h"
 
 #define STREAM_MAX_LINKS 16
+#define STREAM_MAX_MAPS 16
 
 /* Records wait this long (by their time) before they become events, so
  * that a call that held mmap_lock before another, but whose exit was
@@ -16,6 +19,10 @@
 #define STREAM_WINDOW_NS 2000000ull
 #define STREAM_WINDOW_BYTES (8u << 20) /* ... and at most this much */
 #define STREAM_BATCH 16384 /* records taken from the ring in one go */
+/* The reader takes what waits at least this often, wake-up or not: with
+ * the window and the writer's 50 ms, a record is in the file within
+ * 100 ms of its call. */
+#define STREAM_DRAIN_MS 20
 #define STREAM_STACK_WAKE (256u << 10) /* with stacks, wake at this much */
 
 
@@ -35,10 +42,20 @@ struct stream_vma {
 
 struct stream {
 	struct bpf_object *obj;
-	struct bpf_link *links[STREAM_MAX_LINKS];
-	int nlinks;
+	/* The descriptors of its maps and of the programs it loads, in the
+	 * object's order (streamload.c), and of the programs' links. */
+	int map_fd[STREAM_MAX_MAPS], nmaps;
+	int prog_fd[STREAM_MAX_LINKS], nprogs;
+	int own_fds; /* 1: ours to close; 0: libbpf's (the object's) */
+	int have_kfault; /* the kernel has exceptions:page_fault_kernel */
+	int link_fd[STREAM_MAX_LINKS], nlinks;
 	struct ring_buffer *rb;
+	/* What the loop waits on: the ring's epoll set and, until it is
+	 * reaped, the launched program's pidfd (its exit ends the wait at
+	 * once, not at the next timeout); -1: none. */
+	int ep, root_pidfd;
 	int tgids_fd, stats_fd, waiting_fd;
+	struct vmr_keeper keeper; /* kills the launched program if vmrec dies */
 	int ncpus;
 	uint64_t ring_bytes;
 	pid_t root;
@@ -76,6 +93,19 @@ int stream_record(void *ctx, void *data, size_t size);
  * (all of them when `all`). */
 void stream_flush(struct vmr_rec *r, struct stream *s, int all);
 void stream_window_free(struct stream *s);
+
+/* streamload.c */
+/* Load the configured object through a loader program the kernel runs
+ * (no BTF parsed here); fills map_fd and prog_fd.  On failure the object
+ * is spent (open it again to load it otherwise); close what it filled
+ * with stream_close_fds. */
+int stream_load_fast(struct stream *s);
+/* After bpf_object__load: the object's descriptors into map_fd, prog_fd. */
+int stream_take_fds(struct stream *s);
+/* The descriptor of map `name`, or -ENOENT. */
+int stream_map_fd(const struct stream *s, const char *name);
+/* Close the descriptors stream_load_fast filled. */
+void stream_close_fds(struct stream *s);
 
 
 #endif

@@ -228,10 +228,25 @@ static void on_fork(struct vmr_rec *r, struct stream *s, const struct sr_fork *f
 	vmr_start_events(r, t, parent->thread, parent->proc->index, how, f->h.time);
 }
 
+/* The kernel's counters of a task (or, at an exec, of its process). */
+static void counters_of(const struct sr_counters *k, struct vmt_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->minflt = k->minflt;
+	c->majflt = k->majflt;
+	c->nvcsw = k->nvcsw;
+	c->nivcsw = k->nivcsw;
+	vmr_cnt_adjust(k->utime, k->stime, k->rtime, &c->utime_ns, &c->stime_ns);
+}
+
 static void on_task_exit(struct vmr_rec *r, struct stream *s, const struct sr_exit *x)
 {
 	struct vmr_task *t = vmr_task_find(r, (pid_t)x->h.tid);
 	uint32_t proc = t ? t->proc->index : 0;
+	if (t) {
+		counters_of(&x->cnt, &t->cnt);
+		t->have_cnt = 1;
+	}
 	if (t && vmr_task_end(r, t, x->exit_code, x->h.time)) {
 		vmr_stacks_copy_gone(r->stacks, proc);
 		if (s->live_procs)
@@ -276,22 +291,13 @@ static void on_exec(struct vmr_rec *r, struct stream *s, const struct sr_exec *x
 			vmr_task_end(r, lead, 0, ts);
 		vmr_task_retid(r, t, (pid_t)x->h.tid);
 	}
-	if (t->flags & T_PRESTART) {
-		/* The launched command is running: the recording starts. */
-		t->flags &= ~T_PRESTART;
-		r->root_exec_seen = 1;
-		vmr_start_events(r, t, VMT_NONE, VMT_NONE, VMT_PROC_ROOT, ts);
-	} else {
-		vmr_exec_reset(r, t);
-	}
 	/* The executed file's path (not the name exec was given, which may
 	 * be relative, or /proc/self/exe). */
 	if (!join_path(exe, sizeof(exe), x->comp, x->ncomp))
 		snprintf(exe, sizeof(exe), "%.255s", x->filename);
-	struct vmt_event ev = { .kind = VMT_EV_EXEC, .thread = t->thread,
-				.proc = t->proc->index, .ts_ns = ts };
-	ev.u.exec.path = exe;
-	vmr_emit(r, &ev);
+	struct vmt_counters c;
+	counters_of(&x->group, &c);
+	vmr_exec_start(r, t, exe, &c, ts);
 
 	/* The MAPS snapshot: the VMAs the BPF side read at the exec (the
 	 * executable's and its interpreter's files named by the exec); all
@@ -400,7 +406,9 @@ static void on_stack(struct vmr_rec *r, struct stream *s, const struct sr_stack 
 		VMR_REG_R14, VMR_REG_R15, VMR_REG_AX, VMR_REG_CX, VMR_REG_DX, VMR_REG_SI,
 		VMR_REG_DI, VMR_REG_R8, VMR_REG_R9, VMR_REG_R10, VMR_REG_R11,
 	};
-	struct vmr_stack_copy c = { .data = k->data, .base = k->base, .size = k->size };
+	struct vmr_stack_copy c = {
+		.data = k->data, .base = k->base, .size = k->size, .holes = k->holes
+	};
 	uint32_t id;
 	if (!r->stacks || len < sizeof(*k) || k->size > len - sizeof(*k))
 		return;
@@ -454,6 +462,14 @@ static void on_call(struct vmr_rec *r, struct stream *s, const struct sr_call *c
 		sc.flags |= VMT_SC_NO_RESULT;
 		sc.result = 0;
 		sc.exit_ns = c->t_enter;
+	} else if (c->h.time >= c->t_enter) {
+		/* What it waited for inside the call (never more than its
+		 * own time: the clocks are one, the reads apart). */
+		uint64_t d = c->h.time - c->t_enter;
+		sc.waits = 1;
+		sc.off_cpu_ns = c->off_ns < d ? c->off_ns : d;
+		sc.vcsw = c->vcsw;
+		sc.ivcsw = c->ivcsw;
 	}
 	t->flags &= ~T_HAVE_FILE;
 	if (f)

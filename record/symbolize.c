@@ -10,7 +10,6 @@
  */
 #include "symbolize.h"
 #include "elfsym.h"
-#include "u64map.h"
 #include "rec_internal.h"
 
 #include <errno.h>
@@ -36,10 +35,10 @@ struct smod {
 struct vmr_syms {
 	struct sip *sips;
 	size_t nsips, capsips;
-	struct u64map ip_index;
+	struct vmt_htab ip_index;
 	struct smod *mods;
 	size_t nmods, capmods;
-	struct u64map mod_index; /* hash(path, dev, ino) -> first module */
+	struct vmt_htab mod_index; /* hash(path, dev, ino) -> first module */
 };
 
 static uint64_t str_hash(const char *s)
@@ -220,18 +219,17 @@ struct vmr_syms *vmr_syms_new(void)
 
 static uint64_t mod_hash(const char *path, uint64_t dev, uint64_t ino)
 {
-	uint64_t h = str_hash(path) ^ u64map_mix(dev * 31 + ino);
-	return h ? h : 1; /* 0 is the map's empty key */
+	return str_hash(path) ^ vmt_mix64(dev * 31 + ino);
 }
 
 uint32_t vmr_syms_module(struct vmr_syms *y, const char *path, uint64_t dev,
 			 uint64_t ino)
 {
 	uint64_t h = mod_hash(path, dev, ino);
-	uint32_t i;
-	if (u64map_get(&y->mod_index, h, &i)) {
+	const uint64_t *first = vmt_htab_get(&y->mod_index, h, 0);
+	if (first) {
 		/* Collisions are chained through the module list order. */
-		for (; i < y->nmods; i++)
+		for (size_t i = (size_t)*first; i < y->nmods; i++)
 			if (y->mods[i].hash == h && y->mods[i].dev == dev &&
 			    y->mods[i].ino == ino && !strcmp(y->mods[i].path, path))
 				return i;
@@ -241,8 +239,7 @@ uint32_t vmr_syms_module(struct vmr_syms *y, const char *path, uint64_t dev,
 	char *dup = strdup(path);
 	if (!dup)
 		return VMT_NONE;
-	if (!u64map_get(&y->mod_index, h, &i) &&
-	    u64map_put(&y->mod_index, h, (uint32_t)y->nmods)) {
+	if (!first && vmt_htab_set(&y->mod_index, h, 0, y->nmods)) {
 		free(dup);
 		return VMT_NONE;
 	}
@@ -263,8 +260,7 @@ int vmr_syms_module_info(const struct vmr_syms *y, uint32_t idx,
 
 int vmr_syms_has(const struct vmr_syms *y, uint64_t ip)
 {
-	uint32_t i;
-	return u64map_get(&y->ip_index, ip, &i);
+	return vmt_htab_get(&y->ip_index, ip, 0) != NULL;
 }
 
 int vmr_syms_add(struct vmr_syms *y, uint64_t ip, uint32_t module,
@@ -276,7 +272,7 @@ int vmr_syms_add(struct vmr_syms *y, uint64_t ip, uint32_t module,
 		module = VMT_NONE;
 	if (vmt_grow(&y->sips, &y->capsips, y->nsips + 1, sizeof(*y->sips)))
 		return -ENOMEM;
-	if (u64map_put(&y->ip_index, ip, (uint32_t)y->nsips))
+	if (vmt_htab_set(&y->ip_index, ip, 0, y->nsips))
 		return -ENOMEM;
 	y->sips[y->nsips] = (struct sip){ ip, file_off, module, VMT_NONE };
 	if (module != VMT_NONE) {
@@ -306,7 +302,7 @@ void vmr_syms_free(struct vmr_syms *y)
 		free(y->mods[i].path);
 	free(y->mods);
 	free(y->sips);
-	u64map_free(&y->ip_index);
-	u64map_free(&y->mod_index);
+	vmt_htab_free(&y->ip_index);
+	vmt_htab_free(&y->mod_index);
 	free(y);
 }

@@ -18,7 +18,7 @@
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <fcntl.h>
-#include "tracer.h"
+#include "recording.h"
 
 #include "linux_abi.h"
 

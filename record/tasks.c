@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/kcmp.h>
-#include "tracer.h"
+#include "recording.h"
 
 /* ---- tid table (open addressing, backward-shift deletion) --------------- */
 
@@ -135,7 +135,9 @@ struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p)
 void vmr_task_gone(struct vmr_rec *r, struct vmr_task *t)
 {
 	if (r->faults) {
-		vmr_drain_faults(r, UINT64_MAX);
+		/* (the inproc backend drains them in its own time order) */
+		if (!r->inproc)
+			vmr_drain_faults(r, UINT64_MAX);
 		vmr_faults_remove_task(r->faults, t->tid);
 	}
 	if (r->stacks)
@@ -268,6 +270,20 @@ static int exit_code(int status)
 	return 0;
 }
 
+/* A COUNTERS event of t (its thread, or its process). */
+static void counters_event(struct vmr_rec *r, struct vmr_task *t, const struct vmt_counters *c,
+			   uint32_t scope, uint64_t ts)
+{
+	struct vmt_event ev;
+
+	ev_init(&ev, VMT_EV_COUNTERS, t, ts);
+	ev.u.counters = *c;
+	ev.u.counters.scope = scope;
+	if (scope != VMT_CNT_PROCESS)
+		ev.u.counters.flags &= ~VMT_CNT_SUM;
+	vmr_emit(r, &ev);
+}
+
 void vmr_thread_exit(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts)
 {
 	struct vmt_event ev;
@@ -276,6 +292,15 @@ void vmr_thread_exit(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t
 	if (t->flags & T_EXIT_DONE)
 		return;
 	t->flags |= T_EXIT_DONE;
+	/* Its counters, and their share of its process's (a thread the
+	 * recorder saw end without them leaves the process's incomplete). */
+	if (t->have_cnt) {
+		t->cnt.stops = t->stops;
+		counters_event(r, t, &t->cnt, VMT_CNT_THREAD, ts);
+		vmr_cnt_add(&t->proc->cnt_sum, &t->cnt);
+	} else if (!(t->flags & T_PRESTART)) {
+		t->proc->cnt_missing++;
+	}
 	ev_init(&ev, VMT_EV_THREAD_EXIT, t, ts);
 	ev.u.thread_exit.status = exit_code(status);
 	vmr_emit(r, &ev);
@@ -439,7 +464,9 @@ void vmr_orphans_adopt(struct vmr_rec *r, pid_t dying)
 
 /* ---- exec ----------------------------------------------------------------- */
 
-void vmr_exec_reset(struct vmr_rec *r, struct vmr_task *t)
+/* After an exec by t: the other tasks of its process are gone, and what
+ * was known of the old image is forgotten. */
+static void exec_reset(struct vmr_rec *r, struct vmr_task *t)
 {
 	struct vmr_proc *p = t->proc;
 
@@ -463,11 +490,55 @@ void vmr_exec_reset(struct vmr_rec *r, struct vmr_task *t)
 		vmr_stacks_invalidate(r->stacks, p->pid);
 }
 
+void vmr_exec_start(struct vmr_rec *r, struct vmr_task *t, const char *path,
+		    const struct vmt_counters *c, uint64_t ts)
+{
+	if (t->flags & T_PRESTART) {
+		/* The launched command is running: the recording starts. */
+		t->flags &= ~T_PRESTART;
+		r->root_exec_seen = 1;
+		vmr_start_events(r, t, VMT_NONE, VMT_NONE, VMT_PROC_ROOT, ts);
+	} else {
+		exec_reset(r, t);
+	}
+	if (c) {
+		struct vmt_counters e = *c;
+		e.stops = t->stops + t->proc->cnt_sum.stops;
+		counters_event(r, t, &e, VMT_CNT_EXEC, ts);
+	}
+	struct vmt_event ev;
+	ev_init(&ev, VMT_EV_EXEC, t, ts);
+	ev.u.exec.path = path;
+	vmr_emit(r, &ev);
+}
+
+int vmr_cnt_read_group(pid_t pid, pid_t tid, struct vmt_counters *c)
+{
+	struct vmt_counters self;
+	int e = vmr_cnt_read_task(pid, tid, c);
+
+	if (!e)
+		e = vmr_cnt_read_proc(pid, &self, NULL);
+	if (e)
+		return e;
+	c->minflt = self.minflt;
+	c->majflt = self.majflt;
+	c->utime_ns = self.utime_ns;
+	c->stime_ns = self.stime_ns;
+	c->flags = VMT_CNT_TICKS;
+	return 0;
+}
+
+void vmr_cnt_group_end(const struct vmr_proc *p, struct vmt_counters *c)
+{
+	c->nvcsw += p->cnt_sum.nvcsw;
+	c->nivcsw += p->cnt_sum.nivcsw;
+}
+
 struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 {
 	unsigned long former = 0;
 	struct vmr_task *t = vmr_task_find(r, tid);
-	struct vmt_event ev;
 	uint64_t ts = vmt_now_ns();
 
 	if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &former) == 0 && former &&
@@ -496,18 +567,14 @@ struct vmr_task *vmr_on_exec(struct vmr_rec *r, pid_t tid)
 	}
 	if (!t)
 		return NULL;
-	if (t->flags & T_PRESTART) {
-		/* The launched command is running: the recording starts. */
-		t->flags &= ~T_PRESTART;
-		r->root_exec_seen = 1;
-		vmr_start_events(r, t, VMT_NONE, VMT_NONE, VMT_PROC_ROOT, ts);
-	} else {
-		vmr_exec_reset(r, t);
-	}
+	/* The process's counters up to the exec (the exec waited for the
+	 * other threads to go). */
+	struct vmt_counters c;
+	int have = vmr_cnt_read_group(t->proc->pid, tid, &c) == 0;
+	if (have)
+		vmr_cnt_group_end(t->proc, &c);
 	vmr_exe_path(tid, r->exe, sizeof(r->exe));
-	ev_init(&ev, VMT_EV_EXEC, t, ts);
-	ev.u.exec.path = r->exe;
-	vmr_emit(r, &ev);
+	vmr_exec_start(r, t, r->exe, have ? &c : NULL, ts);
 	vmr_maps_event(r, t, ts);
 	return t;
 }
@@ -533,6 +600,13 @@ void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
 	}
 	if (r->faults)
 		vmr_drain_faults(r, UINT64_MAX);
+	/* Its counters, while it is stopped at its exit: it takes no fault
+	 * of the program's after this (its memory goes). */
+	if (!(t->flags & T_PRESTART) && vmr_cnt_read_task(p->pid, t->tid, &t->cnt) == 0)
+		t->have_cnt = 1;
+	struct vmt_counters ch;
+	if (p->nlive == 0 && vmr_cnt_read_proc(p->pid, NULL, &ch) == 0)
+		p->childless = !ch.minflt && !ch.majflt && !ch.utime_ns && !ch.stime_ns;
 	/* THREAD_EXIT now rather than at the wait report: a thread joining
 	 * this one may go on as soon as it leaves the stop, before the
 	 * tracer reaps it, and its next events must come after this one. */
@@ -568,6 +642,23 @@ int vmr_task_end(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts)
 	if (!prestart) {
 		struct vmt_event ev;
 		memset(&ev, 0, sizeof(ev));
+		/* The process's counters: the kernel's own for it (wait4)
+		 * where the backend has them, else its threads' summed. */
+		ev.kind = VMT_EV_COUNTERS;
+		ev.thread = thread;
+		ev.proc = p->index;
+		ev.ts_ns = ts;
+		if (p->have_final) {
+			ev.u.counters = p->cnt_final;
+			ev.u.counters.stops = p->cnt_sum.stops;
+		} else {
+			ev.u.counters = p->cnt_sum;
+			ev.u.counters.flags |= VMT_CNT_SUM;
+		}
+		ev.u.counters.scope = VMT_CNT_PROCESS;
+		if (p->have_final || !p->cnt_missing)
+			vmr_emit(r, &ev);
+		memset(&ev, 0, sizeof(ev));
 		ev.kind = VMT_EV_PROCESS_EXIT;
 		ev.thread = thread; /* the last task to go */
 		ev.proc = p->index;
@@ -583,9 +674,16 @@ int vmr_task_end(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts)
 	return 1;
 }
 
-void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status)
+void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status, const struct rusage *ru)
 {
 	pid_t pid = t->proc->pid;
+
+	/* The last task of a process that waited for no child: wait4's
+	 * rusage (its own and its children's) is its own, final count. */
+	if (ru && t->proc->childless && t->proc->ntasks == 1 && !(t->flags & T_PRESTART)) {
+		vmr_cnt_from_rusage(ru, &t->proc->cnt_final);
+		t->proc->have_final = 1;
+	}
 
 	if (vmr_task_end(r, t, status, vmt_now_ns())) {
 		if (r->norph)

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <linux/types.h>
-#include "tracer.h"
+#include "recording.h"
 
 /* ---- run-length encoding ------------------------------------------------ */
 

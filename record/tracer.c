@@ -20,11 +20,12 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/ptrace.h>
-#include "tracer.h"
+#include "recording.h"
 
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
@@ -128,20 +129,24 @@ static void detach_stop(struct vmr_rec *r, struct vmr_task *t, int status)
 	vmr_detached(r, t);
 }
 
-static void dispatch(struct vmr_rec *r, pid_t pid, int status)
+static void dispatch(struct vmr_rec *r, pid_t pid, int status, const struct rusage *ru)
 {
 	struct vmr_task *t = vmr_task_find(r, pid);
 	int sig, event;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		if (t)
-			vmr_on_reaped(r, t, status);
+			vmr_on_reaped(r, t, status, ru);
 		else
 			vmr_orphan_drop(r, pid);
 		return;
 	}
 	if (!WIFSTOPPED(status))
 		return;
+	/* Each stop is a voluntary context switch of the program's that
+	 * the program alone would not make (COUNTERS stops). */
+	if (t)
+		t->stops++;
 	if (vmr_stop_signal() && !r->attach)
 		kill(pid, SIGKILL); /* also tasks that appeared after the stop */
 	sig = WSTOPSIG(status);
@@ -390,7 +395,9 @@ static int ptrace_run(struct vmr_rec *r, char *err, size_t errlen)
 		int status;
 		pid_t pid;
 
-		if (vmr_stop_signal() && !stopping) {
+		/* (a trace that cannot be written ends the recording now) */
+		if ((vmr_stop_signal() || r->werr) && !stopping) {
+			r->stop_werr = !vmr_stop_signal() && r->werr;
 			stopping = 1;
 			begin_stop(r);
 		}
@@ -398,13 +405,14 @@ static int ptrace_run(struct vmr_rec *r, char *err, size_t errlen)
 			vmr_tick(r);
 		if (r->ntasks == 0 && r->norph)
 			vmr_orphans_adopt(r, 0);
-		pid = waitpid(-1, &status, __WALL);
+		struct rusage ru;
+		pid = wait4(-1, &status, __WALL, &ru);
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
 			break; /* ECHILD: no tracee left */
 		}
-		dispatch(r, pid, status);
+		dispatch(r, pid, status, &ru);
 	}
 	if (stopping)
 		r->stopped_by = vmr_stop_signal();

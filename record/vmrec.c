@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "recorder.h"
+#include "vmtutil.h"
 
 static void notice(void *ctx, const char *msg)
 {
@@ -39,7 +40,8 @@ int main(int argc, char **argv)
 	struct vmr_opts o;
 	struct vmr_summary sum;
 	struct vmt_header h;
-	char err[4608], out[4096], comm[64];
+	struct vmr_output out;
+	char err[4608], comm[64];
 	const char *name;
 	int fd, e;
 
@@ -49,11 +51,11 @@ int main(int argc, char **argv)
 	}
 	if (o.action == VMR_HELP) {
 		fputs(vmr_usage(), stdout);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return vmt_stdout_finish("vmrec", 0, 1);
 	}
 	if (o.action == VMR_SHOW_VERSION) {
 		printf("vmrec %s\n", VMR_VERSION);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return vmt_stdout_finish("vmrec", 0, 1);
 	}
 	if (o.attach_pid) {
 		comm_of(o.attach_pid, comm, sizeof(comm));
@@ -61,33 +63,59 @@ int main(int argc, char **argv)
 	} else {
 		name = o.cmd_argv[0];
 	}
-	fd = vmr_open_output(o.output, o.force, name, out, sizeof(out));
+	fd = vmr_output_open(&out, o.output, o.force, name);
 	if (fd < 0) {
 		if (fd == -EEXIST && o.output)
 			fprintf(stderr, "vmrec: cannot open '%s': %s (use --force to overwrite)\n",
-				out, strerror(-fd));
+				out.path, strerror(-fd));
 		else
-			fprintf(stderr, "vmrec: cannot open '%s': %s\n", out, strerror(-fd));
+			fprintf(stderr, "vmrec: cannot open '%s': %s\n", out.path, strerror(-fd));
 		return 1;
 	}
 
 	vmt_header_from_host(&h);
 	h.recorder = "vmrec " VMR_VERSION;
-	h.argc = o.attach_pid ? 0 : (uint32_t)o.cmd_argc;
-	h.argv = o.attach_pid ? NULL : (const char *const *)o.cmd_argv;
+	h.argc = (uint32_t)o.cmd_argc;
+	h.argv = (const char *const *)o.cmd_argv;
+	if (o.attach_pid) {
+		/* the attached program's command line, as it was at the attach */
+		static char line[16384];
+		static const char *words[512];
+		int n = vmr_proc_cmdline(o.attach_pid, line, sizeof(line), words, 512);
+		h.argc = n > 0 ? (uint32_t)n : 0;
+		h.argv = n > 0 ? words : NULL;
+	}
 
 	e = vmr_record(&o, fd, &h, notice, NULL, &sum, err, sizeof(err));
 	if (close(fd) < 0 && !e) {
-		e = -errno;
-		snprintf(err, sizeof(err), "cannot write '%s': %s", out, strerror(-e));
+		e = sum.write_error = -errno;
+		sum.written_events = 0; /* (what reached the file is not known) */
 		sum.exit_code = 1;
+	}
+	if (e && sum.write_error) {
+		/* Said when it happened: the recording stopped there. */
+		char kept[160];
+		if (sum.written_events == 0 && vmr_output_discard(&out) == 1)
+			snprintf(kept, sizeof(kept), "no trace kept");
+		else if (sum.written_events == 0)
+			snprintf(kept, sizeof(kept), "nothing of the trace was written");
+		else
+			snprintf(kept, sizeof(kept), "the trace keeps its first %llu events",
+				 (unsigned long long)sum.written_events);
+		fprintf(stderr, "vmrec: cannot write '%s': %s; %s%s\n", out.path,
+			vmt_strerror(sum.write_error),
+			!sum.write_error_stopped ? ""
+			: o.attach_pid		 ? "recording stopped (the program runs on), "
+						 : "recording stopped and the program killed, ",
+			kept);
+		return sum.exit_code;
 	}
 	if (e) {
 		fprintf(stderr, "vmrec: %s\n", err);
-		/* Nothing was recorded (the program never ran, or the trace is
-		 * unusable): do not leave a file that looks like a trace. */
+		/* Nothing was recorded (the program never ran): do not leave a
+		 * file that looks like a trace, if it is ours to remove. */
 		if (sum.events == 0)
-			unlink(out);
+			vmr_output_discard(&out);
 		return sum.exit_code;
 	}
 	if (!o.quiet) {
@@ -98,7 +126,7 @@ int main(int argc, char **argv)
 			sum.threads == 1 ? "" : "s", sum.procs,
 			sum.procs == 1 ? "" : "es",
 			(unsigned long long)sum.file_bytes, ratio,
-			(unsigned long long)sum.lost, out);
+			(unsigned long long)sum.lost, out.path);
 		if (sum.stack_captures) {
 			fprintf(stderr, "vmrec: %llu distinct stacks; of %llu calls, %llu without a stack, "
 				"%llu with only the innermost frame\n",
@@ -109,6 +137,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "vmrec: %llu of the calls without a stack came while "
 					"vmrec was far behind (see --stack-copy)\n",
 					(unsigned long long)sum.stack_skipped);
+			if (sum.stack_cut)
+				fprintf(stderr, "vmrec: %llu of the stacks end where the stack copy "
+					"did, short of the top (see --stack-copy)\n",
+					(unsigned long long)sum.stack_cut);
 		}
 	}
 	return sum.exit_code;

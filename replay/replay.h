@@ -1,7 +1,7 @@
 /*
  * replay.h - libvmreplay: load a vmrec trace and re-execute it on this
  * machine, measuring faults, context switches, per-op latency and
- * divergences (DESIGN.md section 6).
+ * divergences (vmreplay(1)).
  *
  * Use: rp_options_default(), rp_trace_load(), then rp_run() as often as
  * wanted (each run is a fresh process tree, so runs are independent and can
@@ -62,18 +62,28 @@ enum rp_clock {
 	RP_CLOCK_MONOTONIC, /* clock_gettime(CLOCK_MONOTONIC) */
 };
 
+/* --speed's range (a millionth of real time turns a second of the trace
+ * into eleven days); the pacing saturates beyond. */
+#define RP_SPEED_MIN 1e-6
+#define RP_SPEED_MAX 1e9
+
 struct rp_options {
 	int order;	     /* enum rp_order */
 	int placement;	     /* enum rp_placement */
 	int files;	     /* enum rp_files */
 	int clock;	     /* enum rp_clock */
-	double speed;	     /* 0: as fast as possible; else recorded gaps / speed */
+	double speed;	     /* 0: as fast as possible; else recorded gaps / speed,
+				speed in [RP_SPEED_MIN, RP_SPEED_MAX] */
 	uint32_t scale;	     /* copies of the trace run at once (>= 1) */
 	uint64_t max_memory; /* refuse traces needing more (bytes; 0: half of RAM) */
 	int truncated;	     /* enum rp_truncated */
 	uint64_t window;     /* bytes of loaded elements kept in memory (0:
 				RP_WINDOW_DEFAULT): a trace that needs more is
 				loaded as it is replayed, again for each run */
+	int no_watch;	     /* the replay threads do not watch their own
+				faults and waits (perf): the fidelity section
+				then cannot say where faults differ, nor how
+				long calls were off CPU */
 	rp_progress_fn progress; /* NULL: none */
 	void *progress_arg;
 };
@@ -103,10 +113,16 @@ enum rp_vm_accel {
 	RP_VM_TCG,
 };
 
-#define RP_VM_MEMORY_DEFAULT (1ull << 30)
 #define RP_VM_MEMORY_MIN (128ull << 20) /* below, the kernel does not boot */
 #define RP_VM_TIMEOUT_DEFAULT 600	/* seconds, boot to power-off */
 #define RP_VM_CPUS_MAX 64
+#define RP_KERNELS_MAX 8   /* --kernel images in one command */
+#define RP_VM_SYSCTL_MAX 16 /* --vm-sysctl settings */
+#define RP_VM_CMDLINE_MAX 512
+/* Runs of each kernel by default: the fewest with which the two-sided
+ * Mann-Whitney test can call a difference significant at 5% with room
+ * for one run out of place (4 runs need a complete separation). */
+#define RP_KERNEL_REPEAT_DEFAULT 5
 
 /* What vmreplay's command line asks for. */
 struct rp_args {
@@ -120,9 +136,18 @@ struct rp_args {
 	int progress;	    /* 1 --progress, 0 --no-progress, -1 not given */
 	struct rp_options o;
 	/* --kernel: replay in a qemu guest that boots this kernel image. */
-	const char *kernel;	/* --kernel=IMAGE, or NULL */
+	const char *kernel;	/* the first --kernel=IMAGE, or NULL */
+	const char *kernels[RP_KERNELS_MAX]; /* every --kernel, in order */
+	unsigned nkernels;
+	int host;		/* --host: on this machine too */
+	unsigned host_pos;	/* its column: after this many kernels */
+	unsigned vm_jobs;	/* --vm-jobs: guests at once (1) */
+	const char *vm_sysctl[RP_VM_SYSCTL_MAX]; /* --vm-sysctl=KEY=VALUE, in order */
+	unsigned nsysctl;
+	char vm_cmdline[RP_VM_CMDLINE_MAX]; /* --vm-cmdline, joined by spaces */
+	int json_dir;		/* --json names a directory (several kernels) */
 	unsigned vm_cpus;	/* --vm-cpus (0: as many as this machine has) */
-	uint64_t vm_memory;	/* --vm-memory, bytes */
+	uint64_t vm_memory;	/* --vm-memory, bytes (0: sized from the trace) */
 	int vm_accel;		/* --vm-accel, enum rp_vm_accel */
 	unsigned vm_timeout;	/* --vm-timeout, seconds */
 	const char *vm_console; /* --vm-console=FILE, or NULL */
@@ -134,6 +159,14 @@ struct rp_args {
  * -EINVAL with a one-line reason (no "vmreplay:" prefix) in err. */
 int rp_parse_args(int argc, char **argv, const char *clock_env, struct rp_args *a,
 		  char *err, size_t errlen);
+
+/* The file a --vm-sysctl setting ("KEY=VALUE") writes in the guest, into
+ * path: a recorded mm setting's (vmt_mm_path: thp, overcommit, ...), a
+ * sysctl's (vm.max_map_count: /proc/sys/vm/max_map_count), or the file
+ * under /proc/sys or /sys named.  Returns 0, or -EINVAL with the reason
+ * (zeropage, which no file sets, among them) in err. */
+int rp_vm_sysctl_path(const char *setting, char *path, size_t pathlen, char *err,
+		      size_t errlen);
 
 /* The --help text, without the list of rewrite rules (static). */
 const char *rp_usage(void);
@@ -171,10 +204,15 @@ struct rp_trace_info {
 	uint64_t skipped;  /* recorded ops that cannot be replayed */
 	uint32_t threads, procs;
 	uint64_t peak_mapped, peak_touched; /* bytes, one copy */
+	uint64_t own_bytes;	/* the replay's own memory for them (all copies) */
+	int streamed;		/* the trace is longer than --window: the peaks
+				   are those of what has been loaded so far */
 	uint64_t touch_unmapped_pages;
 	uint64_t lost_events;
 	const char *cut; /* NULL, or (--truncated=replay) the reader's message
 			    saying where the trace was cut short */
+	const char *rec_mm; /* the recording machine's mm settings, as
+			       vmt_host_mm_words words ("" if unknown) */
 };
 void rp_trace_get_info(const rp_trace *t, struct rp_trace_info *i);
 
@@ -212,6 +250,21 @@ static inline void rp_hist_add(struct rp_hist *h, uint64_t v)
 uint64_t rp_hist_quantile(const struct rp_hist *h, double q);
 void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src);
 
+/* The kinds of mapping the fidelity section tells faults apart by
+ * (vmreplay(1), FIDELITY). */
+enum rp_fkind {
+	RP_FK_ANON = 0,	  /* private anonymous (thread stacks included) */
+	RP_FK_PFILE,	  /* private file */
+	RP_FK_SFILE,	  /* shared file */
+	RP_FK_SHM,	  /* SysV segments, shared anonymous memory */
+	RP_FK_STACK,	  /* the main thread's [stack] */
+	RP_FK_HEAP,	  /* [heap]: brk */
+	RP_FK_OTHER,	  /* none of the trace's mappings: recorded, the
+			     kernel's special mappings; replayed, vmreplay's
+			     own memory */
+	RP_FK__COUNT
+};
+
 struct rp_op_result {
 	uint64_t count, errors, mean_ns, p50_ns, p90_ns, p99_ns, max_ns;
 };
@@ -227,7 +280,28 @@ struct rp_thread_result {
 	uint64_t wait_ns, waits;     /* time blocked on other threads, and how often */
 	uint64_t wakes;		     /* posts of this thread that woke sleepers */
 	uint64_t busy_ns;	     /* first to last element of this thread */
+	/* What the thread saw of itself (watched: perf let it): its replayed
+	 * calls' time off CPU and switches, and its faults by the kind of
+	 * mapping they were in (sampled; lost: samples the kernel dropped or
+	 * never took). */
+	uint32_t watched;
+	uint64_t call_off_cpu_ns, call_vcsw, call_ivcsw;
+	uint64_t kind_faults[RP_FK__COUNT]; /* minor and major */
+	uint64_t fault_samples, fault_samples_lost;
 };
+
+/* What reclaim did on the whole machine during a run: /proc/vmstat
+ * deltas (ok: read at both ends); damon_pageout: a DAMON pageout scheme
+ * was on (kdamond, /sys/kernel/mm/damon/admin). */
+struct rp_reclaim {
+	int ok, damon_pageout;
+	uint64_t refault_anon, refault_file, pgsteal, pgscan, pswpin, pswpout, pgmajfault;
+};
+/* Read the counters now into *r (the deltas are taken by the caller). */
+void rp_reclaim_read(struct rp_reclaim *r);
+/* *d = after - before, field by field (ok only if both were). */
+void rp_reclaim_delta(const struct rp_reclaim *before, const struct rp_reclaim *after,
+		      struct rp_reclaim *d);
 
 #define RP_DIV_SHOWN 10
 struct rp_divergence {
@@ -242,8 +316,10 @@ struct rp_run_result {
 	uint64_t wall_ns;  /* first to last replayed element */
 	uint64_t start_ns; /* CLOCK_MONOTONIC when the elements were let go
 			      (not a JSON number: a time, not a measure) */
-	uint64_t minor_faults, major_faults; /* perf totals if available, else rusage */
-	uint64_t voluntary_cs, involuntary_cs; /* rusage, summed over threads */
+	/* The replayed program's: each replay thread's own getrusage from its
+	 * first element to its last, summed. */
+	uint64_t minor_faults, major_faults;
+	uint64_t voluntary_cs, involuntary_cs;
 	uint64_t divergences, events, peak_vmas;
 	uint64_t wait_ns;  /* summed over threads */
 	uint64_t touched_pages, touch_faults; /* pages re-touched; touches that trapped */
@@ -251,7 +327,13 @@ struct rp_run_result {
 	uint64_t skipped;   /* elements not replayable */
 	uint64_t load_wait_ns; /* summed over threads: waiting for the load
 				  (a trace loaded as it runs, --window) */
-	/* Both sources of the totals, to print when they disagree. */
+	/* vmreplay's own set-up in the replay processes, not in the figures
+	 * above: the tree's getrusage less the threads' own (forking the
+	 * replay processes, starting, ending and waiting for threads). */
+	uint64_t setup_minor, setup_major, setup_vcsw, setup_ivcsw;
+	/* The perf software counters of the whole tree (the threads and the
+	 * set-up; a retried fault counts again), and the threads' own sums
+	 * (= minor_faults, major_faults). */
 	int perf_ok;
 	uint64_t perf_minor, perf_major, perf_cs;
 	uint64_t rusage_minor, rusage_major;
@@ -261,6 +343,7 @@ struct rp_run_result {
 	struct rp_divergence div[RP_DIV_SHOWN];
 	uint32_t nthreads;
 	struct rp_thread_result *threads; /* malloc'd */
+	struct rp_reclaim reclaim; /* during the run */
 };
 /* Its plain numbers in JSON order (the keys are the field names). */
 #define RP_RUN_NUMBERS(X)                                                                     \
@@ -295,7 +378,7 @@ int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 		   const struct rp_run_result *runs, unsigned n,
 		   const struct rp_run_result *med, int quiet);
 
-/* The JSON object of DESIGN.md section 7: {"runs": [...], "median": {...}}
+/* The JSON of vmreplay(1), JSON OUTPUT: {"runs": [...], "median": {...}}
  * plus descriptive keys.  Returns 0 or -EIO. */
 int rp_report_json(FILE *f, const rp_trace *t, const struct rp_options *o,
 		   const struct rp_run_result *runs, unsigned n,

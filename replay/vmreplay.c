@@ -17,9 +17,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <sys/stat.h>
 #include "compare.h"
+#include "matrix.h"
 #include "replay.h"
 #include "vm.h"
+#include "vmtutil.h"
+
+static const char *prog = "vmreplay";
 
 #define VMREPLAY_VERSION "0.1"
 
@@ -30,11 +36,10 @@ static int help(void)
 	const struct vmt_rewrite_rule_info *r = vmt_rewrite_rules(&n);
 	fputs(rp_usage(), stdout);
 	for (size_t i = 0; i < n; i++)
-		printf("  %-18s%s\n", r[i].name, r[i].summary);
-	return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		printf("  %-20s  %s\n", r[i].name, r[i].summary);
+	return vmt_stdout_finish(prog, 0, 1);
 }
 
-static const char *prog = "vmreplay";
 
 /* ---- progress (standard error, one line rewritten in place) ---------- */
 
@@ -106,11 +111,6 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
-static void write_error(const char *what)
-{
-	fprintf(stderr, "%s: write error on %s\n", prog, what);
-}
-
 /* Open --json's FILE before replaying, so a bad path fails in a second,
  * not after minutes of replay. */
 static FILE *open_json(const char *json)
@@ -139,6 +139,13 @@ static int close_json(FILE *f, const char *json, int wr)
 		return 1;
 	}
 	return 0;
+}
+
+/* A load that ran out of a resource (--max-memory, the machine's memory,
+ * an address-space limit): not a bad trace (EXIT STATUS 1, not 2). */
+static int resource_error(int r)
+{
+	return r == -E2BIG || r == -ENOMEM;
 }
 
 /* Plain replay, or (info != NULL) replay of the rewritten trace. */
@@ -183,12 +190,10 @@ static int replay(const char *path, rp_trace *t, const struct rp_options *o,
 		return 1;
 	}
 	int rc = 0;
-	if ((info && rp_rewrite_report_rules(stdout, info) < 0) ||
-	    rp_report_text(stdout, t, o, runs, repeat, &med, quiet) < 0 || fflush(stdout) ||
-	    ferror(stdout)) {
-		write_error("stdout");
-		rc = 1;
-	}
+	if (info)
+		rp_rewrite_report_rules(stdout, info);
+	rp_report_text(stdout, t, o, runs, repeat, &med, quiet);
+	rc = vmt_stdout_finish(prog, 0, 1);
 	if (jf) {
 		int wr = info ? rp_rewrite_report_json(jf, t, o, info, runs, repeat, &med)
 			      : rp_report_json(jf, t, o, runs, repeat, &med);
@@ -216,13 +221,10 @@ static int compare(const char *path, rp_trace *base, rp_trace *rew, const struct
 		return run_failed(path, r, msg);
 	}
 	int rc = 0;
-	if (rp_compare_report_text(stdout, base, rew, o, info, &c, quiet) < 0 || fflush(stdout) ||
-	    ferror(stdout)) {
-		write_error("stdout");
-		rc = 1;
-	}
+	rp_compare_report_text(stdout, base, rew, o, info, &c, quiet);
+	rc = vmt_stdout_finish(prog, 0, 1);
 	if (jf)
-		rc |= close_json(jf, json, rp_compare_report_json(jf, base, o, info, &c));
+		rc |= close_json(jf, json, rp_compare_report_json(jf, base, rew, o, info, &c));
 	rp_compare_free(&c);
 	return rc;
 }
@@ -234,7 +236,10 @@ static struct {
 	unsigned cpus;
 	uint64_t memory;
 	int quiet;
+	const struct rp_matrix *m; /* what the guest is set to */
 } vm_state;
+
+static void say_settings(FILE *f, const struct rp_matrix *m);
 
 static void vm_event(void *arg, const struct rp_vm_status *s)
 {
@@ -267,28 +272,43 @@ static void vm_event(void *arg, const struct rp_vm_status *s)
 		       s->accel == RP_VM_KVM ? "kvm" : "tcg",
 		       s->accel == RP_VM_KVM ? ""
 					     : " (emulated: compare counts and ratios, not times)");
+		if (vm_state.m)
+			say_settings(stdout, vm_state.m);
 		fflush(stdout);
 	}
 }
 
-static int in_guest(const struct rp_args *a)
+/* What the guests are set to, for the line before the runs: what
+ * differs from the recording said, and the zero page, which no file sets. */
+static void say_settings(FILE *f, const struct rp_matrix *m)
 {
-	char msg[1024], guest[4096], buf[8192];
+	char differs[512] = "", a[128], r[128];
+	for (size_t k = 0; vmt_mm_key(k); k++) {
+		const char *key = vmt_mm_key(k);
+		if (!vmt_mm_path(key) || !vmt_options_get(m->recorded, key, r, sizeof(r)))
+			continue;
+		vmt_options_get(m->asked, key, a, sizeof(a));
+		size_t l = strlen(differs);
+		if (strcmp(a, r))
+			snprintf(differs + l, sizeof(differs) - l, "%s%s=%s", l ? " " : "", key, r);
+	}
+	fprintf(f, "guest settings: %s", m->asked[0] ? m->asked : "the guest kernel's own");
+	if (differs[0])
+		fprintf(f, " (recorded: %s)", differs);
+	else if (m->recorded[0])
+		fputs(" (as recorded)", f);
+	if (vmt_options_get(m->recorded, "zeropage", r, sizeof(r)) && !strcmp(r, "0"))
+		fputs("; recorded without the zero page (zeropage=0), which no guest here can be"
+		      " set to", f);
+	fputc('\n', f);
+}
+
+/* One --kernel: the guest's output as it comes, as if it ran here. */
+static int in_guest(const struct rp_args *a, const struct rp_matrix *m)
+{
+	char msg[1024], buf[8192];
 	char *gargv[64];
-	if (rp_vm_find_guest(getenv("VMREPLAY_STATIC"), guest, sizeof(guest), msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "%s: --kernel: %s\n", prog, msg);
-		return 1;
-	}
 	int show = a->progress < 0 ? !a->quiet && isatty(2) : a->progress;
-	if (rp_guest_args(a, a->trace, a->json ? RP_VM_GUEST_JSON : NULL, show, gargv,
-			  sizeof(gargv) / sizeof(gargv[0]), buf, sizeof(buf)) < 0) {
-		fprintf(stderr, "%s: the command line is too long for the guest\n", prog);
-		return 2;
-	}
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned cpus = a->vm_cpus ? a->vm_cpus
-		      : online < 1 ? 1 : online > RP_VM_CPUS_MAX ? RP_VM_CPUS_MAX : (unsigned)online;
-	const char *qemu = getenv("VMREPLAY_QEMU");
 	int console = -1;
 	FILE *jf = a->json ? open_json(a->json) : NULL;
 	if (a->vm_console) {
@@ -300,19 +320,21 @@ static int in_guest(const struct rp_args *a)
 			return 2;
 		}
 	}
+	struct rp_vm_config c;
+	if (rp_matrix_vm_config(m, 0, a->json ? RP_VM_GUEST_JSON : NULL, show, 1, 2, gargv,
+				sizeof(gargv) / sizeof(gargv[0]), buf, sizeof(buf), &c) < 0) {
+		fprintf(stderr, "%s: the command line is too long for the guest\n", prog);
+		drop_json(jf, a->json);
+		return 2;
+	}
+	c.console_fd = console;
+	c.event = vm_event;
+	c.event_arg = show ? &vm_state : NULL;
 	vm_state.image = a->kernel;
-	vm_state.cpus = cpus;
-	vm_state.memory = a->vm_memory;
+	vm_state.cpus = m->cpus;
+	vm_state.memory = m->memory;
 	vm_state.quiet = a->quiet;
-	struct rp_vm_config c = {
-		.image = a->kernel, .qemu = qemu && *qemu ? qemu : "qemu-system-x86_64",
-		.guest = guest, .trace = a->trace, .argv = gargv, .clock = NULL,
-		.cpus = cpus, .memory = a->vm_memory, .accel = a->vm_accel,
-		.timeout_s = a->vm_timeout, .out_fd = 1, .err_fd = 2, .console_fd = console,
-		.event = vm_event, .event_arg = show ? &vm_state : NULL,
-	};
-	if (a->o.clock == RP_CLOCK_MONOTONIC)
-		c.clock = "monotonic";
+	vm_state.m = m;
 	fflush(stdout);
 	struct rp_vm_result r;
 	int rc = rp_vm_run(&c, &r, msg, sizeof(msg));
@@ -325,6 +347,8 @@ static int in_guest(const struct rp_args *a)
 		rp_vm_result_free(&r);
 		return r.input_error ? 2 : 1;
 	}
+	if (r.unset[0])
+		fprintf(stderr, "%s: the guest could not set: %s\n", prog, r.unset);
 	int status = r.status;
 	if (status >= 128) {
 		fprintf(stderr, "%s: the replay in the guest was killed by signal %d\n", prog,
@@ -354,6 +378,142 @@ static int in_guest(const struct rp_args *a)
 	return status;
 }
 
+/* ---- several kernels: one table ------------------------------------------- */
+
+static struct {
+	pthread_mutex_t lock;
+	int show;
+	size_t n;
+	unsigned cpus;
+} mx_state = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+
+static void mx_event(void *arg, const struct rp_mx_status *s)
+{
+	pthread_mutex_lock(&mx_state.lock);
+	uint64_t now = vmt_now_ns();
+	if (s->what == RP_MX_DONE) {
+		progress_clear();
+		if (mx_state.show && s->ok)
+			fprintf(stderr, "%s: [%zu/%zu] %s: replayed in %.1f s\n", prog, s->target + 1,
+				mx_state.n, s->name, (double)s->elapsed_ns / 1e9);
+		else if (mx_state.show)
+			fprintf(stderr, "%s: [%zu/%zu] %s: failed\n", prog, s->target + 1, mx_state.n,
+				s->name);
+	} else if (mx_state.show && now - prog_state.last >= 250000000u) {
+		const struct rp_vm_status *v = s->vm;
+		char what[128];
+		if (s->what == RP_MX_START)
+			snprintf(what, sizeof(what), "starting");
+		else if (s->what == RP_MX_RUN)
+			snprintf(what, sizeof(what), "run %" PRIu64 " of %" PRIu64, s->done, s->total);
+		else if (v->what == RP_VM_BOOTING)
+			snprintf(what, sizeof(what), "booting (%s, %u CPU%s): %.1f s",
+				 v->accel == RP_VM_KVM ? "kvm" : "tcg", mx_state.cpus,
+				 mx_state.cpus == 1 ? "" : "s", (double)v->elapsed_ns / 1e9);
+		else if (v->what == RP_VM_UP)
+			snprintf(what, sizeof(what), "Linux %s is up, replaying", v->release);
+		else
+			what[0] = 0;
+		if (what[0]) {
+			prog_state.last = now;
+			fprintf(stderr, "\r%s: [%zu/%zu] %s: %s\033[K", prog, s->target + 1, mx_state.n,
+				s->name, what);
+			fflush(stderr);
+			progress_shown = 1;
+		}
+	}
+	pthread_mutex_unlock(&mx_state.lock);
+}
+
+static int matrix(const struct rp_args *a, struct rp_matrix *m)
+{
+	char msg[1024];
+	if (a->json) {
+		/* a directory that cannot be written fails now, not after the runs */
+		if ((mkdir(a->json, 0777) < 0 && errno != EEXIST) || access(a->json, W_OK) < 0) {
+			fprintf(stderr, "%s: cannot write in '%s': %s\n", prog, a->json, strerror(errno));
+			return 2;
+		}
+	}
+	mx_state.show = a->progress < 0 ? !a->quiet && isatty(2) : a->progress;
+	mx_state.n = m->n;
+	mx_state.cpus = m->cpus;
+	m->event = mx_event;
+	if (!a->quiet) {
+		char mem[32];
+		vmt_format_bytes(mem, sizeof(mem), m->memory);
+		printf("vmreplay: '%s' on %zu kernel%s, %u run%s each; guests of %u CPU%s and %s%s\n",
+		       a->trace, m->n, m->n == 1 ? "" : "s", a->repeat, a->repeat == 1 ? "" : "s",
+		       m->cpus, m->cpus == 1 ? "" : "s", mem,
+		       m->sized ? " (sized from the replay's needs)" : "");
+		say_settings(stdout, m);
+		for (size_t i = 0; i < m->nnotes; i++)
+			printf("(%s)\n", m->notes[i]);
+		putchar('\n');
+		fflush(stdout);
+	}
+	int failed = rp_matrix_run(m);
+	progress_clear();
+	if (failed < 0) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	struct vmt_buf out = { 0 };
+	int rc = 0;
+	if (rp_matrix_table(m, &out, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, msg);
+		rc = 1;
+	} else if (vmt_buf_write(&out, stdout) == -ENOMEM) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		rc = 1;
+	} else {
+		rc = vmt_stdout_finish(prog, 0, 1);
+	}
+	vmt_buf_free(&out);
+	if (a->json && rp_matrix_write(m, a->json, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, msg);
+		rc = 1;
+	}
+	int inputs = 0;
+	for (size_t i = 0; i < m->n; i++)
+		if (!m->t[i].ok) {
+			fprintf(stderr, "%s: %s: %s\n", prog, m->t[i].name, m->t[i].error);
+			inputs += m->t[i].input_error;
+		}
+	if (failed && (size_t)inputs == m->n)
+		return 2;
+	return failed ? 1 : rc;
+}
+
+/* --kernel, once or several times (with --host). */
+static int kernels(const struct rp_args *a)
+{
+	char msg[1024], guest[4096];
+	if (rp_vm_find_guest(getenv("VMREPLAY_STATIC"), guest, sizeof(guest), msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "%s: --kernel: %s\n", prog, msg);
+		return 1;
+	}
+	struct rp_matrix m;
+	int rc = rp_matrix_prepare(&m, a, guest, msg, sizeof(msg));
+	if (rc < 0) {
+		fprintf(stderr, "%s: '%s': %s\n", prog, a->trace, msg);
+		rp_matrix_free(&m);
+		return resource_error(rc) ? 1 : 2;
+	}
+	if (m.n == 1 && !a->json_dir) {
+		if (m.t[0].done) { /* the image was refused */
+			fprintf(stderr, "%s: %s\n", prog, m.t[0].error);
+			rp_matrix_free(&m);
+			return 2;
+		}
+		rc = in_guest(a, &m);
+	} else {
+		rc = matrix(a, &m);
+	}
+	rp_matrix_free(&m);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct rp_args a;
@@ -370,13 +530,13 @@ int main(int argc, char **argv)
 		return help();
 	if (a.action == RP_ACTION_VERSION) {
 		printf("vmreplay %s\n", VMREPLAY_VERSION);
-		return fflush(stdout) || ferror(stdout) ? 1 : 0;
+		return vmt_stdout_finish(prog, 0, 1);
 	}
 	if (a.kernel) {
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		signal(SIGHUP, on_signal);
-		return in_guest(&a);
+		return kernels(&a);
 	}
 	const char *path = a.trace, *json = a.json;
 	struct rp_options o = a.o;
@@ -400,10 +560,11 @@ int main(int argc, char **argv)
 	rp_trace *t = NULL, *rew = NULL;
 	struct rp_rewrite_info info;
 	progress_phase();
-	if (a.mode != RP_MODE_REWRITE && rp_trace_load(path, &o, &t, msg, sizeof(msg)) < 0) {
+	int lr = a.mode != RP_MODE_REWRITE ? rp_trace_load(path, &o, &t, msg, sizeof(msg)) : 0;
+	if (lr < 0) {
 		progress_clear();
 		fprintf(stderr, "%s: '%s': %s\n", prog, path, msg);
-		return 2;
+		return resource_error(lr) ? 1 : 2;
 	}
 	if (a.mode != RP_MODE_REPLAY) {
 		int input = 1;
@@ -419,8 +580,16 @@ int main(int argc, char **argv)
 	progress_clear();
 	FILE *jf = json ? open_json(json) : NULL;
 
+	uint64_t applied = 0;
+	for (uint32_t i = 0; a.mode == RP_MODE_COMPARE && i < info.nrules; i++)
+		applied += info.rule[i].applied;
 	int rc;
-	if (a.mode == RP_MODE_COMPARE)
+	if (a.mode == RP_MODE_COMPARE && !applied) {
+		/* nothing to compare: both sides would be the same trace */
+		fprintf(stderr, "%s: '%s': %s applied nowhere: the rewritten trace is the trace as "
+			"recorded, which is replayed alone\n", prog, path, info.rules);
+		rc = replay(path, t, &o, &info, a.repeat, json, jf, quiet);
+	} else if (a.mode == RP_MODE_COMPARE)
 		rc = compare(path, t, rew, &o, &info, a.repeat, json, jf, quiet);
 	else if (a.mode == RP_MODE_REWRITE)
 		rc = replay(path, rew, &o, &info, a.repeat, json, jf, quiet);

@@ -49,10 +49,10 @@ void vmt_input_report(const struct vmt_input *in);
 int vmt_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Flush stdout and report a write error (e.g. a full disk; a closed pipe
- * quietly).  Returns rc, or 2 when stdout could not be written.  main()
- * calls it once after the command: commands do not. */
-int vmt_finish_stdout(int rc);
+/* A command's output buffer into f (vmt_buf_write), saying "vmtrace CMD:
+ * out of memory" when it could not be built whole (stdout's write errors
+ * are vmt_stdout_finish's to say). */
+int vmt_put_output(const char *cmd, const struct vmt_buf *b, FILE *f);
 
 /* Parse the arguments of a subcommand that takes `[--json] TRACE` (and
  * -h/--help, which prints usage).  Returns the trace path, with *json set;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cmd.h"
+#include "diffmat.h"
 #include "diffres.h"
 #include "failon.h"
 #include "stats.h"
@@ -25,6 +26,8 @@
 static const char diff_usage[] =
 	"usage: vmtrace diff [--json] [--fail-on=EXPR] [--site-threshold=PCT] [--all]\n"
 	"                    BASE NEW\n"
+	"       vmtrace diff [--json] [--fail-on=EXPR] [--all] [--table]\n"
+	"                    BASE.json NEW1.json [NEW2.json...]\n"
 	"\n"
 	"Compare the metrics of `vmtrace stat` between two traces: a table of\n"
 	"base, change and new value per metric (ops.mmap.count, peak_vmas, ...),\n"
@@ -44,6 +47,26 @@ static const char diff_usage[] =
 	"There, 'any' is every metric, and a condition holds only where the\n"
 	"difference is significant or there are too few runs to tell.\n"
 	"\n"
+	"A trace and a `vmreplay --json` result of it: the replay held against\n"
+	"the recorded run, whose own counters (in the trace since format 1.2) are\n"
+	"the base, whichever is named first: per measure (minor_faults,\n"
+	"major_faults, voluntary_cs, involuntary_cs, off_cpu_in_calls_ns,\n"
+	"wall_ns) the recorded value, the replay's median and range, the ratio\n"
+	"and whether it is within vmreplay(1)'s tolerance (FIDELITY).  There,\n"
+	"'any' is every measure judged (switches, waits and wall time only at\n"
+	"--speed=1).\n"
+	"\n"
+	"Three or more results (or two, with --table) give the table of several\n"
+	"kernels that `vmreplay --kernel=A --kernel=B --host` prints: one column\n"
+	"group per file (median or mean, coefficient of variation, ratio to the\n"
+	"first file's, a mark where the difference is significant, \"too few\n"
+	"runs\" where it cannot tell), each column's kernel, CPUs, memory and mm\n"
+	"settings in the header, the counts before the times (marked where TCG\n"
+	"emulated them).  A file of a kernel that gave no results (vmreplay's\n"
+	"{\"error\": ...}) is a column saying why.  --fail-on holds when its\n"
+	"condition holds in any column against the first; a column without\n"
+	"results fails any --fail-on.\n"
+	"\n"
 	"  --json              one JSON object instead\n"
 	"  --fail-on=EXPR      exit 1 when a condition holds; EXPR is a comma-\n"
 	"                      separated list (the option may repeat) of\n"
@@ -57,6 +80,7 @@ static const char diff_usage[] =
 	"  --site-threshold=PCT  report call sites whose call count changed by\n"
 	"                      more than PCT percent (default 10)\n"
 	"  --all               also list metrics that are zero in both traces\n"
+	"  --table             the table of several kernels for two results too\n"
 	"  -h, --help          this help\n"
 	"\n"
 	"Exit status: 0 no condition holds, 1 a condition holds (each is printed),\n"
@@ -306,18 +330,7 @@ static int report(const char *pa, const char *pb, const struct vmt_stats *a,
 			nfail++;
 		}
 	}
-	if (json)
-		vmt_buf_printf(&out, "],\"verdict\":\"%s\"}\n", nfail ? "regression" : "ok");
-	else if (cs->n)
-		vmt_buf_printf(&out, "%sverdict: %s\n", nfail ? "" : "\n",
-			       nfail ? "regression (exit 1)" : "ok, no --fail-on condition holds");
-	status = nfail ? 1 : 0;
-	if (out.oom) {
-		fprintf(stderr, "vmtrace diff: out of memory\n");
-		status = 2;
-	} else if (out.len) {
-		fwrite(out.data, 1, out.len, stdout);
-	}
+	status = vmt_diff_verdict(&out, json, cs->n, nfail);
 	vmt_buf_free(&out);
 	free(rows), free(ma), free(mb);
 	return status;
@@ -330,66 +343,78 @@ static int run_diff(int argc, char **argv)
 		{ "fail-on", required_argument, NULL, 'f' },
 		{ "site-threshold", required_argument, NULL, 't' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "table", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int json = 0, all = 0, c;
+	int json = 0, all = 0, table = 0, c, status = 2;
 	double thr = 10;
 	struct vmt_conds cs = { NULL, 0 };
 	char *end;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'a': all = 1; break;
+		case 'T': table = 1; break;
 		case 'f':
-			if (vmt_conds_add(&cs, optarg)) {
-				free(cs.c);
-				return 2;
-			}
+			if (vmt_conds_add(&cs, optarg))
+				goto out;
 			break;
 		case 't':
 			thr = strtod(optarg, &end);
 			if (end == optarg || *end || !(thr >= 0) || !isfinite(thr)) {
-				free(cs.c);
-				return vmt_usage_error("diff", "bad --site-threshold '%s': expected a percentage", optarg);
+				status = vmt_usage_error("diff", "bad --site-threshold '%s': expected a percentage", optarg);
+				goto out;
 			}
 			break;
 		case 'h':
-			free(cs.c);
 			fputs(diff_usage, stdout);
-			return 0;
+			status = 0;
+			goto out;
 		default:
-			free(cs.c);
 			if (optopt && strchr("ft", optopt))
-				return vmt_usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
-			return vmt_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
+				status = vmt_usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
+			else
+				status = vmt_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
+			goto out;
 		}
 	}
+	if (argc - optind > 2 || (table && argc - optind >= 1)) {
+		/* several results: the table of several kernels (diffmat.c) */
+		for (int i = optind; i < argc; i++)
+			if (!vmt_diff_is_result(argv[i])) {
+				status = vmt_usage_error("diff", "'%s' is not a vmreplay result: more than"
+							 " two files are compared as results only",
+							 argv[i]);
+				goto out;
+			}
+		status = vmt_diff_table(argv + optind, (size_t)(argc - optind), &cs, json, all);
+		goto out;
+	}
 	if (argc - optind != 2) {
-		free(cs.c);
-		return vmt_usage_error("diff", argc - optind > 2 ? "too many arguments"
-								 : "needs two traces or two results, BASE and NEW");
+		status = vmt_usage_error("diff", argc - optind > 2 ? "too many arguments"
+								   : "needs two traces, two results, or a trace and a result of it: BASE and NEW");
+		goto out;
 	}
 	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0) {
-		free(cs.c);
-		return vmt_usage_error("diff", "only one trace can be standard input");
+		status = vmt_usage_error("diff", "only one trace can be standard input");
+		goto out;
 	}
 	/* Two results, or two traces, told apart by their content. */
 	int ra = vmt_diff_is_result(argv[optind]), rb = vmt_diff_is_result(argv[optind + 1]);
 	if (ra != rb) {
-		free(cs.c);
-		return vmt_usage_error("diff", "'%s' is a vmreplay result and '%s' a trace: give"
-				       " two traces or two results", argv[ra ? optind : optind + 1],
-				       argv[ra ? optind + 1 : optind]);
+		/* A result beside the trace it replayed: the recorded run's
+		 * own counters are the base, whichever comes first. */
+		status = vmt_diff_trace_result(argv[ra ? optind + 1 : optind],
+					       argv[ra ? optind : optind + 1], &cs, json, all);
+		goto out;
 	}
 	if (ra) {
-		int st = vmt_diff_results(argv[optind], argv[optind + 1], &cs, json, all);
-		free(cs.c);
-		return st;
+		status = vmt_diff_results(argv[optind], argv[optind + 1], &cs, json, all);
+		goto out;
 	}
 	struct vmt_stats a, b;
-	int status = 2;
 	if (read_stats(argv[optind], &a) == 0) {
 		if (read_stats(argv[optind + 1], &b) == 0) {
 			status = report(argv[optind], argv[optind + 1], &a, &b, &cs, thr, json, all);
@@ -397,7 +422,8 @@ static int run_diff(int argc, char **argv)
 		}
 		vmt_stats_free(&a);
 	}
-	free(cs.c);
+out:
+	vmt_conds_free(&cs);
 	return status;
 }
 

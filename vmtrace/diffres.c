@@ -73,7 +73,7 @@ fail:;
 	return NULL;
 }
 
-static int load(const char *path, struct vmt_result *r)
+int vmt_diff_load_result(const char *path, struct vmt_result *r)
 {
 	size_t len;
 	char msg[256];
@@ -157,46 +157,30 @@ static void json_side(struct vmt_buf *o, const struct vmt_result *r)
 	vmt_buf_puts(o, "{\"trace\":");
 	vmt_buf_json_str(o, r->trace);
 	vmt_buf_puts(o, ",\"kernel\":");
-	if (r->kernel)
-		vmt_buf_json_str(o, r->kernel);
-	else
-		vmt_buf_puts(o, "null");
+	vmt_buf_json_str(o, r->kernel);
 	vmt_buf_printf(o, ",\"cpus\":%d,\"accel\":", r->cpus);
-	if (r->accel)
-		vmt_buf_json_str(o, r->accel);
-	else
-		vmt_buf_puts(o, "null");
+	vmt_buf_json_str(o, r->accel);
 	vmt_buf_printf(o, ",\"runs\":%u}", r->nruns);
-}
-
-static void json_num(struct vmt_buf *o, double v)
-{
-	if (!isfinite(v))
-		vmt_buf_puts(o, "null");
-	else if (v == floor(v) && fabs(v) < 1e15)
-		vmt_buf_printf(o, "%.0f", v);
-	else
-		vmt_buf_printf(o, "%.6g", v);
 }
 
 static void json_row(struct vmt_buf *o, const struct vmt_rrow *r)
 {
 	vmt_buf_printf(o, "{\"name\":\"%s\",\"base\":", r->name);
-	json_num(o, r->base);
+	vmt_buf_json_num(o, r->base);
 	vmt_buf_puts(o, ",\"new\":");
-	json_num(o, r->new_);
+	vmt_buf_json_num(o, r->new_);
 	vmt_buf_puts(o, ",\"ratio\":");
-	json_num(o, r->ratio);
+	vmt_buf_json_num(o, r->ratio);
 	vmt_buf_puts(o, ",\"change_pct\":");
-	json_num(o, r->change_pct);
+	vmt_buf_json_num(o, r->change_pct);
 	vmt_buf_puts(o, ",\"base_min\":");
-	json_num(o, r->base_min);
+	vmt_buf_json_num(o, r->base_min);
 	vmt_buf_puts(o, ",\"base_max\":");
-	json_num(o, r->base_max);
+	vmt_buf_json_num(o, r->base_max);
 	vmt_buf_puts(o, ",\"new_min\":");
-	json_num(o, r->new_min);
+	vmt_buf_json_num(o, r->new_min);
 	vmt_buf_puts(o, ",\"new_max\":");
-	json_num(o, r->new_max);
+	vmt_buf_json_num(o, r->new_max);
 	vmt_buf_printf(o, ",\"p\":%.4g,\"significant\":\"%s\",\"timing\":%s}", r->p, sig_name(r->sig),
 		       r->timing ? "true" : "false");
 }
@@ -247,9 +231,9 @@ int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs,
 	struct vmt_rrow *rows = NULL;
 	size_t n = 0;
 	int status = 2;
-	if (load(pa, &a) < 0)
+	if (vmt_diff_load_result(pa, &a) < 0)
 		return 2;
-	if (load(pb, &b) < 0) {
+	if (vmt_diff_load_result(pb, &b) < 0) {
 		vmt_result_free(&a);
 		return 2;
 	}
@@ -324,11 +308,11 @@ int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs,
 				vmt_buf_printf(&o, "%s{\"expr\":", nfail ? "," : "");
 				vmt_buf_json_str(&o, cs->c[i].text);
 				vmt_buf_printf(&o, ",\"metric\":\"%s\",\"base\":", r->name);
-				json_num(&o, r->base);
+				vmt_buf_json_num(&o, r->base);
 				vmt_buf_puts(&o, ",\"new\":");
-				json_num(&o, r->new_);
+				vmt_buf_json_num(&o, r->new_);
 				vmt_buf_puts(&o, ",\"change_pct\":");
-				json_num(&o, r->change_pct);
+				vmt_buf_json_num(&o, r->change_pct);
 				vmt_buf_printf(&o, ",\"significant\":\"%s\"}", sig_name(r->sig));
 			} else {
 				char x[32], y[32], pct[32];
@@ -349,18 +333,7 @@ int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs,
 			nfail++;
 		}
 	}
-	if (json)
-		vmt_buf_printf(&o, "],\"verdict\":\"%s\"}\n", nfail ? "regression" : "ok");
-	else if (cs->n)
-		vmt_buf_printf(&o, "%sverdict: %s\n", nfail ? "" : "\n",
-			       nfail ? "regression (exit 1)" : "ok, no --fail-on condition holds");
-	status = nfail ? 1 : 0;
-	if (o.oom) {
-		fprintf(stderr, "vmtrace diff: out of memory\n");
-		status = 2;
-	} else if (o.len) {
-		fwrite(o.data, 1, o.len, stdout);
-	}
+	status = vmt_diff_verdict(&o, json, cs->n, nfail);
 	vmt_buf_free(&o);
 out:
 	free(rows);

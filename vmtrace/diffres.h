@@ -19,4 +19,17 @@ int vmt_diff_is_result(const char *path);
 int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs, int json,
 		     int all);
 
+/* Read a vmreplay --json result from path into *r (free with
+ * vmt_result_free).  0, or -1 with a message on standard error. */
+struct vmt_result;
+int vmt_diff_load_result(const char *path, struct vmt_result *r);
+
+/* A result held against the recorded run of the trace it replayed
+ * (difffid.c): the trace's own counters as the base, the replay's medians
+ * over its runs as new, judged by vmreplay(1)'s tolerances.  Output and
+ * exit status as vmt_diff_results ('any': every judged measure); 2 also
+ * for a trace without counters. */
+int vmt_diff_trace_result(const char *trace, const char *result, const struct vmt_conds *cs,
+			  int json, int all);
+
 #endif

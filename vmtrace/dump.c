@@ -1,6 +1,7 @@
 /*
  * dump.c - `vmtrace dump`: one line per event, strace-style or JSON.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -95,7 +96,7 @@ static int run_dump(int argc, char **argv)
 	};
 	int json = 0, stacks = 0, maps = 0, c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
 		case 's': stacks = 1; break;
@@ -128,16 +129,17 @@ static int run_dump(int argc, char **argv)
 	if (!json) {
 		printf("# vmtrace %u.%u, %s, page size %u, kernel %s, host %s\n", h->major, h->minor,
 		       h->arch, h->page_size, h->kernel, h->hostname);
-		printf("# recorded by %s%s%s:", *h->recorder ? h->recorder : "?",
-		       *h->options ? ", " : "", h->options);
-		for (uint32_t i = 0; i < h->argc; i++)
-			printf(" %s", h->argv[i]);
-		printf("\n");
+		struct vmt_buf cmd = { 0 };
+		vmt_buf_shell_words(&cmd, h->argv, h->argc);
+		printf("# recorded by %s%s%s:%s%s\n", *h->recorder ? h->recorder : "?",
+		       *h->options ? ", " : "", h->options, cmd.len ? " " : "",
+		       cmd.len ? cmd.data : "");
+		vmt_buf_free(&cmd);
 	}
 
 	struct vmt_buf b = { 0 };
 	struct vmt_event ev;
-	int rc;
+	int rc, oom = 0;
 	while ((rc = vmt_reader_next(in.r, &ev)) == 1) {
 		vmt_buf_reset(&b);
 		if (json) {
@@ -158,15 +160,17 @@ static int run_dump(int argc, char **argv)
 			if (syms && ev.kind == VMT_EV_SYSCALL && ev.u.sc.stack_id != VMT_NONE)
 				add_frames(&b, syms, ev.u.sc.stack_id, 0);
 		}
-		if (b.len)
-			fwrite(b.data, 1, b.len, stdout);
+		if (vmt_put_output("dump", &b, stdout) == -ENOMEM) {
+			oom = 1;
+			break;
+		}
 		putchar('\n');
 		if (ferror(stdout))
 			break;
 	}
 	vmt_buf_free(&b);
-	int status = 0;
-	if (rc < 0) {
+	int status = oom ? 2 : 0;
+	if (rc < 0 && !oom) {
 		fflush(stdout);
 		vmt_input_report(&in);
 		status = 2;

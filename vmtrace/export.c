@@ -15,6 +15,7 @@
 #include <string.h>
 #include "cmd.h"
 #include "tracks.h"
+#include "vmtutil.h"
 
 static const char export_usage[] =
 	"usage: vmtrace export --format=perfetto|csv|jsonl [-o FILE] TRACE\n"
@@ -377,7 +378,7 @@ static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
 			break;
 		}
 		if (b.len >= 1 << 16) {
-			fwrite(b.data, 1, b.len, out);
+			vmt_buf_write(&b, out);
 			vmt_buf_reset(&b);
 			if (ferror(out))
 				break;
@@ -387,7 +388,8 @@ static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
 		pf_names(&pf, &b);
 		vmt_buf_puts(&b, "\n]}\n");
 	}
-	fwrite(b.data ? b.data : "", 1, b.len, out);
+	if (vmt_buf_write(&b, out) == -ENOMEM && !err)
+		err = -ENOMEM;
 	int status = 0;
 	if (rc < 0) {
 		vmt_input_report(in);

@@ -1,12 +1,14 @@
 /*
  * failon.c - parsing and evaluating `vmtrace diff --fail-on` conditions.
  */
+#include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "failon.h"
+#include "vmtrace.h"
 
 /* Parse "METRIC>+N%" etc.  Returns 0 or -1 with *why set. */
 static int parse_cond(const char *s, size_t len, struct vmt_cond *c, const char **why)
@@ -110,4 +112,18 @@ int vmt_cond_matches(const struct vmt_cond *c, const char *name, int in_any)
 	if (strcmp(c->metric, "any") == 0)
 		return in_any;
 	return fnmatch(c->metric, name, 0) == 0;
+}
+
+int vmt_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail)
+{
+	if (json)
+		vmt_buf_printf(out, "],\"verdict\":\"%s\"}\n", nfail ? "regression" : "ok");
+	else if (nconds)
+		vmt_buf_printf(out, "%sverdict: %s\n", nfail ? "" : "\n",
+			       nfail ? "regression (exit 1)" : "ok, no --fail-on condition holds");
+	if (vmt_buf_write(out, stdout) == -ENOMEM) {
+		fprintf(stderr, "vmtrace diff: out of memory\n");
+		return 2;
+	}
+	return nfail ? 1 : 0;
 }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+struct vmt_buf;
+
 struct vmt_cond {
 	char metric[48]; /* a name, a glob, or "any" */
 	char text[96];	 /* the condition as written */
@@ -35,5 +37,12 @@ int vmt_cond_holds(const struct vmt_cond *c, double base, double nw);
 /* Does c name the metric `name`?  `any` names every metric for which
  * in_any is set. */
 int vmt_cond_matches(const struct vmt_cond *c, const char *name, int in_any);
+
+/* The end of a diff: the verdict appended to out (with json, closing the
+ * "failed" list and the object; as text only when there are nconds
+ * conditions), then out written to standard output.  Returns the exit
+ * status: 1 when nfail conditions held, 0 when none, 2 when out ran out
+ * of memory (said on standard error, nothing written). */
+int vmt_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cmd.h"
+#include "vmtutil.h"
 
 int vmt_input_open(struct vmt_input *in, const char *path)
 {
@@ -83,21 +84,12 @@ int vmt_usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
-int vmt_finish_stdout(int rc)
+int vmt_put_output(const char *cmd, const struct vmt_buf *b, FILE *f)
 {
-	/* errno says why only if the flush itself failed; an error flag
-	 * left by an earlier write comes without a reason. */
-	errno = 0;
-	if (fflush(stdout) == 0 && !ferror(stdout))
-		return rc;
-	int e = errno;
-	if (e == EPIPE) /* the reader went away: not worth a word */
-		return 2;
-	if (e)
-		fprintf(stderr, "vmtrace: cannot write output: %s\n", strerror(e));
-	else
-		fprintf(stderr, "vmtrace: cannot write output\n");
-	return 2;
+	int e = vmt_buf_write(b, f);
+	if (e == -ENOMEM)
+		fprintf(stderr, "vmtrace %s: out of memory\n", cmd);
+	return e;
 }
 
 const char *vmt_args_json_trace(const char *cmd, const char *usage, int argc, char **argv,
@@ -111,7 +103,7 @@ const char *vmt_args_json_trace(const char *cmd, const char *usage, int argc, ch
 	int c;
 	*json = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': *json = 1; break;
 		case 'h':

@@ -2,6 +2,7 @@
  * lint.c - `vmtrace lint`: the patterns of the seed posts, found in a trace,
  * with evidence and the change that addresses each (detectors: lintcheck.c).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,9 @@ static const char lint_usage[] =
 	"                     per page (rule populate); needs a trace recorded with\n"
 	"                     vmrec --touch=faults\n"
 	"  discard-before-unmap  madvise or mprotect(PROT_NONE) of a range right\n"
-	"                     before its munmap (rule unmap-only)\n"
+	"                     before its munmap (rule discard-before-unmap)\n"
 	"  free-before-dontneed  MADV_FREE of pages a later MADV_DONTNEED gives back\n"
-	"                     before reclaim took any (rule dontneed-only)\n"
+	"                     before reclaim took any (rule free-before-dontneed)\n"
 	"  discard-locked     madvise(MADV_DONTNEED/FREE) failing on locked memory\n"
 	"  file-map-churn     small files mapped and unmapped again, one by one\n"
 	"\n"
@@ -141,7 +142,7 @@ static void print_text(const char *path, const vmt_lint *l, int n, const char **
 	vmt_buf_free(&b);
 }
 
-static void print_json(const char *path, const vmt_lint *l, int n, const char **notes, int nnotes)
+static int print_json(const char *path, const vmt_lint *l, int n, const char **notes, int nnotes)
 {
 	struct vmt_buf b = { 0 };
 	vmt_buf_puts(&b, "{\"trace\":");
@@ -208,16 +209,19 @@ static void print_json(const char *path, const vmt_lint *l, int n, const char **
 			vmt_buf_puts(&b, "null");
 		vmt_buf_puts(&b, "}");
 	}
-	vmt_buf_printf(&b, "],\"checked_read_then_write\":%s,\"notes\":[",
-		       vmt_lint_had_faults(l) ? "true" : "false");
+	vmt_buf_printf(&b, "],\"checked_read_then_write\":%s,\"checked_free_before_dontneed\":%s,"
+			   "\"notes\":[",
+		       vmt_lint_unchecked(l, VMT_LINT_READ_THEN_WRITE) ? "false" : "true",
+		       vmt_lint_unchecked(l, VMT_LINT_FREE_DONTNEED) ? "false" : "true");
 	for (int i = 0; i < nnotes; i++) {
 		if (i)
 			vmt_buf_puts(&b, ",");
 		vmt_buf_json_str(&b, notes[i]);
 	}
 	vmt_buf_puts(&b, "]}\n");
-	fwrite(b.data, 1, b.len, stdout);
+	int e = vmt_put_output("lint", &b, stdout);
 	vmt_buf_free(&b);
+	return e;
 }
 
 static int run_lint(int argc, char **argv)
@@ -249,23 +253,29 @@ static int run_lint(int argc, char **argv)
 	} else if (err || (n = vmt_lint_finish(l)) < 0) {
 		fprintf(stderr, "vmtrace lint: '%s': %s\n", in.path, vmt_strerror(err ? err : n));
 	} else {
-		const char *notes[2];
+		/* the findings a trace may lack the evidence for */
+		static const char *const maybe[] = { VMT_LINT_READ_THEN_WRITE, VMT_LINT_FREE_DONTNEED };
+		const char *notes[3];
 		int nnotes = 0;
-		char inexact[160];
-		if (!vmt_lint_had_faults(l))
-			notes[nnotes++] = "read-then-write not checked: the trace has no FAULT "
-					  "events (record with vmrec --touch=faults)";
+		char inexact[160], unchecked[2][320];
+		for (int i = 0; i < 2; i++) {
+			const char *why = vmt_lint_unchecked(l, maybe[i]);
+			if (why) {
+				snprintf(unchecked[i], sizeof(unchecked[i]), "%s not checked: %s", maybe[i], why);
+				notes[nnotes++] = unchecked[i];
+			}
+		}
 		if (vmt_lint_model_inexact(l)) {
 			snprintf(inexact, sizeof(inexact),
 				 "the address-space model could only approximate %" PRIu64
 				 " events (VMA counts may be off)", vmt_lint_model_inexact(l));
 			notes[nnotes++] = inexact;
 		}
-		if (json)
-			print_json(in.path, l, n, notes, nnotes);
-		else
-			print_text(in.path, l, n, notes, nnotes);
 		status = n > 0;
+		if (json && print_json(in.path, l, n, notes, nnotes) == -ENOMEM)
+			status = 2;
+		else if (!json)
+			print_text(in.path, l, n, notes, nnotes);
 	}
 	vmt_lint_free(l);
 	vmt_input_close(&in);

@@ -31,8 +31,10 @@ static const char plot_usage[] =
 	"                  events plus one per FAULT event\n"
 	"  syscall rate    memory-management syscalls per second\n"
 	"\n"
-	"The nine processes that map the most memory get their own color; the\n"
-	"others are drawn in gray.\n"
+	"Each root process gets a color of its own, and so does each group of the\n"
+	"children of one parent that run the same program (a server's workers:\n"
+	"one color, named once); after the roots, the groups that map the most\n"
+	"come first.  Nine colors in all: the others are drawn in gray.\n"
 	"\n"
 	"  -o, --output=FILE  the SVG file to write (required; '-' for standard\n"
 	"                     output)\n"
@@ -237,6 +239,7 @@ static double x_axis(const struct plot *p, double *span)
 struct order {
 	uint32_t proc;
 	const char *color;
+	uint32_t group; /* its colour group (draw) */
 };
 
 static void panel(struct vmt_buf *b, const struct plot *p, const struct order *ord, uint32_t n,
@@ -323,14 +326,86 @@ static void panel(struct vmt_buf *b, const struct plot *p, const struct order *o
 		}
 }
 
-static int by_peak(const void *a, const void *b, void *ctx)
+/* A colour group: a root process alone, or the children of one parent
+ * that run one program (a server's workers, whose lines lie on top of
+ * each other), drawn in one colour and named once in the legend. */
+struct group {
+	uint32_t parent; /* VMT_NONE: a root, alone */
+	const char *name;
+	uint32_t first;	 /* its lowest process index */
+	uint32_t members;
+	uint64_t peak;	 /* the largest peak mapped of its members */
+	const char *color;
+};
+
+/* Roots first (the program itself), then the groups that map the most. */
+static int by_group(const void *a, const void *b)
 {
-	const struct plot *p = ctx;
-	uint64_t x = p->s[((const struct order *)a)->proc]->peak_mapped;
-	uint64_t y = p->s[((const struct order *)b)->proc]->peak_mapped;
-	if (x != y)
-		return x < y ? 1 : -1;
-	return ((const struct order *)a)->proc < ((const struct order *)b)->proc ? -1 : 1;
+	const struct group *x = a, *y = b;
+	int rx = x->parent == VMT_NONE, ry = y->parent == VMT_NONE;
+	if (rx != ry)
+		return rx ? -1 : 1;
+	if (!rx && x->peak != y->peak)
+		return x->peak < y->peak ? 1 : -1;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The groups of the n processes of ord (in process order), coloured:
+ * the first NCOLORS get a colour each, the rest gray (all NCOLORS + 1
+ * but the last where there is one more).  Returns the groups (sorted) and
+ * sets each process's colour, or NULL without memory. */
+static struct group *colour_groups(const struct plot *p, struct order *ord, uint32_t n,
+				   uint32_t *ngroups)
+{
+	struct group *g = calloc(n ? n : 1, sizeof(*g));
+	uint32_t ng = 0;
+	if (!g)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t pr = ord[i].proc, parent = vmt_tracks_parent(p->trk, pr);
+		const char *name = vmt_tracks_proc_name(p->trk, pr);
+		uint32_t k = 0;
+		while (parent != VMT_NONE && k < ng &&
+		       !(g[k].parent == parent && !strcmp(g[k].name, name)))
+			k++;
+		if (parent == VMT_NONE || k == ng) {
+			k = ng++;
+			g[k] = (struct group){ parent, name, pr, 0, 0, NULL };
+		}
+		g[k].members++;
+		if (p->s[pr]->peak_mapped > g[k].peak)
+			g[k].peak = p->s[pr]->peak_mapped;
+		ord[i].group = k;
+	}
+	/* (sorted through an index, so that ord's group numbers follow) */
+	uint32_t *at = malloc((size_t)(ng ? ng : 1) * sizeof(*at));
+	struct group *sorted = malloc((size_t)(ng ? ng : 1) * sizeof(*sorted));
+	if (!at || !sorted) {
+		free(at);
+		free(sorted);
+		free(g);
+		return NULL;
+	}
+	memcpy(sorted, g, (size_t)ng * sizeof(*g));
+	qsort(sorted, ng, sizeof(*sorted), by_group);
+	for (uint32_t k = 0; k < ng; k++)
+		for (uint32_t j = 0; j < ng; j++)
+			if (sorted[j].first == g[k].first) {
+				at[k] = j;
+				break;
+			}
+	for (uint32_t j = 0; j < ng; j++)
+		sorted[j].color = j < NCOLORS || ng == NCOLORS + 1 ? palette[j % NCOLORS] : OTHER_COLOR;
+	if (ng == NCOLORS + 1)
+		sorted[NCOLORS].color = OTHER_COLOR; /* only 9 colors: the 10th is gray */
+	for (uint32_t i = 0; i < n; i++) {
+		ord[i].group = at[ord[i].group];
+		ord[i].color = sorted[ord[i].group].color;
+	}
+	free(at);
+	free(g);
+	*ngroups = ng;
+	return sorted;
 }
 
 static void draw(struct vmt_buf *b, const struct plot *p, const char *path,
@@ -345,24 +420,40 @@ static void draw(struct vmt_buf *b, const struct plot *p, const char *path,
 	for (uint32_t i = 0; i < p->ns; i++)
 		if (p->s[i] && p->s[i]->first >= 0)
 			ord[n++].proc = i;
-	qsort_r(ord, n, sizeof(*ord), by_peak, (void *)p);
-	for (uint32_t i = 0; i < n; i++)
-		ord[i].color = i < NCOLORS || n == NCOLORS + 1 ? palette[i % NCOLORS] : OTHER_COLOR;
-	if (n == NCOLORS + 1)
-		ord[NCOLORS].color = OTHER_COLOR; /* only 9 colors: the 10th is gray */
-
-	uint32_t ncolored = n < NCOLORS ? n : NCOLORS;
-	int legend_rows = (int)(ncolored + (n > ncolored) + 2) / 3;
+	uint32_t ng = 0;
+	struct group *grp = colour_groups(p, ord, n, &ng);
+	if (!grp) {
+		free(ord);
+		b->oom = 1;
+		return;
+	}
+	uint32_t ncolored = ng < NCOLORS ? ng : NCOLORS, gray = 0;
+	for (uint32_t k = ncolored; k < ng; k++)
+		gray += grp[k].members;
+	int legend_rows = (int)(ncolored + (gray > 0) + 2) / 3;
 	double height = TOP + 4 * (PANEL_H + PANEL_GAP) + 20 + 22.0 * legend_rows;
 	struct vmt_buf t = { 0 };
 	vmt_buf_printf(&t, "vmtrace plot of %s", path);
 	svg_open(b, W, height, t.data);
 	svg_text(b, LEFT, 26, "start", 17, "#111111", 1, 0, t.data);
-	vmt_buf_reset(&t);
-	for (uint32_t i = 0; i < h->argc && t.len < 200; i++)
-		vmt_buf_printf(&t, "%s%s", i ? " " : "", h->argv[i]);
-	vmt_buf_printf(&t, "%s%.3f s, %u process%s; kernel %s, page size %u", t.len ? " — " : "",
+	/* The subtitle: the command, cut to leave room for the facts
+	 * within the picture's width (at 12 px, about 7 px a character). */
+	struct vmt_buf facts = { 0 };
+	vmt_buf_printf(&facts, "%.3f s, %u process%s; kernel %s, page size %u",
 		       (double)p->end_ns / 1e9, n, n == 1 ? "" : "es", h->kernel, h->page_size);
+	const size_t fit = (size_t)((W - LEFT - 20) / 7);
+	vmt_buf_reset(&t);
+	vmt_buf_shell_words(&t, h->argv, h->argc);
+	size_t room = fit > facts.len + 3 ? fit - facts.len - 3 : 0;
+	if (t.len > room) {
+		size_t cut = room > 1 ? room - 1 : 0;
+		while (cut && ((unsigned char)t.data[cut] & 0xc0) == 0x80)
+			cut--; /* (not inside a UTF-8 character) */
+		t.len = cut;
+		vmt_buf_puts(&t, "…");
+	}
+	vmt_buf_printf(&t, "%s%s", h->argc ? " — " : "", facts.data ? facts.data : "");
+	vmt_buf_free(&facts);
 	svg_text(b, LEFT, 46, "start", 12, "#555555", 0, 0, t.data);
 
 	static const char *const titles[] = { "VMA count", "Mapped memory", "Touched pages",
@@ -372,27 +463,29 @@ static void draw(struct vmt_buf *b, const struct plot *p, const char *path,
 	/* legend */
 	double ly = TOP + 22 + 4 * (PANEL_H + PANEL_GAP) - 8;
 	svg_text(b, LEFT, ly, "start", 12, "#222222", 1, 0, "Processes:");
-	for (uint32_t i = 0; i <= ncolored && i < n + 1; i++) {
+	for (uint32_t i = 0; i <= ncolored; i++) {
 		int others = i == ncolored;
-		if (others && n <= ncolored)
+		if (others && !gray)
 			break;
 		double x = LEFT + (i % 3) * 290.0, y = ly + 20 + (i / 3) * 22.0;
 		vmt_buf_reset(&t);
 		if (others) {
-			vmt_buf_printf(&t, "%u other process%s", n - ncolored,
-				       n - ncolored == 1 ? "" : "es");
+			vmt_buf_printf(&t, "%u other process%s", gray, gray == 1 ? "" : "es");
 		} else {
-			uint32_t pr = ord[i].proc;
-			const char *name = vmt_tracks_proc_name(p->trk, pr);
-			vmt_buf_printf(&t, "p%u %s", pr, *name ? name : "?");
-			if (vmt_tracks_os_pid(p->trk, pr))
+			uint32_t pr = grp[i].first;
+			vmt_buf_printf(&t, "p%u %s", pr, *grp[i].name ? grp[i].name : "?");
+			if (grp[i].members > 1)
+				vmt_buf_printf(&t, " +%u sibling%s", grp[i].members - 1,
+					       grp[i].members == 2 ? "" : "s");
+			else if (vmt_tracks_os_pid(p->trk, pr))
 				vmt_buf_printf(&t, " (pid %d)", vmt_tracks_os_pid(p->trk, pr));
 		}
-		svg_rect(b, x, y - 10, 22, 10, others ? OTHER_COLOR : ord[i].color, NULL);
+		svg_rect(b, x, y - 10, 22, 10, others ? OTHER_COLOR : grp[i].color, NULL);
 		svg_text(b, x + 30, y, "start", 12, "#222222", 0, 0, t.data);
 	}
 	svg_close(b);
 	vmt_buf_free(&t);
+	free(grp);
 	free(ord);
 }
 
@@ -453,7 +546,7 @@ static int run_plot(int argc, char **argv)
 	if (!err)
 		draw(&b, &p, in.path, h);
 	if (b.oom) {
-		fprintf(stderr, "vmtrace plot: out of memory\n");
+		vmt_put_output("plot", &b, stdout);
 		status = 2;
 	} else if (!err) {
 		FILE *out = strcmp(output, "-") ? fopen(output, "w") : stdout;
@@ -461,7 +554,7 @@ static int run_plot(int argc, char **argv)
 			fprintf(stderr, "vmtrace plot: cannot create '%s': %s\n", output, strerror(errno));
 			status = 2;
 		} else {
-			fwrite(b.data, 1, b.len, out);
+			vmt_buf_write(&b, out);
 			if (out != stdout && (ferror(out) | fclose(out))) {
 				fprintf(stderr, "vmtrace plot: cannot write '%s': %s\n", output,
 					strerror(errno));

@@ -46,10 +46,15 @@ static const char rewrite_usage[] =
 	"                    mlock2(MLOCK_ONFAULT) (seed 003)\n"
 	"  populate          anonymous private mmap whose pages are all touched before\n"
 	"                    the next call on it -> with MAP_POPULATE (seed 004)\n"
-	"  unmap-only        madvise(MADV_DONTNEED/MADV_FREE) or mprotect(PROT_NONE)\n"
+	"  discard-before-unmap\n"
+	"                    madvise(MADV_DONTNEED/MADV_FREE) or mprotect(PROT_NONE)\n"
 	"                    of a range the same thread unmaps next -> dropped\n"
-	"  dontneed-only     madvise(MADV_FREE) of pages a later MADV_DONTNEED gives\n"
-	"                    back while all are still present -> dropped (seed 001)\n"
+	"                    (formerly unmap-only)\n"
+	"  free-before-dontneed\n"
+	"                    madvise(MADV_FREE) of pages a later MADV_DONTNEED gives\n"
+	"                    back while all are still present -> dropped (seed 001;\n"
+	"                    formerly dontneed-only)\n"
+	"The last two take the names of the lint findings they rewrite.\n"
 	"See vmtrace(1) for when each rule must not apply.\n"
 	"\n"
 	"IN may be '-' for standard input and OUT '-' for standard output.\n"
@@ -62,7 +67,7 @@ static int list_rules(void)
 	size_t n;
 	const struct vmt_rewrite_rule_info *r = vmt_rewrite_rules(&n);
 	for (size_t i = 0; i < n; i++)
-		printf("%-17s %s\n", r[i].name, r[i].summary);
+		printf("%-20s %s\n", r[i].name, r[i].summary);
 	return 0;
 }
 
@@ -108,7 +113,7 @@ static int run_rewrite(int argc, char **argv)
 	const char *rules = VMT_REWRITE_DEFAULT;
 	int quiet = 0, c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': rules = optarg; break;
 		case 'l': return list_rules();

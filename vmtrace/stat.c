@@ -52,10 +52,9 @@ static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char 
 {
 	vmt_buf_printf(b, "trace        %s (%s, page size %u, kernel %s)\n", path, h->arch,
 		       h->page_size, h->kernel);
-	vmt_buf_puts(b, "command     ");
-	for (uint32_t i = 0; i < h->argc; i++)
-		vmt_buf_printf(b, " %s", h->argv[i]);
-	vmt_buf_printf(b, "%s\n", h->argc ? "" : " ?");
+	vmt_buf_puts(b, "command      ");
+	vmt_buf_shell_words(b, h->argv, h->argc);
+	vmt_buf_printf(b, "%s\n", h->argc ? "" : "?");
 	vmt_buf_printf(b, "events       %" PRIu64 " (%" PRIu64 " syscalls, %" PRIu64 " failed)\n",
 		       s->events, s->syscalls, s->errors);
 	vmt_buf_printf(b, "processes    %u\nthreads      %u\nduration     ", s->processes, s->threads);
@@ -280,10 +279,8 @@ static int run_stat(int argc, char **argv)
 		print_json(&b, &s, in.path, rc < 0);
 	else
 		print_text(&b, &s, in.path, vmt_reader_header(in.r));
-	if (b.len)
-		fwrite(b.data, 1, b.len, stdout);
+	int status = vmt_put_output("stat", &b, stdout) == -ENOMEM ? 2 : 0;
 	vmt_buf_free(&b);
-	int status = 0;
 	if (rc < 0) {
 		fflush(stdout);
 		vmt_input_report(&in);

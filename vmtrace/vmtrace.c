@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cmd.h"
+#include "vmtutil.h"
 
 #define VMTRACE_VERSION "0.1"
 
@@ -79,5 +80,6 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_DFL);
 	/* Output is checked once, here, whatever the command (as git's
 	 * run_builtin does). */
-	return vmt_finish_stdout(run(argc, argv));
+	/* stdout flushed and checked once, here: the commands do not */
+	return vmt_stdout_finish("vmtrace", run(argc, argv), 2);
 }

@@ -101,6 +101,15 @@ struct vm_area_struct {
 	void *vm_private_data;
 } CORE;
 
+struct sched_entity {
+	u64 sum_exec_runtime;
+} CORE;
+
+struct signal_struct {
+	u64 utime, stime, sum_sched_runtime;
+	unsigned long nvcsw, nivcsw, min_flt, maj_flt;
+} CORE;
+
 struct task_struct {
 	pid_t pid, tgid;
 	struct mm_struct *mm;
@@ -108,6 +117,10 @@ struct task_struct {
 	int exit_code;
 	void *vfork_done;
 	int pagefault_disabled;
+	struct sched_entity se;
+	struct signal_struct *signal;
+	u64 utime, stime;
+	unsigned long nvcsw, nivcsw, min_flt, maj_flt;
 } CORE;
 
 struct linux_binprm {

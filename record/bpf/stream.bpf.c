@@ -20,7 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "stream.h"
+#include "records.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -34,6 +34,11 @@ const volatile unsigned long long stack_room = 3 << 22; /* 3/4 of the ring */
 /* Syscall numbers of the calls that create tasks (their flags say whether
  * a child is a vfork), -1 where the architecture lacks one. */
 const volatile int nr_clone = -1, nr_clone3 = -1, nr_vfork = -1;
+/* 1: the kernel has the VMA iterator's kfuncs (Linux 6.7).  The recorder
+ * says: libbpf 1.1's loader program (record/streamload.c) mistakes a
+ * weak kfunc's address check for a variable's and then leaves the kfunc
+ * uncalled.  (0: the calls are dead code, which the verifier drops.) */
+const volatile unsigned int vma_iter = 0;
 
 /* Syscall number -> op (0: not recorded). */
 struct {
@@ -43,8 +48,11 @@ struct {
 	__type(value, u32);
 } opmap SEC(".maps");
 
+/* (Not preallocated: 65,536 elements on per-CPU free lists cost vmrec
+ * 25-30 ms at every start; an element is allocated at a fork.) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, u32);
 	__type(value, u32);
@@ -100,6 +108,9 @@ struct pending {
 	u64 lock_seq;
 	u64 file; /* struct file * behind an mmap's fd, read at entry */
 	u64 clone_flags;
+	u64 off_ns; /* time off CPU inside the call so far */
+	u64 t_out;  /* when it left the CPU (0: it is on one) */
+	u32 vcsw, ivcsw; /* times it left the CPU inside the call */
 	u32 op;
 	u32 active;
 	u32 lock_ok;
@@ -115,13 +126,6 @@ struct {
 
 unsigned long long lock_counter = 0;
 
-#define OP_MMAP 1  /* VMT_OP_MMAP */
-#define OP_SHMAT 17 /* VMT_OP_SHMAT */
-#define MAP_ANONYMOUS_ 0x20
-#define CLONE_VM_ 0x100
-#define CLONE_VFORK_ 0x4000
-#define VM_GROWSDOWN_ 0x100
-#define VM_DONTEXPAND_ 0x40000
 
 static __always_inline void count(u32 i)
 {
@@ -219,18 +223,26 @@ static __always_inline u64 stack_copy(struct pt_regs *regs, u64 t)
 	e->regs[15] = regs->r10;
 	e->regs[16] = regs->r11;
 	e->regs[17] = regs->flags;
-	/* Whole pages, from the one sp is in up to n bytes above sp: a page
-	 * is there or not (the top of the stack, or one swapped out), and
-	 * the copy ends at the first that is not. */
+	/* Whole pages, from the one sp is in up to room bytes: a page is
+	 * there or not.  One that is not, below others that are, is a hole
+	 * (a page a deep frame reserved and never wrote, or one swapped
+	 * out): the copy goes on past it, as the frames above it are still
+	 * there to unwind.  It ends after the last page that is there (the
+	 * top of the stack). */
 	u64 from = regs->sp & ~(u64)(SR_PAGE - 1);
+	u64 holes = 0;
 	e->base = from;
 	e->size = 0;
 	for (u32 i = 0; i < SR_STACK_MAX / SR_PAGE + 1; i++) {
-		if ((i + 1) * SR_PAGE > room ||
-		    read_user(e->data + i * SR_PAGE, SR_PAGE, (void *)(from + i * SR_PAGE)))
+		if ((i + 1) * SR_PAGE > room)
 			break;
-		e->size += SR_PAGE;
+		if (read_user(e->data + i * SR_PAGE, SR_PAGE, (void *)(from + i * SR_PAGE))) {
+			holes |= 1ull << i;
+			continue;
+		}
+		e->size = (i + 1) * SR_PAGE;
 	}
+	e->holes = holes & ((1ull << (e->size / SR_PAGE)) - 1);
 	if (!e->size)
 		count(SR_STAT_NOSTACK);
 	e->h.size = sizeof(*e) + e->size;
@@ -258,7 +270,7 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 		/* For sched_process_fork: is the child a vfork? */
 		u64 flags = regs->di;
 		if ((int)id == nr_vfork)
-			flags = CLONE_VM_ | CLONE_VFORK_;
+			flags = SR_CLONE_VM | SR_CLONE_VFORK;
 		else if ((int)id == nr_clone3 && read_user(&flags, sizeof(flags), (void *)regs->di))
 			flags = 0;
 		p->clone_flags = flags;
@@ -274,7 +286,7 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 	p->active = 1;
 	p->lock_ok = 0;
 	p->file = 0;
-	if (*op == OP_MMAP && !(p->args[3] & MAP_ANONYMOUS_) && (s64)p->args[4] >= 0) {
+	if (*op == SR_OP_MMAP && !(p->args[3] & SR_MAP_ANONYMOUS) && (s64)p->args[4] >= 0) {
 		/* The file behind the fd now: it may be closed before the
 		 * recorder looks (open, mmap, close). */
 		struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
@@ -289,7 +301,41 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 	/* The call's time starts after the stack copy, which is vmrec's
 	 * cost, not the call's. */
 	p->t_stack = stack_bytes ? stack_copy(regs, bpf_ktime_get_ns()) : 0;
+	p->off_ns = p->t_out = 0;
+	p->vcsw = p->ivcsw = 0;
 	p->t_enter = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* A traced task inside a recorded call leaves or gets a CPU: the call's
+ * time off CPU, and why it left (blocked, as on mmap_lock, or preempted),
+ * counted as the kernel counts nvcsw and nivcsw.  (Every switch of the
+ * machine passes here: a task without storage costs one lookup.) */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	u64 now = 0;
+	struct pending *p = bpf_task_storage_get(&pend, prev, 0, 0);
+	if (p && p->active) {
+		now = bpf_ktime_get_ns();
+		p->t_out = now;
+		if (!preempt && prev_state)
+			p->vcsw++;
+		else
+			p->ivcsw++;
+	}
+	p = bpf_task_storage_get(&pend, next, 0, 0);
+	if (p && p->active && p->t_out) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		/* (the entry time is read after the switch that may precede
+		 * it: never more than the call's own time) */
+		u64 from = p->t_out > p->t_enter ? p->t_out : p->t_enter;
+		if (now > from)
+			p->off_ns += now - from;
+		p->t_out = 0;
+	}
 	return 0;
 }
 
@@ -403,7 +449,22 @@ static __always_inline void emit_call(struct pending *p, s64 ret, u32 no_result)
 	e->t_enter = p->t_enter;
 	e->t_stack = p->t_stack;
 	e->lock_seq = p->lock_seq;
+	e->off_ns = p->off_ns;
+	e->vcsw = p->vcsw;
+	e->ivcsw = p->ivcsw;
 	bpf_ringbuf_submit(e, wake());
+}
+
+/* A task's own counters (what getrusage(RUSAGE_THREAD) reads). */
+static __always_inline void task_counters(struct task_struct *t, struct sr_counters *c)
+{
+	c->minflt = t->min_flt;
+	c->majflt = t->maj_flt;
+	c->nvcsw = t->nvcsw;
+	c->nivcsw = t->nivcsw;
+	c->utime = t->utime;
+	c->stime = t->stime;
+	c->rtime = t->se.sum_exec_runtime;
 }
 
 /* The file of the mapping a call made (before its SR_CALL, which comes
@@ -440,7 +501,7 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret)
 	if (!p || !p->active)
 		return 0;
 	p->active = 0;
-	if (((p->op == OP_MMAP && p->file) || p->op == OP_SHMAT) && !(ret < 0 && ret > -4096))
+	if (((p->op == SR_OP_MMAP && p->file) || p->op == SR_OP_SHMAT) && !(ret < 0 && ret > -4096))
 		emit_file(t, p, (u64)ret);
 	emit_call(p, ret, 0);
 	return 0;
@@ -478,7 +539,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	e->child_tgid = ctgid;
 	e->same_mm = child->mm == parent->mm;
 	struct pending *p = bpf_task_storage_get(&pend, parent, 0, 0);
-	e->vfork = p && (p->clone_flags & CLONE_VFORK_) != 0;
+	e->vfork = p && (p->clone_flags & SR_CLONE_VFORK) != 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
@@ -497,7 +558,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	 * snapshot, without a stop.  (The loop keeps no state from one VMA
 	 * to the next, so that the verifier sees its body once.) */
 	u32 complete = 0;
-	if (bpf_iter_task_vma_new) { /* (a weak kfunc: 0 before Linux 6.7) */
+	if (vma_iter) {
 		struct bpf_iter_task_vma it;
 		struct vm_area_struct *v;
 		struct mm_struct *mm = task->mm;
@@ -523,7 +584,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 				      : !f && ve->start <= brk && ve->end >= start_brk && brk > start_brk ? 2
 				      : 0;
 			ve->name[0] = 0;
-			if (!f && (ve->flags & VM_DONTEXPAND_)) {
+			if (!f && (ve->flags & SR_VM_DONTEXPAND)) {
 				/* vdso, vvar: a vm_special_mapping, whose first
 				 * member is its name. */
 				const char *name = 0;
@@ -547,6 +608,18 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	 * dearly; the reader finds the interpreter's from the executable). */
 	struct file *exe = bprm->file;
 	e->file = (u64)exe;
+	/* The process's counters up to here: the exec has waited until every
+	 * other thread was released into the signal_struct's sums (de_thread),
+	 * so these and the exec'ing task's own are all of it. */
+	struct signal_struct *sig = task->signal;
+	task_counters(task, &e->group);
+	e->group.minflt += BPF_CORE_READ(sig, min_flt);
+	e->group.majflt += BPF_CORE_READ(sig, maj_flt);
+	e->group.nvcsw += BPF_CORE_READ(sig, nvcsw);
+	e->group.nivcsw += BPF_CORE_READ(sig, nivcsw);
+	e->group.utime += BPF_CORE_READ(sig, utime);
+	e->group.stime += BPF_CORE_READ(sig, stime);
+	e->group.rtime += BPF_CORE_READ(sig, sum_sched_runtime);
 	e->ncomp = file_path(exe, e->comp);
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
@@ -570,6 +643,9 @@ int BPF_PROG(on_task_exit, struct task_struct *task, bool group_dead)
 		hdr(&e->h, SR_EXIT, sizeof(*e));
 		e->exit_code = task->exit_code;
 		e->group_dead = group_dead;
+		/* Its own counters, final but for what the kernel does for it
+		 * on its way out (clearing its tid word, its last switch). */
+		task_counters(task, &e->cnt);
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	}
 	if (group_dead)

@@ -2,6 +2,8 @@
  * mkgolden.c - writes the golden traces of tests/data with this version of
  * libvmtrace.  Run `make golden` only when the format version changes: the
  * files of older versions stay, so that newer readers keep reading them.
+ * It writes the traces of the newest version (every-kind-1.2.zst); the
+ * older ones were written by its earlier versions (git history), and stay.
  *
  * Every value is fixed (times, addresses, host), so the output is the same
  * on every machine.
@@ -34,11 +36,12 @@ static void sc(uint32_t proc, uint32_t thread, uint32_t op, int64_t result, uint
 	now += 1500;
 	ev.ts_ns = now;
 	ev.u.sc = (struct vmt_syscall){ op, (uint32_t)nargs, { a0, a1, a2, a3, a4, a5 },
-					result, now + 700, stack, 0 };
+					result, now + 700, stack, 0, 0, 0, 0, 0 };
 	put(&ev);
 }
 
-static vmt_writer *open_out(const char *dir, const char *name, int *fd, size_t chunk)
+static vmt_writer *open_out(const char *dir, const char *name, int *fd, size_t chunk,
+			    const char *recorder)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -51,7 +54,7 @@ static vmt_writer *open_out(const char *dir, const char *name, int *fd, size_t c
 	struct vmt_header h = {
 		.arch = "x86_64", .page_size = 4096, .kernel = "6.18.0-golden",
 		.hostname = "golden", .argc = 3, .argv = argv,
-		.options = "touch=resident stacks=32", .recorder = "mkgolden (libvmtrace 1.0)",
+		.options = "touch=resident stacks=32", .recorder = recorder,
 		.start_realtime_ns = 1764470000000000000ull, .start_mono_ns = 1000000000ull,
 	};
 	struct vmt_writer_opts o = { chunk, 1000000, 19 };
@@ -65,10 +68,25 @@ static vmt_writer *open_out(const char *dir, const char *name, int *fd, size_t c
 	return wr;
 }
 
-static void every_kind(const char *dir, const char *name, int cut)
+/* A COUNTERS event (format 1.2) of the kind's scope. */
+static void counters(uint32_t proc, uint32_t thread, uint32_t scope, uint64_t minflt,
+		     uint64_t nvcsw, uint32_t flags)
+{
+	struct vmt_event ev = { .kind = VMT_EV_COUNTERS, .thread = thread, .proc = proc,
+				.ts_ns = now };
+	ev.u.counters = (struct vmt_counters){ .scope = scope, .flags = flags, .minflt = minflt,
+					       .majflt = minflt / 100, .nvcsw = nvcsw,
+					       .nivcsw = nvcsw / 2, .utime_ns = minflt * 2000,
+					       .stime_ns = minflt * 3000, .stops = 0 };
+	put(&ev);
+}
+
+/* Every kind and op once.  v12: with what format 1.2 added (COUNTERS of
+ * every thread, process and exec; the waits of some calls). */
+static void every_kind(const char *dir, const char *name, int cut, int v12)
 {
 	int fd;
-	w = open_out(dir, name, &fd, 400);
+	w = open_out(dir, name, &fd, 400, v12 ? "mkgolden (libvmtrace 1.2)" : "mkgolden (libvmtrace 1.0)");
 	struct vmt_event ev = { 0 };
 	const uint64_t A = 0x7f3a2c000000ull, F = 0x7f3a2b000000ull;
 
@@ -78,7 +96,10 @@ static void every_kind(const char *dir, const char *name, int cut)
 	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_START, .ts_ns = now };
 	ev.u.thread_start = (struct vmt_thread_start){ VMT_NONE, 4242 };
 	put(&ev);
-	ev = (struct vmt_event){ .kind = VMT_EV_EXEC, .ts_ns = now += 100000 };
+	now += 100000;
+	if (v12)
+		counters(0, 0, VMT_CNT_EXEC, 31, 1, 0);
+	ev = (struct vmt_event){ .kind = VMT_EV_EXEC, .ts_ns = now };
 	ev.u.exec.path = "/usr/bin/golden-app";
 	put(&ev);
 	static const struct vmt_map_entry maps[] = {
@@ -113,6 +134,16 @@ static void every_kind(const char *dir, const char *name, int cut)
 	sc(0, 0, VMT_OP_MUNLOCK, 0, VMT_NONE, 2, A, 8192, 0, 0, 0, 0);
 	sc(0, 0, VMT_OP_MLOCK2, 0, VMT_NONE, 3, A, 8192, 1, 0, 0, 0);
 	sc(0, 0, VMT_OP_MLOCKALL, 0, VMT_NONE, 1, 5, 0, 0, 0, 0, 0);
+	if (v12) {
+		/* a call that waited: blocked twice, preempted once */
+		struct vmt_event wev = { .kind = VMT_EV_SYSCALL, .ts_ns = now += 1500 };
+		wev.u.sc = (struct vmt_syscall){ .op = VMT_OP_MLOCK, .nargs = 2, .args = { A, 8192 },
+						 .exit_ns = now + 90000, .stack_id = VMT_NONE,
+						 .waits = 1, .vcsw = 2, .ivcsw = 1,
+						 .off_cpu_ns = 85000 };
+		put(&wev);
+		now += 90000;
+	}
 	sc(0, 0, VMT_OP_MUNLOCKALL, 0, VMT_NONE, 0, 0, 0, 0, 0, 0, 0);
 	sc(0, 0, VMT_OP_MREMAP, (int64_t)(A + 0x100000), VMT_NONE, 5, A, 8192, 16384, 1, 0, 0);
 	sc(0, 0, VMT_OP_BRK, 0x55555557a000ll, VMT_NONE, 1, 0, 0, 0, 0, 0, 0);
@@ -138,7 +169,10 @@ static void every_kind(const char *dir, const char *name, int cut)
 	ev.u.lost = (struct vmt_lost){ 3, VMT_LOST_FAULTS };
 	put(&ev);
 	sc(0, 1, VMT_OP_MUNMAP, 0, 0, 2, A + 0x100000, 16384, 0, 0, 0, 0);
-	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_EXIT, .thread = 1, .ts_ns = now += 1000 };
+	now += 1000;
+	if (v12)
+		counters(0, 1, VMT_CNT_THREAD, 12, 3, 0);
+	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_EXIT, .thread = 1, .ts_ns = now };
 	ev.u.thread_exit.status = 0;
 	put(&ev);
 	/* a child process */
@@ -149,15 +183,25 @@ static void every_kind(const char *dir, const char *name, int cut)
 	ev.u.thread_start = (struct vmt_thread_start){ 0, 4250 };
 	put(&ev);
 	sc(1, 2, VMT_OP_MMAP, -12, VMT_NONE, 6, 0, 1ull << 46, 3, 0x22, (uint64_t)-1, 0);
-	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_EXIT, .thread = 2, .proc = 1, .ts_ns = now += 1000 };
+	now += 1000;
+	if (v12) /* (killed: /proc, at a resolution of ticks) */
+		counters(1, 2, VMT_CNT_THREAD, 7, 0, VMT_CNT_TICKS);
+	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_EXIT, .thread = 2, .proc = 1, .ts_ns = now };
 	ev.u.thread_exit.status = 128 + 9;
 	put(&ev);
+	if (v12)
+		counters(1, 2, VMT_CNT_PROCESS, 7, 0, VMT_CNT_TICKS | VMT_CNT_SUM);
 	ev = (struct vmt_event){ .kind = VMT_EV_PROCESS_EXIT, .thread = 2, .proc = 1, .ts_ns = now };
 	ev.u.process_exit.status = 9;
 	put(&ev);
-	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_EXIT, .ts_ns = now += 1000 };
+	now += 1000;
+	if (v12)
+		counters(0, 0, VMT_CNT_THREAD, 140, 9, 0);
+	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_EXIT, .ts_ns = now };
 	ev.u.thread_exit.status = 0;
 	put(&ev);
+	if (v12)
+		counters(0, 0, VMT_CNT_PROCESS, 152, 12, VMT_CNT_SUM);
 	ev = (struct vmt_event){ .kind = VMT_EV_PROCESS_EXIT, .ts_ns = now };
 	ev.u.process_exit.status = 0;
 	put(&ev);
@@ -198,53 +242,9 @@ static void every_kind(const char *dir, const char *name, int cut)
 	close(fd);
 }
 
-/* The seed-000 loop: two threads freeing and reusing a page the old way. */
-static void seed000(const char *dir)
-{
-	int fd;
-	w = open_out(dir, "seed000-old.zst", &fd, 0);
-	struct vmt_event ev = { .kind = VMT_EV_PROCESS_START, .ts_ns = now };
-	ev.u.process_start = (struct vmt_process_start){ VMT_NONE, 5000, VMT_PROC_ROOT };
-	put(&ev);
-	for (uint32_t t = 0; t < 3; t++) {
-		ev = (struct vmt_event){ .kind = VMT_EV_THREAD_START, .thread = t, .ts_ns = now += 5000 };
-		ev.u.thread_start = (struct vmt_thread_start){ t ? 0 : VMT_NONE, 5000 + (int32_t)t };
-		put(&ev);
-	}
-	const uint64_t page[3] = { 0, 0x7f0000001000ull, 0x7f0000003000ull };
-	for (uint32_t t = 1; t < 3; t++)
-		sc(0, t, VMT_OP_MMAP, (int64_t)page[t], VMT_NONE, 6, 0, 4096, 0, 0x22, (uint64_t)-1, 0);
-	for (int i = 0; i < 5; i++) {
-		for (uint32_t t = 1; t < 3; t++)
-			sc(0, t, VMT_OP_MPROTECT, 0, VMT_NONE, 3, page[t], 4096, 3, 0, 0, 0);
-		for (uint32_t t = 1; t < 3; t++) {
-			static const struct vmt_touch_run run = { 1, VMT_PAGE_WRITTEN };
-			ev = (struct vmt_event){ .kind = VMT_EV_TOUCH, .thread = t, .ts_ns = now + 100 };
-			ev.u.touch = (struct vmt_touch){ page[t], 1, VMT_TOUCH_BEFORE_OP, 1, &run };
-			put(&ev);
-			sc(0, t, VMT_OP_MMAP, (int64_t)page[t], VMT_NONE, 6, page[t], 4096, 0, 0x32,
-			   (uint64_t)-1, 0);
-		}
-	}
-	for (uint32_t t = 1; t < 3; t++) {
-		sc(0, t, VMT_OP_MUNMAP, 0, VMT_NONE, 2, page[t], 4096, 0, 0, 0, 0);
-		ev = (struct vmt_event){ .kind = VMT_EV_THREAD_EXIT, .thread = t, .ts_ns = now += 1000 };
-		put(&ev);
-	}
-	ev = (struct vmt_event){ .kind = VMT_EV_THREAD_EXIT, .ts_ns = now += 1000 };
-	put(&ev);
-	ev = (struct vmt_event){ .kind = VMT_EV_PROCESS_EXIT, .ts_ns = now };
-	put(&ev);
-	vmt_writer_finish(w);
-	vmt_writer_free(w);
-	close(fd);
-}
-
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/data";
-	every_kind(dir, "every-kind.zst", 0);
-	every_kind(dir, "truncated.zst", 1);
-	seed000(dir);
+	every_kind(dir, "every-kind-1.2.zst", 0, 1);
 	return 0;
 }

@@ -123,6 +123,24 @@ done
 # units on the mapped-memory axis follow the size (the golden traces map KiB)
 check plot-units grep -q 'Mapped memory (KiB)' "$T/seed000-old.svg"
 
+# colours: the root its own, forked siblings that run one program one
+# between them, named once (a shell and three subshells)
+if need plot-siblings "$VMREC" && "$VMREC" -q --force -o "$T/sib.zst" -- sh -c '(:)& (:)& (:)& wait' \
+	> /dev/null 2>&1; then
+	$VMTRACE plot -o "$T/sib.svg" "$T/sib.zst" 2> "$T/err"
+	check plot-siblings python3 - "$T/sib.svg" <<'EOF'
+import re, sys
+svg = open(sys.argv[1]).read()
+legend = re.findall(r'<rect [^>]*fill="([^"]+)"[^>]*/>\s*<text [^>]*>(p\d+ [^<]*)</text>', svg)
+names = [t for _, t in legend]
+assert len(legend) == 2, legend
+assert re.fullmatch(r'p0 \S+ \(pid \d+\)', names[0]), names
+assert re.fullmatch(r'p\d \S+ \+2 siblings', names[1]), names
+assert legend[0][0] != legend[1][0], legend
+assert 'other process' not in svg
+EOF
+fi
+
 # damage, stdin, usage
 check_exit export-truncated-exit-2 2 $VMTRACE export --format=perfetto $D/truncated.zst -o "$T/tr.json"
 check export-truncated-still-json python3 -c "import json; json.load(open('$T/tr.json'))"

@@ -9,12 +9,34 @@
 #   qemufail  qemu's own error on stderr, exit 1
 #   garbage   bytes on the results port that are not frames
 #   guest     the frames of a guest that replayed: hello, release 9.9.9-fake,
-#             3 CPUs, output, JSON, exit status FAKE_STATUS (default 0)
-# It also copies the initramfs (-initrd) to FAKE_INITRD if set, and its
-# command line to FAKE_ARGS.
+#             3 CPUs, a setting it could not set, output, what else ran
+#             there, JSON, exit status FAKE_STATUS (default 0)
+#   badtrace  a guest whose replay found the trace bad (status 2)
+#   silent    nothing on the console, exit 0: a kernel that resets at once
+#             (a triple fault, with -no-reboot)
+# FAKE_MODES ("IMAGE=MODE,...") gives the mode by the -kernel image's file
+# name instead, for several kernels in one vmreplay.  It also copies the
+# initramfs (-initrd) to FAKE_INITRD if set, and its command line to
+# FAKE_ARGS.
+# `fakeqemu.py --bzimage FILE` writes a file with an x86 boot header, all
+# that vmreplay checks of an image before qemu runs (its init_size: 100
+# MiB), to give the fake as -kernel.
 import os
 import sys
 import time
+
+if sys.argv[1:2] == ["--bzimage"]:
+    h = bytearray(0x500)  # more than its header gives: as if signed, no CRC check
+    h[0x1f1] = 1
+    h[0x1fe:0x200] = b"\x55\xaa"
+    h[0x202:0x206] = b"HdrS"
+    h[0x206:0x208] = (0x20f).to_bytes(2, "little")
+    h[0x236] = 1
+    h[0x258:0x260] = (16 << 20).to_bytes(8, "little")
+    h[0x260:0x264] = (100 << 20).to_bytes(4, "little")
+    with open(sys.argv[2], "wb") as f:
+        f.write(h)
+    sys.exit(0)
 
 args = sys.argv[1:]
 mode = os.environ.get("FAKE_MODE", "hang")
@@ -22,6 +44,10 @@ opt = {}
 for i, a in enumerate(args[:-1]):
     if a.startswith("-"):
         opt.setdefault(a, args[i + 1])
+for m in os.environ.get("FAKE_MODES", "").split(","):
+    name, _, m = m.partition("=")
+    if name and name == os.path.basename(opt.get("-kernel", "")):
+        mode = m
 res_path = None
 for i, a in enumerate(args):
     if a == "-chardev" and "id=res" in args[i + 1]:
@@ -45,6 +71,8 @@ def frames(*fs):
             r.write(b"@@%s %d\n" % (t.encode(), len(body)) + body + b"\n")
 
 
+if mode == "silent":
+    sys.exit(0)
 con("[    0.000000] Linux version 9.9.9-fake (test)")
 if mode == "hang":
     pid = os.fork()
@@ -72,8 +100,13 @@ elif mode == "garbage":
 elif mode == "guest":
     status = os.environ.get("FAKE_STATUS", "0").encode()
     frames(("H", b"1"), ("U", b"9.9.9-fake"), ("N", b"3"), ("T", b""),
+           ("W", b"/sys/kernel/mm/transparent_hugepage/defrag=madvise: Invalid argument"),
            ("O", b"replayed by a fake guest\n"), ("E", b"a warning from the guest\n"),
-           ("J", b'{"trace":"t.zst","kernel":"9.9.9-fake","cpus":3,"runs":[{"wall_ns":5}],'
-                 b'"median":{"wall_ns":5}}\n'),
+           ("Q", b"others_ns=300000000 elapsed_ns=4000000000 cpus=3 replay_cpu_ns=9"),
+           ("J", b'{"trace":"t.zst","kernel":"9.9.9-fake","cpus":3,"mm":"thp=madvise",'
+                 b'"runs":[{"wall_ns":5,"minor_faults":7}],"median":{"wall_ns":5}}\n'),
            ("X", status))
     con("[    4.000000] reboot: Power down")
+elif mode == "badtrace":
+    frames(("H", b"1"), ("U", b"9.9.9-fake"), ("N", b"3"),
+           ("E", b"vmreplay: 't.zst': truncated at byte 99\n"), ("X", b"2"))

@@ -10,7 +10,9 @@ thread (by tid), the kernel's counts with the SYSCALL events of TRACE.
 vmrec's own calls, its helper children's, and those of the launched command
 before its exec are not recorded, so they are left out of the kernel's count
 too: counted are the launched command from its exec on and the tasks it
-creates (sched_process_fork), whatever they exec.
+creates (sched_process_fork), whatever they exec.  So are the mmaps the inproc
+backend's runtime makes for itself in the program: their offset is the
+runtime's tag, 0x5ec000000000 (vmrec(1), Backends).
 
 Prints one line per difference and exits 1 if there is any, 77 (with a
 line saying why) when tracefs or the syscall events are not there, and
@@ -27,6 +29,7 @@ OPS = ["mmap", "munmap", "mprotect", "pkey_mprotect", "madvise", "process_madvis
        "mlock", "mlock2", "munlock", "mlockall", "munlockall", "mremap", "brk",
        "msync", "mincore", "remap_file_pages", "shmat", "shmdt", "mseal"]
 TRACEFS = "/sys/kernel/tracing"
+RUNTIME_OFF = 0x5ec000000000  # record/inproc/ipshm.h, IP_MAGIC_OFF
 
 
 def write(path, text):
@@ -93,6 +96,9 @@ def main():
                     if c and tid in kept:
                         kept.add(int(c.group(1)))
                 elif tid in kept and what.startswith("sys_"):
+                    off = re.search(r"off: 0x([0-9a-f]+)", rest)
+                    if what == "sys_mmap" and off and int(off.group(1), 16) == RUNTIME_OFF:
+                        continue  # the inproc runtime's own
                     kernel[tid][what[4:]] += 1
         lost = 0
         for cpu in os.listdir(inst + "/per_cpu"):

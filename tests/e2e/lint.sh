@@ -90,6 +90,17 @@ while read -r name mode want cmd; do
 		not_ok "lint-$name" "recording exited $rc"; show "$T/$name.log"
 		continue
 	fi
+	# Read-then-write is no finding on a kernel without the zero page:
+	# the lint says it could not be, and why.
+	if [ "$(zero_page "$T/$name.zst")" = 0 ] && [ "$want" = read-then-write ]; then
+		want=-
+		check "lint-$name-no-zero-page" sh -c "'$VMTRACE' lint --json '$T/$name.zst' | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d[\"checked_read_then_write\"] is False, d
+assert any(\"maps no zero page\" in n for n in d[\"notes\"]), d[\"notes\"]
+'"
+	fi
 	$VMTRACE lint --json "$T/$name.zst" > "$T/$name.json" 2> "$T/$name.err"
 	lrc=$?
 	got=$(python3 -c "
@@ -135,7 +146,7 @@ assert f['evidence']['bytes'] == 2 * 5 * 16 << 20, f['evidence']
 assert f['evidence']['repeated_calls'] == 8, f['evidence']
 EOF
 fi
-if [ -s "$T/seed004-faults.json" ]; then
+if [ -s "$T/seed004-faults.json" ] && [ "$(zero_page "$T/seed004-faults.zst")" = 1 ]; then
 	check lint-seed004-evidence python3 - "$T/seed004-faults.json" "$T/seed004-faults.log" <<'EOF'
 import json, re, sys
 f = json.load(open(sys.argv[1]))['findings'][0]
@@ -146,13 +157,19 @@ assert pages <= f['evidence']['pages'] <= pages + 64, (pages, f['evidence'])
 EOF
 fi
 if [ -s "$T/seed002-file.json" ]; then
-	check lint-seed002-peak-vmas python3 - "$T/seed002-file.json" "$T/seed002-file.log" <<'EOF'
+	inproc=0
+	"$VMTRACE" dump "$T/seed002-file.zst" | sed -n 2p | grep -q ' backend=inproc ' && inproc=1
+	check lint-seed002-peak-vmas python3 - "$T/seed002-file.json" "$T/seed002-file.log" "$inproc" <<'EOF'
 import json, re, sys
 f = json.load(open(sys.argv[1]))['findings'][0]
 # the workload counts the lines of /proc/self/maps at its peak; the model
-# must agree (1 line of slack: [vsyscall] is a maps line, not a VMA)
+# must agree (1 line of slack: [vsyscall] is a maps line, not a VMA; under
+# the inproc backend the program also sees the runtime's VMAs, which are
+# not in the trace: its code and data, the rings, and a page of stubs near
+# each object it patched, so at most 8 more)
 peak = int(re.search(r' peak_vmas=(\d+)', open(sys.argv[2]).read()).group(1))
-assert abs(f['evidence']['peak_vmas'] - peak) <= 1, (f['evidence'], peak)
+runtime = 8 if sys.argv[3] == '1' else 0
+assert 0 <= peak - f['evidence']['peak_vmas'] + 1 <= 2 + runtime, (f['evidence'], peak)
 assert f['evidence']['unmerged_small_maps'] >= 1990, f['evidence']
 EOF
 fi

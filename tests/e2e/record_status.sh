@@ -75,7 +75,7 @@ interrupt() { # NAME SIGNAL WANT
 	"$VMREC" -q --force -o "$T/$1.zst" -- "$W/forkexec" --sleep-ms 20000 > "$T/$1.log" 2> "$T/$1.err" &
 	pid=$!
 	i=0
-	while ! grep -q '^ready' "$T/$1.log" 2> /dev/null && [ $i -lt 200 ]; do
+	while ! grep -q '^ready' "$T/$1.log" 2> /dev/null && [ $i -lt 2400 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
@@ -152,7 +152,7 @@ pid=$!
 stopped=""
 child=""
 i=0
-while [ $i -lt 100 ]; do
+while [ $i -lt 2400 ]; do
 	child=$(pgrep -P $pid | head -1)
 	case "$(awk '{print $3}' /proc/$child/stat 2> /dev/null)" in
 	t|T) stopped=$child; break ;;
@@ -162,7 +162,15 @@ while [ $i -lt 100 ]; do
 done
 if [ -n "$stopped" ]; then
 	ok group-stop
-	kill -CONT "$stopped"
+	# (the stop seen may be a recorder's own, of the exec or of a call,
+	# before the program stopped itself: a SIGCONT then comes too soon,
+	# so it is sent again until the program says it resumed)
+	i=0
+	while ! grep -qx resumed "$T/stop.log" && [ $i -lt 1200 ]; do
+		kill -CONT "$stopped" 2> /dev/null
+		sleep 0.05
+		i=$((i + 1))
+	done
 else
 	not_ok group-stop "the program never stopped"
 	kill -CONT $child 2> /dev/null

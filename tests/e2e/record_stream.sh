@@ -102,18 +102,24 @@ same seed004 "$W/seed004" --pages 64 --rounds 2
 same everyop "$W/everyop"
 
 # The same call stacks, call by call, under both backends: the stream
-# backend unwinds a copy of the stack made at the call, after the fact
-# (at the default depth the default copy is deep enough).
+# backend unwinds a copy of the stack made at the call, after the fact.
+# A stack deeper than the copy (a shell's parser, glibc's regex) is cut
+# where the copy ends, and vmrec says how many were: those may be
+# prefixes of the whole stacks, all others the same.
 same_stacks() { # NAME CMD...
 	_n=$1
 	shift
-	rec "$_n-sstream" --backend=stream --stacks -- "$@"
-	_r1=$rc
+	$NOASLR "$VMREC" --force -o "$T/$_n-sstream.zst" --backend=stream --stacks -- "$@" \
+		> "$T/$_n-sstream.log" 2> "$T/$_n-sstream.err"
+	_r1=$?
+	_cut=$(sed -n 's/^vmrec: \([0-9]*\) of the stacks end where the stack copy did.*/\1/p' \
+		"$T/$_n-sstream.err")
 	rec "$_n-sptrace" --backend=ptrace --stacks -- "$@"
 	if [ $_r1 -ne 0 ] || [ $rc -ne 0 ]; then
 		not_ok "$_n-same-stacks" "exit $_r1 (stream), $rc (ptrace)"
 	else
-		check "$_n-same-stacks" $RECORD_CHECK same-stacks "$T/$_n-sstream.zst" "$T/$_n-sptrace.zst"
+		check "$_n-same-stacks" $RECORD_CHECK same-stacks "$T/$_n-sstream.zst" \
+			"$T/$_n-sptrace.zst" "${_cut:-0}"
 	fi
 }
 same_stacks seed000-old "$W/seed000" --threads 2 --iterations 300 --mode old
@@ -130,19 +136,20 @@ rec lockorder --backend=stream -- "$W/lockorder" --threads 2 --iterations 100000
 check lockorder-order $RECORD_CHECK order "$T/lockorder.zst"
 
 # A burst: 2 threads x 1,000,000 madvise as fast as they go.
-rec burst --backend=stream -- "$W/seed000" --mode new --threads 2 --iterations 1000000 --no-touch
+burst=$(san_scale 1000000)
+rec burst --backend=stream -- "$W/seed000" --mode new --threads 2 --iterations $burst --no-touch
 check burst-nothing-lost sh -c "$VMTRACE stat --json '$T/burst.zst' | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 assert d[\"lost\"] == {\"faults\": 0, \"events\": 0}, d[\"lost\"]
-assert d[\"ops\"][\"madvise\"][\"count\"] == 2000000, d[\"ops\"][\"madvise\"]
+assert d[\"ops\"][\"madvise\"][\"count\"] == 2 * $burst, d[\"ops\"][\"madvise\"]
 '"
 # ... and a ring too small for it says what it lost.
-rec burst-small --backend=stream --ring-size=1 -- "$W/seed000" --mode new --threads 2 --iterations 1000000 --no-touch
+rec burst-small --backend=stream --ring-size=1 -- "$W/seed000" --mode new --threads 2 --iterations $burst --no-touch
 check burst-small-loss-counted sh -c "$VMTRACE stat --json '$T/burst-small.zst' | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert d[\"ops\"][\"madvise\"][\"count\"] + d[\"lost\"][\"events\"] == 2000000, (d[\"ops\"][\"madvise\"], d[\"lost\"])
+assert d[\"ops\"][\"madvise\"][\"count\"] + d[\"lost\"][\"events\"] == 2 * $burst, (d[\"ops\"][\"madvise\"], d[\"lost\"])
 '"
 
 # With stacks every record carries a stack copy (8 KiB), and vmrec falls
@@ -198,23 +205,22 @@ assert r[\"divergences\"] == 0, r[\"divergences\"]
 assert abs(r[\"minor_faults\"] - native) <= 0.02 * native, (r[\"minor_faults\"], native)
 ' '$T/replay.json' '$T/replay.log'"
 
-# SIGKILL to vmrec: its trace decodes up to the last chunk, the program
-# runs on to its end, and the kernel has no program of vmrec's left.
-"$VMREC" -q --backend=stream --force -o "$T/killed.zst" -- "$W/seed000" --mode new --threads 2 --iterations 400000 > "$T/killed.log" 2>&1 &
+# SIGKILL to vmrec (killed.sh checks the trace and the program):
+# once its keeper has killed the program, the kernel has no program of
+# vmrec's left.
+"$VMREC" -q --backend=stream --force -o "$T/killed.zst" -- "$W/pacer" --stamps "$T/killed.stamps" \
+	--calls 100000 --interval-us 1000 > "$T/killed.log" 2>&1 &
 vmrec=$!
-sleep 1
-prog=$(pgrep -P $vmrec -x seed000 | head -1)
+i=0
+while [ ! -s "$T/killed.stamps" ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done
 # The killed vmrec's own programs, by id: other tests' recorders may run.
 progs=$(grep -hs '^prog_id:' /proc/$vmrec/fdinfo/* | awk '{ print $2 }' | sort -u | tr '\n' ' ')
 kill -KILL $vmrec
 wait $vmrec 2> /dev/null
-check killed-trace-readable sh -c "$VMTRACE dump '$T/killed.zst' 2>&1 | grep -c ' madvise(' | awk '{ exit \$1 < 1000 }'"
-check killed-program-not-stopped sh -c "[ -n '$prog' ] && ! grep -q '^State:.*[tT]' /proc/$prog/status 2> /dev/null"
-i=0
-while [ -n "$prog" ] && kill -0 "$prog" 2> /dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
-check killed-program-ends sh -c "! kill -0 '$prog' 2> /dev/null"
 if command -v bpftool > /dev/null 2>&1; then
-	check killed-no-bpf-left sh -c "[ -n '$progs' ] && for id in $progs; do ! bpftool prog show id \$id > /dev/null 2>&1 || exit 1; done"
+	check killed-no-bpf-left sh -c "[ -n '$progs' ] && i=0 && while [ \$i -lt 1500 ]; do
+		left=0; for id in $progs; do bpftool prog show id \$id > /dev/null 2>&1 && left=1; done
+		[ \$left = 0 ] && exit 0; sleep 0.02; i=\$((i + 1)); done; exit 1"
 else
 	skip killed-no-bpf-left "bpftool is not installed"
 fi

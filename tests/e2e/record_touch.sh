@@ -34,11 +34,14 @@ touches seed000-new-munmap "$(before s0new munmap)" 'len(r) == 4 and r[2:] == [{
 rec s0old --touch=resident -- "$W/seed000" --log --threads 1 --iterations 10 --mode old --pages 3
 touches seed000-old-mmap "$(before s0old mmap)" 'r.count({"written": 3}) == 10'
 
-# seed 002 anonymous, read one byte of each page: the zero page, "read"
+# seed 002 anonymous, read one byte of each page: the zero page, "read";
+# on a kernel without the zero page the read allocates a page of its own,
+# which pagemap shows as written
 rec s2read --touch=resident -- "$W/seed002" --log --count 50 --kind anon-merge --touch read
-touches seed002-read "$(before s2read munmap)" 'r == [{"read": 1}] * 50'
+R=read; [ "$(zero_page "$T/s2read.zst")" = 1 ] || R=written
+touches seed002-read "$(before s2read munmap)" "r == [{'$R': 1}] * 50"
 rec s2write --touch=resident -- "$W/seed002" --log --count 50 --kind anon --touch write
-touches seed002-write "$(before s2write munmap)" 'r == [{"written": 1}] * 25 + [{"read": 1}] * 25 or sorted(map(str, r)) == sorted(map(str, [{"written": 1}, {"read": 1}] * 25))'
+touches seed002-write "$(before s2write munmap)" "r == [{'written': 1}] * 25 + [{'$R': 1}] * 25 or sorted(map(str, r)) == sorted(map(str, [{'written': 1}, {'$R': 1}] * 25))"
 # file pages: present (a write to a private file page makes it anonymous)
 rec s2file --touch=resident -- "$W/seed002" --log --count 50 --kind file --touch read
 touches seed002-file "$(before s2file munmap)" 'r == [{"present": 1}] * 50'

@@ -63,9 +63,10 @@ assert m['minor_faults']['significant'] == 'no' and m['minor_faults']['ratio'] =
 assert d['failed'][0]['metric'] == 'wall_ns' and d['failed'][0]['significant'] == 'yes'
 "
 
-# Told apart by content; not mixed; not a result.
-check_exit results-and-trace 2 "$VMTRACE" diff "$T/a.json" $D/seed000-old.zst
-check results-and-trace-message grep -q "^vmtrace diff: '$T/a.json' is a vmreplay result and '$D/seed000-old.zst' a trace" "$T/err"
+# Told apart by content; a result and a trace without counters: nothing to
+# hold it against; not a result.
+check_exit results-and-old-trace 2 "$VMTRACE" diff "$T/a.json" $D/seed000-old.zst
+check results-and-old-trace-message grep -q "^vmtrace: '$D/seed000-old.zst': the trace holds no counters of its recorded run (format 1.0: recorded before vmrec kept them): nothing to hold '$T/a.json' against$" "$T/err"
 check_exit traces-still 0 "$VMTRACE" diff $D/seed000-old.zst $D/seed000-old.zst
 echo '{"baseline":{},"rewritten":{}}' > "$T/cmp.json"
 check_exit results-compare-refused 2 "$VMTRACE" diff "$T/cmp.json" "$T/a.json"
@@ -82,5 +83,37 @@ if [ -x "$VMREPLAY" ]; then
 		"$T/r1.json" "$T/r2.json"
 	check replay-diff-counts grep -Eq '^ops.mprotect.count +[0-9]+ +[0-9]+ +1\.00 +1\.000 +no' "$T/out"
 	check replay-diff-kernel grep -q "^base .*: 4 runs on Linux $(uname -r), [0-9]* CPU" "$T/out"
+fi
+
+# A result beside the trace it replayed: the recorded run's own counters
+# are the base.  A faithful replay is within tolerance; one of a trace
+# recorded without touches is not, and a condition on it holds.
+if [ -x "$VMREPLAY" ] && [ -x "$VMREC" ] && [ -x "$W/seed000" ]; then
+	"$VMREC" -q -o "$T/rec.zst" -- "$W/seed000" --threads 2 --iterations 2000 --mode new > /dev/null 2>&1
+	"$VMREC" -q --touch=none -o "$T/bare.zst" -- "$W/seed000" --threads 2 --iterations 2000 \
+		--mode new > /dev/null 2>&1
+	check_exit trace-result-replay 0 "$VMREPLAY" -q --repeat=3 --json="$T/rec.json" "$T/rec.zst"
+	if [ "${SAN:-}" = 1 ]; then
+		skip trace-result "a sanitized replayer's faults include its shadow memory"
+	else
+		check_exit trace-result 0 "$VMTRACE" diff --fail-on=minor_faults'<-2%,minor_faults>+2%' \
+			"$T/rec.zst" "$T/rec.json"
+		check trace-result-row grep -Eq '^minor_faults +[0-9]+ +[0-9]+ +(0\.9[89][0-9]|1\.0[0-2][0-9]) +yes \(2%\)' "$T/out"
+		check trace-result-verdict grep -q '^fidelity: within tolerance$' "$T/out"
+	fi
+	# (either order: the trace is the base)
+	check_exit trace-result-json 0 "$VMTRACE" diff --json "$T/rec.json" "$T/rec.zst"
+	check trace-result-json-keys python3 -c "
+import json
+d = json.load(open('$T/out'))
+assert d['kind'] == 'trace_result' and d['base'] == '$T/rec.zst', d
+m = {x['name']: x for x in d['metrics']}
+assert m['minor_faults']['judged'] and m['minor_faults']['recorded'] > 4000, m['minor_faults']
+assert not m['voluntary_cs']['judged'] and m['voluntary_cs']['ok'] is None, m['voluntary_cs']
+"
+	check_exit bare-replay 0 "$VMREPLAY" -q --json="$T/bare.json" "$T/bare.zst"
+	check_exit bare-result 1 "$VMTRACE" diff --fail-on=minor_faults'<-10%' "$T/bare.zst" "$T/bare.json"
+	check bare-result-fail grep -q "^FAIL minor_faults: recorded [0-9]*, replayed [0-9]*, condition 'minor_faults<-10%'$" "$T/out"
+	check bare-result-verdict grep -q '^fidelity: outside tolerance: minor_faults' "$T/out"
 fi
 exit 0

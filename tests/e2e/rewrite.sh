@@ -8,7 +8,7 @@
 # itself prints); every workload's rewritten trace dumps and, when vmreplay
 # is built, replays with zero divergences.
 . "$(dirname "$0")/common.inc"
-ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate,unmap-only,dontneed-only
+ALL=prot-none-free,dontneed-to-free,mlock-onfault,populate,discard-before-unmap,free-before-dontneed
 
 # ---- golden traces ----
 check_exit rewrite-golden-seed000 0 $VMTRACE rewrite $D/seed000-old.zst "$T/s0.zst"
@@ -49,9 +49,11 @@ cp $D/seed000-old.zst "$T/same.zst"
 check_exit rewrite-same-file 2 $VMTRACE rewrite "$T/same.zst" "$T/same.zst"
 check rewrite-same-file-untouched cmp $D/seed000-old.zst "$T/same.zst"
 check_exit rewrite-list-rules 0 $VMTRACE rewrite --list-rules
-check rewrite-list-rules test "$(cut -d' ' -f1 "$T/out" | tr '\n' ' ')" = "prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate unmap-only dontneed-only "
+check rewrite-list-rules test "$(cut -d' ' -f1 "$T/out" | tr '\n' ' ')" = "prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate discard-before-unmap free-before-dontneed "
 check_exit rewrite-help 0 $VMTRACE help rewrite
-check rewrite-help-rules sh -c "for r in prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate unmap-only dontneed-only; do grep -q \"^  \$r \" $T/out || exit 1; done"
+check rewrite-help-rules sh -c "for r in prot-none-free dontneed-to-free free-to-dontneed mlock-onfault populate discard-before-unmap free-before-dontneed; do grep -Eq \"^  \$r( |\$)\" $T/out || exit 1; done"
+# (the former names of the two rules named after their findings)
+check rewrite-former-names sh -c "$VMTRACE rewrite -q --rules=unmap-only,dontneed-only $D/every-kind.zst $T/former.zst && $VMTRACE dump $T/former.zst | sed -n 2p | grep -q 'rewrite=discard-before-unmap,free-before-dontneed'"
 # A damaged input: exit 2 with the reader's message, and a valid output
 # holding the events before the damage.
 check_exit rewrite-truncated 2 $VMTRACE rewrite $D/truncated.zst "$T/tr.zst"
@@ -84,9 +86,9 @@ done <<'LIST'
 jvm17-parallel prot-none-free 26
 jvm17-serial prot-none-free 20
 glibc-arenas-strict prot-none-free 17
-glibc-arenas prot-none-free,unmap-only,dontneed-only 0
-node20-workers unmap-only 783
-redis-jemalloc-muzzy dontneed-only 291
+glibc-arenas prot-none-free,discard-before-unmap,free-before-dontneed 0
+node20-workers discard-before-unmap 783
+redis-jemalloc-muzzy free-before-dontneed 291
 glibc-arenas dontneed-to-free 52
 redis-jemalloc-muzzy free-to-dontneed 301
 qemu-memlock mlock-onfault 1

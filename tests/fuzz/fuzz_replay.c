@@ -202,6 +202,13 @@ static void sc_event(struct in *in, struct vmt_event *ev, uint32_t op)
 	sc_args(in, &ev->u.sc);
 	ev->u.sc.exit_ns = ev->ts_ns + 1000;
 	ev->u.sc.stack_id = VMT_NONE;
+	/* (1.2: what the call waited for, now and then) */
+	if (!(ev->u.sc.flags & VMT_SC_NO_RESULT) && !(take(in) & 7)) {
+		ev->u.sc.waits = 1;
+		ev->u.sc.off_cpu_ns = take(in) * 3; /* (within its 1000 ns) */
+		ev->u.sc.vcsw = take(in) & 3;
+		ev->u.sc.ivcsw = take(in) & 1;
+	}
 }
 
 static const struct vmt_map_entry snap[] = {
@@ -302,6 +309,23 @@ static void event(struct in *in, struct vmt_event *ev, struct vmt_touch_run *run
 		ev->kind = VMT_EV_LOST;
 		ev->u.lost.count = take(in) + 1;
 		ev->u.lost.what = take(in) % 2 + 1;
+		return;
+	case 13:
+		/* The recorded run's counters (1.2): any scope, any numbers,
+		 * anywhere (the fidelity section holds the replay against
+		 * them). */
+		ev->kind = VMT_EV_COUNTERS;
+		ev->u.counters.scope = take(in) % 3;
+		ev->u.counters.flags = take(in) & 1;
+		if (ev->u.counters.scope == VMT_CNT_PROCESS && (take(in) & 1))
+			ev->u.counters.flags |= VMT_CNT_SUM;
+		ev->u.counters.minflt = take(in) & 1 ? take64(in) : take(in);
+		ev->u.counters.majflt = take(in);
+		ev->u.counters.nvcsw = take(in) & 1 ? take64(in) : take(in);
+		ev->u.counters.nivcsw = take(in);
+		ev->u.counters.utime_ns = take64(in) >> 1;
+		ev->u.counters.stime_ns = take(in);
+		ev->u.counters.stops = take(in);
 		return;
 	default: /* more syscalls on a thread of the first process */
 		ev->proc = 0;

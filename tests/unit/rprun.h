@@ -36,6 +36,11 @@ void rr_begin(struct tg_trace *t);
 /* The end of a one-process trace: its main thread exits, the trace is
  * finished (tg_finish). */
 void rr_finish(struct tg_trace *t);
+/* The seconds of alarm() that turn a replay that hangs into a failure:
+ * long enough for a loaded machine whose faults are slow (a replay that
+ * is only slow must never fail). */
+#define RR_HANG_S 600
+
 /* A teardown: an assertion that failed under alarm() left the alarm set;
  * it must not kill a later test. */
 int rr_cancel_alarm(void **state);

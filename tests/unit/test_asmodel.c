@@ -377,7 +377,7 @@ static const int advices[] = {
 	MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_DONTNEED, MADV_FREE,
 	MADV_DONTFORK, MADV_DOFORK, MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_DONTDUMP,
 	MADV_DODUMP, MADV_WIPEONFORK, MADV_KEEPONFORK, MADV_MERGEABLE, MADV_UNMERGEABLE,
-	MADV_WILLNEED, 23 /* MADV_POPULATE_WRITE */,
+	MADV_WILLNEED, 22 /* MADV_POPULATE_READ */, 23 /* MADV_POPULATE_WRITE */,
 };
 
 static void op_madvise(vmt_asmodel *m)
@@ -394,7 +394,8 @@ static void op_madvise(vmt_asmodel *m)
 }
 
 /* Touch a few pages the model says are accessible (the model matched the
- * kernel after the previous step) and report writes as TOUCH events. */
+ * kernel after the previous step) and report them as TOUCH events: a read
+ * gives a VMA its anon_vma where the kernel has no zero page to map. */
 static void op_touch(vmt_asmodel *m, uint32_t proc)
 {
 	for (int i = 0; i < 4; i++) {
@@ -417,9 +418,26 @@ static void op_touch(vmt_asmodel *m, uint32_t proc)
 			apply(m, &ev);
 		} else if (v->prot & VMT_PROT_R) {
 			(void)*addr;
+			struct vmt_touch_run run = { 1, VMT_PAGE_READ };
+			struct vmt_event ev = { .kind = VMT_EV_TOUCH, .proc = proc };
+			ev.u.touch = (struct vmt_touch){ (uint64_t)(uintptr_t)addr, 1,
+							 VMT_TOUCH_SNAPSHOT, 1, &run };
 			note("read page %" PRIu64, p);
+			apply(m, &ev);
 		}
 	}
+}
+
+/* A model that follows this kernel: whether a first read maps the zero
+ * page decides which VMAs get an anon_vma, and so which merge. */
+static vmt_asmodel *new_model(uint32_t page)
+{
+	int zp = vmt_host_zero_page();
+	assert_true(zp >= 0);
+	vmt_asmodel *m = vmt_asmodel_new(page);
+	assert_non_null(m);
+	vmt_asmodel_set_zero_page(m, zp);
+	return m;
 }
 
 static void random_step(vmt_asmodel *m, uint32_t proc)
@@ -492,7 +510,7 @@ static void clear_region(vmt_asmodel *m, uint32_t proc)
 
 static void run_seed(uint64_t seed, int steps)
 {
-	vmt_asmodel *m = vmt_asmodel_new((uint32_t)pg);
+	vmt_asmodel *m = new_model((uint32_t)pg);
 	assert_non_null(m);
 	feed_snapshot(m, 0);
 	rng = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -535,7 +553,7 @@ static void test_random_walks(void **state)
 static void test_fork_copy(void **state)
 {
 	for (uint64_t seed = 11; seed <= 14; seed++) {
-		vmt_asmodel *m = vmt_asmodel_new((uint32_t)pg);
+		vmt_asmodel *m = new_model((uint32_t)pg);
 		feed_snapshot(m, 0);
 		rng = seed;
 		nhist = 0;
@@ -584,7 +602,7 @@ static void test_mlockall(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		vmt_asmodel *m = vmt_asmodel_new((uint32_t)pg);
+		vmt_asmodel *m = new_model((uint32_t)pg);
 		feed_snapshot(m, 0);
 		rng = 99;
 		static const int how[] = { MCL_FUTURE, MCL_CURRENT | MCL_ONFAULT, MCL_FUTURE | MCL_ONFAULT,
@@ -618,6 +636,42 @@ static void count_is(const vmt_asmodel *m, uint32_t proc, uint64_t vmas, uint64_
 	vmt_asmodel_counts(m, proc, &c);
 	assert_int_equal(c.vmas, vmas);
 	assert_int_equal(c.mapped_bytes, pages * 4096);
+}
+
+/* Two neighbours, each read before they come to the same protection:
+ * where the kernel maps the zero page they merge, where a read allocates
+ * they have an anon_vma each and stay apart.  Likewise populated by a
+ * read (MADV_POPULATE_READ) rather than faulted. */
+static void test_read_without_zero_page(void **state)
+{
+	const uint64_t A = 0x7f0000000000ull, P = 4096;
+	for (int zp = 0; zp <= 1; zp++) {
+		for (int how = 0; how < 2; how++) {
+			vmt_asmodel *m = vmt_asmodel_new(4096);
+			vmt_asmodel_set_zero_page(m, zp);
+			struct vmt_event ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, 0, P, RW, PRIV_ANON, -1, 0);
+			apply(m, &ev);
+			ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)(A + P), A + P, P, LX_PROT_READ,
+				   PRIV_ANON_FIXED, -1, 0);
+			apply(m, &ev);
+			count_is(m, 0, 2, 2);
+			for (int i = 0; i < 2; i++) {
+				if (how == 0) {
+					ev = (struct vmt_event){ .kind = VMT_EV_FAULT, .proc = 0 };
+					ev.u.fault.addr = A + (uint64_t)i * P + 8;
+					ev.u.fault.access = VMT_FAULT_READ;
+				} else {
+					ev = TG_SC(0, 0, VMT_OP_MADVISE, 0, A + (uint64_t)i * P, P,
+						   LX_MADV_POPULATE_READ);
+				}
+				apply(m, &ev);
+			}
+			ev = TG_SC(0, 0, VMT_OP_MPROTECT, 0, A + P, P, RW);
+			apply(m, &ev);
+			count_is(m, 0, zp ? 1 : 2, 2);
+			vmt_asmodel_free(m);
+		}
+	}
 }
 
 static void test_synthetic(void **state)
@@ -759,6 +813,7 @@ int main(void)
 		cmocka_unit_test(test_random_walks),
 		cmocka_unit_test(test_fork_copy),
 		cmocka_unit_test(test_mlockall),
+		cmocka_unit_test(test_read_without_zero_page),
 		cmocka_unit_test(test_synthetic),
 		cmocka_unit_test(test_impossible_ranges),
 	};

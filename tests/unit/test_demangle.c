@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 static void expect(const char *mangled, const char *want)
 {

@@ -246,7 +246,7 @@ static void test_glibc_default(void **state)
 	lint_done(&x);
 	struct vmt_rewrite_counts c;
 	struct vmt_rewrite_count r[8];
-	int fd = rewrite_file(DIR "glibc-arenas.zst", "prot-none-free,unmap-only,dontneed-only", &c, r);
+	int fd = rewrite_file(DIR "glibc-arenas.zst", "prot-none-free,discard-before-unmap,free-before-dontneed", &c, r);
 	assert_int_equal(r[0].applied + r[1].applied + r[2].applied, 0);
 	assert_int_equal(c.events_in, c.events_out);
 	close(fd);
@@ -265,7 +265,7 @@ static void test_node_teardown(void **state)
 	lint_done(&x);
 	struct vmt_rewrite_counts c;
 	struct vmt_rewrite_count r[8];
-	int fd = rewrite_file(DIR "node20-workers.zst", "unmap-only", &c, r);
+	int fd = rewrite_file(DIR "node20-workers.zst", "discard-before-unmap", &c, r);
 	assert_int_equal(r[0].applied, 783);
 	assert_int_equal(r[0].removed, 783);
 	/* touches of pages in PROT_NONE ranges went with their mprotects */
@@ -285,7 +285,7 @@ static void test_redis_muzzy(void **state)
 	lint_done(&x);
 	struct vmt_rewrite_counts c;
 	struct vmt_rewrite_count r[8];
-	int fd = rewrite_file(DIR "redis-jemalloc-muzzy.zst", "dontneed-only", &c, r);
+	int fd = rewrite_file(DIR "redis-jemalloc-muzzy.zst", "free-before-dontneed", &c, r);
 	assert_int_equal(r[0].applied, 291);
 	assert_int_equal(r[0].removed, 291);
 	close(fd);

@@ -306,6 +306,7 @@ static void test_rtw_found(void **state)
 	assert_int_equal(lr_evidence(f, "read_first_pages"), 3 * 4096);
 	assert_string_equal(f->rule, "populate");
 	assert_true(vmt_lint_had_faults(l));
+	assert_null(vmt_lint_unchecked(l, VMT_LINT_READ_THEN_WRITE));
 	/* example: the first write fault after a read, with the fault's ip */
 	assert_string_equal(f->example, "fault(0x7f40000000c8, write, ip=0x555555556100)");
 	assert_int_equal(f->nframes, 1);
@@ -328,6 +329,30 @@ static void test_rtw_near_misses(void **state)
 	lr_expect_none(&b);
 }
 
+/* Recorded on a kernel without the zero page, the same faults are no
+ * finding (that kernel would not take the second fault), and the lint
+ * says it could not look. */
+static void test_rtw_no_zero_page(void **state)
+{
+	struct tg_trace b;
+	int n;
+	lr_open(&b, "touch=faults overcommit=0 zeropage=0");
+	rtw_trace(&b, 4096, RTW_REAL);
+	vmt_lint *l = lr_lint(&b, &n);
+	assert_int_equal(n, 0);
+	const char *why = vmt_lint_unchecked(l, VMT_LINT_READ_THEN_WRITE);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "zeropage=0"));
+	assert_null(vmt_lint_unchecked(l, VMT_LINT_PROT_NONE_FREE));
+	vmt_lint_free(l);
+	/* zeropage=1 says what an absent word says */
+	lr_open(&b, "touch=faults zeropage=1");
+	rtw_trace(&b, 4096, RTW_REAL);
+	l = lr_lint(&b, &n);
+	lr_only(l, n, VMT_LINT_READ_THEN_WRITE);
+	vmt_lint_free(l);
+}
+
 /* ---- clean traces ---------------------------------------------------------- */
 
 static void test_clean(void **state)
@@ -348,6 +373,7 @@ static void test_clean(void **state)
 	assert_int_equal(n, 0);
 	assert_null(vmt_lint_get(l, 0));
 	assert_false(vmt_lint_had_faults(l));
+	assert_non_null(strstr(vmt_lint_unchecked(l, VMT_LINT_READ_THEN_WRITE), "no FAULT events"));
 	vmt_lint_free(l);
 
 	/* every pattern at once: each is found, in the documented order */
@@ -381,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_mlock_per_page),
 		cmocka_unit_test(test_rtw_found),
 		cmocka_unit_test(test_rtw_near_misses),
+		cmocka_unit_test(test_rtw_no_zero_page),
 		cmocka_unit_test(test_clean),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

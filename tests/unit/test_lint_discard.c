@@ -73,7 +73,7 @@ static void test_dun_found(void **state)
 	assert_int_equal(lr_evidence(f, "calls"), 64);
 	assert_int_equal(lr_evidence(f, "unmaps"), 32);
 	assert_int_equal(lr_evidence(f, "bytes"), 64 * K256);
-	assert_string_equal(f->rule, "unmap-only");
+	assert_string_equal(f->rule, "discard-before-unmap");
 	assert_string_equal(f->example, "mprotect(0x7f6000000000, 262144, PROT_NONE) = 0");
 	vmt_lint_free(l);
 	/* 31 pages: 62 calls, below the threshold */
@@ -153,7 +153,7 @@ static void test_fbd_found(void **state)
 	assert_int_equal(lr_evidence(f, "calls"), 64);
 	assert_int_equal(lr_evidence(f, "bytes"), 64 * MiB);
 	assert_int_equal(lr_evidence(f, "other_thread"), 64);
-	assert_string_equal(f->rule, "dontneed-only");
+	assert_string_equal(f->rule, "free-before-dontneed");
 	assert_string_equal(f->example, "madvise(0x7f6000000000, 1048576, MADV_FREE) = 0");
 	assert_int_equal(f->example_thread, 1);
 	vmt_lint_free(l);
@@ -171,6 +171,30 @@ static void test_fbd_near_misses(void **state)
 		lr_open(&b, NULL);
 		fbd_trace(&b, 100, vs[i]);
 		lr_expect_none(&b);
+	}
+}
+
+/* Without resident scans of what MADV_FREE gave, free-before-dontneed is
+ * said to be unchecked, once there is enough for a finding. */
+static void test_fbd_unchecked(void **state)
+{
+	static const struct {
+		int n;
+		enum fbd_variant v;
+		int unchecked;
+	} cs[] = { { 100, FBD_NO_TOUCH, 1 }, { 63, FBD_NO_TOUCH, 0 }, { 100, FBD_RECLAIMED, 0 } };
+	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+		struct tg_trace b;
+		int n;
+		lr_open(&b, NULL);
+		fbd_trace(&b, cs[i].n, cs[i].v);
+		vmt_lint *l = lr_lint(&b, &n);
+		assert_int_equal(n, 0);
+		const char *why = vmt_lint_unchecked(l, VMT_LINT_FREE_DONTNEED);
+		assert_int_equal(why != NULL, cs[i].unchecked);
+		if (why)
+			assert_non_null(strstr(why, "--touch=resident"));
+		vmt_lint_free(l);
 	}
 }
 
@@ -261,6 +285,7 @@ int main(void)
 		cmocka_unit_test(test_dun_near_misses),
 		cmocka_unit_test(test_fbd_found),
 		cmocka_unit_test(test_fbd_near_misses),
+		cmocka_unit_test(test_fbd_unchecked),
 		cmocka_unit_test(test_discard_locked),
 		cmocka_unit_test(test_file_map_churn),
 	};

@@ -80,9 +80,11 @@ static void test_all_options(void **state)
 	/* The stack copy is the stream backend's; stacks get a larger ring. */
 	assert_int_equal(o.stack_copy, VMR_DEFAULT_STACK_COPY);
 	assert_int_equal(o.ring_mib, VMR_DEFAULT_RING_MIB_STACKS);
+	assert_int_equal(o.ring_given, 0);
 	assert_int_equal(PARSE(&o, err, "--stacks", "--stack-copy=512", "--ring-size=8", "a"), 0);
 	assert_int_equal(o.stack_copy, 512);
 	assert_int_equal(o.ring_mib, 8);
+	assert_int_equal(o.ring_given, 1);
 	vmr_options_string(&o, "stream", VMR_TOUCH_FAULTS, s, sizeof(s));
 	assert_string_equal(s, "backend=stream touch=faults stacks=32 stack-copy=512");
 
@@ -110,6 +112,11 @@ static void test_all_options(void **state)
 	assert_int_equal(o.backend, VMR_BACKEND_PTRACE);
 	assert_int_equal(PARSE(&o, err, "--backend=auto", "c"), 0);
 	assert_int_equal(o.backend, VMR_BACKEND_AUTO);
+	assert_int_equal(PARSE(&o, err, "--backend=inproc", "--touch=resident", "c"), 0);
+	assert_int_equal(o.backend, VMR_BACKEND_INPROC);
+	assert_int_equal(o.touch, VMR_TOUCH_RESIDENT);
+	assert_int_equal(PARSE_ENV("inproc", &o, err, "c"), 0);
+	assert_int_equal(o.backend, VMR_BACKEND_INPROC);
 	/* VMREC_BACKEND is the default; the command line wins. */
 	assert_int_equal(PARSE_ENV("ptrace", &o, err, "c"), 0);
 	assert_int_equal(o.backend, VMR_BACKEND_PTRACE);
@@ -150,9 +157,16 @@ static void test_errors(void **state)
 	expect_error(PARSE(&o, err, "--ring-size=2048", "x"), err, "--ring-size");
 	expect_error(PARSE(&o, err, "--stack-copy=100", "x"), err, "--stack-copy: '100'");
 	expect_error(PARSE(&o, err, "--stack-copy=1001", "x"), err, "multiple of 8");
+	/* the stream backend's options, with the other backend asked for */
+	expect_error(PARSE(&o, err, "--backend=ptrace", "--ring-size=8", "x"), err,
+		     "--ring-size is for the stream backend");
+	expect_error(PARSE_ENV("ptrace", &o, err, "--stack-copy=512", "x"), err,
+		     "--stack-copy is for the stream backend");
+	expect_error(PARSE(&o, err, "--backend=inproc", "--ring-size=8", "x"), err,
+		     "--ring-size is for the stream backend, not --backend=inproc");
 	expect_error(PARSE(&o, err, "--stack-copy=32768", "x"), err, "16384");
 	expect_error(PARSE(&o, err, "--backend=stream", "--touch=resident", "x"), err,
-		     "--touch=resident needs --backend=ptrace");
+		     "--touch=resident needs --backend=ptrace or inproc");
 	expect_error(PARSE(&o, err, "--stacks=1025", "x"), err, "1025");
 	expect_error(PARSE(&o, err, "--stacks=3x", "x"), err, "3x");
 	expect_error(PARSE(&o, err, "--touch=some", "x"), err, "'some'");
@@ -221,32 +235,43 @@ static int teardown_dir(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* vmr_output_open, as vmr_open_output was: the fd, the name used. */
+static int open_output(const char *path, int force, const char *name, char *used, size_t len,
+		       struct vmr_output *out)
+{
+	int fd = vmr_output_open(out, path, force, name);
+	snprintf(used, len, "%.255s", out->path);
+	return fd;
+}
+
 static void test_default_names_never_overwrite(void **state)
 {
+	struct vmr_output out;
 	char used[256];
 	struct stat st;
 	int fd;
 
 	(void)state;
-	fd = vmr_open_output(NULL, 0, "/usr/bin/prog", used, sizeof(used));
+	fd = open_output(NULL, 0, "/usr/bin/prog", used, sizeof(used), &out);
 	assert_true(fd >= 0);
 	assert_string_equal(used, "prog.vmtrace.zst");
 	assert_int_equal(write(fd, "x", 1), 1);
 	close(fd);
-	fd = vmr_open_output(NULL, 0, "prog", used, sizeof(used));
+	fd = open_output(NULL, 0, "prog", used, sizeof(used), &out);
 	assert_true(fd >= 0);
 	assert_string_equal(used, "prog.1.vmtrace.zst");
 	close(fd);
-	fd = vmr_open_output(NULL, 0, "./prog", used, sizeof(used));
+	fd = open_output(NULL, 0, "./prog", used, sizeof(used), &out);
 	assert_true(fd >= 0);
 	assert_string_equal(used, "prog.2.vmtrace.zst");
 	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(out.created, 1);
 	close(fd);
 	/* The first file was not touched. */
 	assert_int_equal(stat("prog.vmtrace.zst", &st), 0);
 	assert_int_equal(st.st_size, 1);
 	/* Odd command names still give a usable name. */
-	fd = vmr_open_output(NULL, 0, "dir/", used, sizeof(used));
+	fd = open_output(NULL, 0, "dir/", used, sizeof(used), &out);
 	assert_true(fd >= 0);
 	assert_string_equal(used, "vmrec.vmtrace.zst");
 	close(fd);
@@ -254,24 +279,91 @@ static void test_default_names_never_overwrite(void **state)
 
 static void test_explicit_name_and_force(void **state)
 {
+	struct vmr_output out;
+	char used[256];
+	struct stat st, old;
+	int fd;
+
+	(void)state;
+	fd = open_output("out.zst", 0, "ignored", used, sizeof(used), &out);
+	assert_true(fd >= 0);
+	assert_string_equal(used, "out.zst");
+	assert_int_equal(write(fd, "abc", 3), 3);
+	close(fd);
+	assert_int_equal(open_output("out.zst", 0, "x", used, sizeof(used), &out), -EEXIST);
+	/* --force replaces the file by a new one at once: a hard link to the
+	 * old one keeps its content, and nothing of it is left under the name */
+	assert_int_equal(link("out.zst", "keep.zst"), 0);
+	assert_int_equal(stat("out.zst", &old), 0);
+	fd = open_output("out.zst", 1, "x", used, sizeof(used), &out);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(stat("out.zst", &st), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_true(st.st_ino != old.st_ino);
+	assert_int_equal(out.created, 1);
+	assert_int_equal(stat("keep.zst", &st), 0);
+	assert_int_equal(st.st_size, 3);
+	/* ... and leaves no file of its own beside it */
+	assert_int_equal(system("test $(ls -A | wc -l) -eq 2"), 0);
+	/* through a symlink, the file it leads to */
+	assert_int_equal(symlink("keep.zst", "link.zst"), 0);
+	fd = open_output("link.zst", 1, "x", used, sizeof(used), &out);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "z", 1), 1);
+	close(fd);
+	assert_int_equal(lstat("link.zst", &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(stat("keep.zst", &st), 0);
+	assert_int_equal(st.st_size, 1);
+	assert_int_equal(vmr_output_discard(&out), 0); /* the name is a symlink now */
+	assert_int_equal(open_output("no/such/dir.zst", 0, "x", used, sizeof(used), &out),
+			 -ENOENT);
+	assert_int_equal(mkdir("d.zst", 0700), 0);
+	assert_int_equal(open_output("d.zst", 1, "x", used, sizeof(used), &out), -EISDIR);
+}
+
+/* What vmrec may remove: only a regular file it made, while the name
+ * still leads to it; never a device, a FIFO, or a file put there since. */
+static void test_discard_only_ours(void **state)
+{
+	struct vmr_output out;
 	char used[256];
 	struct stat st;
 	int fd;
 
 	(void)state;
-	fd = vmr_open_output("out.zst", 0, "ignored", used, sizeof(used));
-	assert_true(fd >= 0);
-	assert_string_equal(used, "out.zst");
-	assert_int_equal(write(fd, "abc", 3), 3);
-	close(fd);
-	assert_int_equal(vmr_open_output("out.zst", 0, "x", used, sizeof(used)), -EEXIST);
-	fd = vmr_open_output("out.zst", 1, "x", used, sizeof(used));
+	fd = open_output("mine.zst", 0, "x", used, sizeof(used), &out);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(stat("out.zst", &st), 0);
-	assert_int_equal(st.st_size, 0); /* --force truncates */
-	assert_int_equal(vmr_open_output("no/such/dir.zst", 0, "x", used, sizeof(used)),
-			 -ENOENT);
+	assert_int_equal(vmr_output_discard(&out), 1);
+	assert_int_equal(stat("mine.zst", &st), -1);
+	/* replaced by another file meanwhile: left alone */
+	fd = open_output("mine.zst", 0, "x", used, sizeof(used), &out);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(rename("mine.zst", "moved.zst"), 0);
+	assert_int_equal(close(open("mine.zst", O_CREAT | O_WRONLY, 0600)), 0);
+	assert_int_equal(vmr_output_discard(&out), 0);
+	assert_int_equal(stat("mine.zst", &st), 0);
+	/* a FIFO, opened with --force (a reader waits on the other end) */
+	assert_int_equal(mkfifo("fifo.zst", 0600), 0);
+	int rfd = open("fifo.zst", O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	fd = open_output("fifo.zst", 1, "x", used, sizeof(used), &out);
+	assert_true(fd >= 0);
+	assert_int_equal(out.created, 0);
+	close(fd);
+	close(rfd);
+	assert_int_equal(vmr_output_discard(&out), 0);
+	assert_int_equal(lstat("fifo.zst", &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	/* a device */
+	fd = open_output("/dev/null", 1, "x", used, sizeof(used), &out);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(vmr_output_discard(&out), 0);
+	assert_int_equal(stat("/dev/null", &st), 0);
 }
 
 int main(void)
@@ -287,6 +379,7 @@ int main(void)
 						setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_explicit_name_and_force,
 						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_discard_only_ours, setup_dir, teardown_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,7 +116,7 @@ static void test_kind_names(void **state)
 	static const char *const names[] = {
 		NULL, "syscall", "map_file", "thread_start", "thread_exit",
 		"process_start", "exec", "process_exit", "maps", "touch",
-		"fault", "stack", "symbol", "string", "lost",
+		"fault", "stack", "symbol", "string", "lost", "counters",
 	};
 
 	assert_int_equal(sizeof(names) / sizeof(names[0]), VMT_EV__COUNT);

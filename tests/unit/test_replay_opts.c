@@ -51,8 +51,9 @@ static void test_every_option(void **state)
 	assert_int_equal(PARSE(&a, "monotonic", err, "--order=strict", "--placement=exact",
 			       "--speed=2.5", "--scale=3", "--repeat=7", "--json=r.json",
 			       "--files=original", "--max-memory=2GiB", "-q", "--no-progress",
-			       "--window=16M", "t.zst"), 0);
+			       "--window=16M", "--no-watch", "t.zst"), 0);
 	assert_int_equal(a.o.window, 16u << 20);
+	assert_int_equal(a.o.no_watch, 1);
 	assert_int_equal(a.o.order, RP_ORDER_STRICT);
 	assert_int_equal(a.o.placement, RP_PLACE_EXACT);
 	assert_true(a.o.speed == 2.5);
@@ -103,8 +104,10 @@ static void test_errors(void **state)
 	} bad[] = {
 		{"--order=random", "--order: 'random' is not resource, strict or free"},
 		{"--placement=near", "--placement: 'near' is not kernel or exact"},
-		{"--speed=0", "--speed: '0' is not max or a positive factor"},
-		{"--speed=fast", "--speed: 'fast' is not max or a positive factor"},
+		{"--speed=0", "--speed: '0' is not max or a factor from 1e-06 to 1e+09"},
+		{"--speed=fast", "--speed: 'fast' is not max or a factor from 1e-06 to 1e+09"},
+		{"--speed=1e-300", "--speed: '1e-300' is not max or a factor from 1e-06 to 1e+09"},
+		{"--speed=2e9", "--speed: '2e9' is not max or a factor from 1e-06 to 1e+09"},
 		{"--scale=0", "--scale: '0' is not a number from 1 to 1024"},
 		{"--scale=1025", "--scale: '1025' is not a number from 1 to 1024"},
 		{"--repeat=-1", "--repeat: '-1' is not a number from 1 to 1000"},
@@ -147,7 +150,10 @@ static void test_kernel(void **state)
 	assert_int_equal(PARSE(&a, NULL, err, "t.zst"), 0);
 	assert_null(a.kernel);
 	assert_int_equal(a.vm_cpus, 0);
-	assert_int_equal(a.vm_memory, RP_VM_MEMORY_DEFAULT);
+	assert_int_equal(a.vm_memory, 0); /* sized from the trace */
+	assert_int_equal(a.nkernels, 0);
+	assert_int_equal(a.host, 0);
+	assert_int_equal(a.repeat, 1);
 	assert_int_equal(a.vm_accel, RP_VM_AUTO);
 	assert_int_equal(a.vm_timeout, RP_VM_TIMEOUT_DEFAULT);
 	assert_null(a.vm_console);
@@ -162,6 +168,10 @@ static void test_kernel(void **state)
 	assert_string_equal(a.vm_console, "c.txt");
 	assert_int_equal(PARSE(&a, NULL, err, "--kernel", "k", "--vm-accel=kvm", "t.zst"), 0);
 	assert_int_equal(a.vm_accel, RP_VM_KVM);
+	/* A guest's results are for comparing: enough runs to tell. */
+	assert_int_equal(a.repeat, RP_KERNEL_REPEAT_DEFAULT);
+	assert_int_equal(a.vm_jobs, 1);
+	assert_false(a.json_dir);
 
 	static const struct {
 		char *arg;
@@ -182,11 +192,94 @@ static void test_kernel(void **state)
 		assert_int_equal(PARSE(&a, NULL, err, "--kernel=k", bad[i].arg, "t.zst"), -EINVAL);
 		assert_string_equal(err, bad[i].want);
 	}
+	/* Several kernels and this machine, in the order given. */
+	assert_int_equal(PARSE(&a, NULL, err, "--kernel=a", "--host", "--kernel=b", "--vm-jobs=2",
+			       "--json=out/", "t.zst"), 0);
+	assert_int_equal(a.nkernels, 2);
+	assert_string_equal(a.kernels[0], "a");
+	assert_string_equal(a.kernels[1], "b");
+	assert_string_equal(a.kernel, "a");
+	assert_true(a.host);
+	assert_int_equal(a.host_pos, 1);
+	assert_int_equal(a.vm_jobs, 2);
+	assert_true(a.json_dir);
+	assert_int_equal(a.repeat, RP_KERNEL_REPEAT_DEFAULT);
+	assert_int_equal(PARSE(&a, NULL, err, "--host", "--kernel=a", "--repeat=3", "t.zst"), 0);
+	assert_int_equal(a.host_pos, 0);
+	assert_int_equal(a.repeat, 3);
+	assert_int_equal(PARSE(&a, NULL, err, "--kernel=a", "--kernel=b", "--json=x.json", "t.zst"),
+			 -EINVAL);
+	assert_string_equal(err, "--json: with several kernels, name a directory for their results"
+				 " files: --json=DIR/");
+	assert_int_equal(PARSE(&a, NULL, err, "--kernel=a", "--host", "--compare", "t.zst"), -EINVAL);
+	assert_non_null(strstr(err, "--compare cannot be used with several kernels"));
+	assert_int_equal(PARSE(&a, NULL, err, "--host", "t.zst"), -EINVAL);
+	assert_string_equal(err, "--host needs --kernel: without one the replay runs on this"
+				 " machine anyway");
+	char *nine[12] = { "vmreplay" };
+	for (int i = 1; i <= 9; i++)
+		nine[i] = "--kernel=k";
+	nine[10] = "t.zst";
+	assert_int_equal(rp_parse_args(11, nine, NULL, &a, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--kernel: at most 8 kernels");
+
+	/* The guest's settings: recorded keys, sysctls, files; zeropage not. */
+	assert_int_equal(PARSE(&a, NULL, err, "--kernel=a", "--vm-sysctl=thp=never",
+			       "--vm-sysctl=vm.max_map_count=70000", "--vm-sysctl=thp_defrag=",
+			       "--vm-cmdline=mitigations=off", "--vm-cmdline=quiet", "t.zst"), 0);
+	assert_int_equal(a.nsysctl, 3);
+	assert_string_equal(a.vm_sysctl[1], "vm.max_map_count=70000");
+	assert_string_equal(a.vm_cmdline, "mitigations=off quiet");
+	char path[256];
+	static const struct {
+		const char *setting, *path;
+	} paths[] = {
+		{"thp=never", "/sys/kernel/mm/transparent_hugepage/enabled"},
+		{"thp_shmem=advise", "/sys/kernel/mm/transparent_hugepage/shmem_enabled"},
+		{"overcommit=2", "/proc/sys/vm/overcommit_memory"},
+		{"faultaround=4096", "/sys/kernel/debug/fault_around_bytes"},
+		{"vm.max_map_count=1", "/proc/sys/vm/max_map_count"},
+		{"/sys/kernel/mm/ksm/run=0", "/sys/kernel/mm/ksm/run"},
+	};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		assert_int_equal(rp_vm_sysctl_path(paths[i].setting, path, sizeof(path), err,
+						   sizeof(err)), 0);
+		assert_string_equal(path, paths[i].path);
+	}
+	static const struct {
+		char *arg;
+		const char *want;
+	} badsys[] = {
+		{"--vm-sysctl=zeropage=0", "--vm-sysctl: zeropage cannot be set: whether a kernel"
+					   " maps the zero page is a boot parameter of some"
+					   " hypervisors' guests (PVM's pvm_no_zero_page), not a"
+					   " setting"},
+		{"--vm-sysctl=thp", "--vm-sysctl: 'thp' is not KEY=VALUE"},
+		{"--vm-sysctl=/etc/passwd=x", "--vm-sysctl: '/etc/passwd' is not a file under"
+					      " /proc/sys or /sys"},
+		{"--vm-sysctl=/sys/../etc/x=1", "--vm-sysctl: '/sys/../etc/x' is not a file under"
+						" /proc/sys or /sys"},
+		{"--vm-sysctl=hugepages=1", "--vm-sysctl: 'hugepages' is not thp, thp_defrag,"
+					    " thp_shmem, overcommit, faultaround, a sysctl name"
+					    " (vm.max_map_count) or a path under /proc/sys or /sys"},
+		{"--vm-sysctl=vm.a b=1", "--vm-sysctl: 'vm.a b' is not a setting name"},
+		{"--vm-jobs=0", "--vm-jobs: '0' is not a number from 1 to 8"},
+	};
+	for (size_t i = 0; i < sizeof(badsys) / sizeof(badsys[0]); i++) {
+		err[0] = 0;
+		assert_int_equal(PARSE(&a, NULL, err, "--kernel=k", badsys[i].arg, "t.zst"), -EINVAL);
+		assert_string_equal(err, badsys[i].want);
+	}
+
 	/* The --vm-* options mean nothing without a guest. */
 	assert_int_equal(PARSE(&a, NULL, err, "--vm-cpus=2", "t.zst"), -EINVAL);
 	assert_string_equal(err, "--vm-cpus needs --kernel");
 	assert_int_equal(PARSE(&a, NULL, err, "--vm-console=x", "t.zst"), -EINVAL);
 	assert_string_equal(err, "--vm-console needs --kernel");
+	assert_int_equal(PARSE(&a, NULL, err, "--vm-sysctl=thp=never", "t.zst"), -EINVAL);
+	assert_string_equal(err, "--vm-sysctl needs --kernel");
+	assert_int_equal(PARSE(&a, NULL, err, "--vm-jobs=2", "t.zst"), -EINVAL);
+	assert_string_equal(err, "--vm-jobs needs --kernel");
 }
 
 /* The guest's command line parses back into the same replay. */
@@ -202,7 +295,7 @@ static void test_guest_args(void **state)
 	assert_int_equal(PARSE(&a, "monotonic", err, "--kernel=k", "--vm-cpus=2", "--order=free",
 			       "--placement=exact", "--speed=0.125", "--scale=3", "--repeat=4",
 			       "--max-memory=1G", "--compare=populate", "-q", "--json=out.json",
-			       "--window=8M", "--", "-odd.zst"), 0);
+			       "--window=8M", "--no-watch", "--", "-odd.zst"), 0);
 	int n = rp_guest_args(&a, a.trace, "/.vmreplay/results.json", 1, argv, 64, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_null(argv[n]);
@@ -228,6 +321,7 @@ static void test_guest_args(void **state)
 	assert_int_equal(g.o.scale, 3);
 	assert_int_equal(g.o.max_memory, 1ull << 30);
 	assert_int_equal(g.o.window, 8u << 20);
+	assert_int_equal(g.o.no_watch, 1);
 
 	/* Defaults stay defaults; no JSON asked, none passed. */
 	assert_int_equal(PARSE(&a, NULL, err, "--kernel=k", "--rewrite", "t.zst"), 0);
@@ -239,7 +333,8 @@ static void test_guest_args(void **state)
 	assert_string_equal(g.rules, VMT_REWRITE_DEFAULT);
 	assert_int_equal(g.o.max_memory, 0);
 	assert_true(g.o.speed == 0);
-	assert_int_equal(g.repeat, 1);
+	/* (the host's default for a guest, passed on: not the guest's own) */
+	assert_int_equal(g.repeat, RP_KERNEL_REPEAT_DEFAULT);
 	/* Too small a buffer, too few pointers. */
 	assert_int_equal(rp_guest_args(&a, a.trace, NULL, 0, argv, 64, buf, 20), -ENOSPC);
 	assert_int_equal(rp_guest_args(&a, a.trace, NULL, 0, argv, 3, buf, sizeof(buf)), -ENOSPC);
@@ -252,7 +347,8 @@ static void test_usage_names_every_option(void **state)
 					    "--max-memory", "--progress", "--no-progress", "--quiet",
 					    "--help", "--version", "--kernel=IMAGE", "--vm-cpus",
 					    "--vm-memory", "--vm-accel", "--vm-timeout",
-					    "--vm-console"};
+					    "--vm-console", "--host", "--vm-jobs", "--vm-sysctl",
+					    "--vm-cmdline", "--window", "--truncated"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_non_null(strstr(rp_usage(), names[i]));
 }

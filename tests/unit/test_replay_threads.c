@@ -213,7 +213,7 @@ static void test_no_lost_wakeups(void **state)
 	struct rp_run_result r;
 	threads_trace(&t, 3000);
 	rr_opts(&o);
-	alarm(60);
+	alarm(RR_HANG_S);
 	for (int run = 0; run < 20; run++) {
 		o.order = run & 1 ? RP_ORDER_FREE : RP_ORDER_RESOURCE;
 		rp_trace *tr = rr_replay_clean(t.path, &o, &r);
@@ -260,7 +260,7 @@ static struct rp_shared *end_of_run(void (*body)(struct rp_rt *rt))
 			pause();
 	}
 	int st;
-	alarm(20);
+	alarm(RR_HANG_S);
 	assert_int_equal(waitpid(run, &st, 0), run);
 	alarm(0);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
@@ -375,7 +375,7 @@ static void test_vfork_waits(void **state)
 	struct rp_options o;
 	struct rp_run_result r;
 
-	alarm(60); /* a wait that never ends fails the test */
+	alarm(RR_HANG_S); /* a wait that never ends fails the test */
 	for (int exec = 1; exec >= 0; exec--) {
 		vfork_trace(&t, VMT_PROC_VFORK, exec);
 		rr_opts(&o);

@@ -1,5 +1,5 @@
 /*
- * test_resultdiff.c - the comparison of vmreplay results (analysis/
+ * test_resultdiff.c - the comparison of vmreplay results (analysis/stats/
  * resultdiff.c): the Mann-Whitney U test against values worked out by
  * hand and by brute force, samples from known distributions, "too few
  * runs", result files, and the JSON reader beneath them.

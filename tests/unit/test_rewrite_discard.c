@@ -1,5 +1,5 @@
 /*
- * test_rewrite_discard.c - rules unmap-only and dontneed-only: the shapes of V8's teardown and jemalloc's
+ * test_rewrite_discard.c - rules discard-before-unmap and free-before-dontneed: the shapes of V8's teardown and jemalloc's
  * decay, and every case where the discard must stay; what becomes of
  * the touches recorded with a dropped call.
  */
@@ -63,7 +63,7 @@ static void test_dun_v8(void **state)
 	advise(&b, 1, K256, LX_MADV_DONTNEED, 0);
 	tg_touch(&b, 0, 1, Z, 64, VMT_PAGE_ABSENT);
 	unmap(&b, 1, K256);
-	struct rwt_result r = rwt_run(&b, "unmap-only");
+	struct rwt_result r = rwt_run(&b, "discard-before-unmap");
 	rwt_expect(r.text, MAP_LINE "t1 touch(0x300000, 64 pages: 64 absent, before op)\n" UNMAP_LINE);
 	assert_int_equal(r.applied[0], 2);
 	assert_int_equal(r.removed[0], 2);
@@ -85,7 +85,7 @@ static void test_dun_free(void **state)
 	tg_touch(&b, 0, 1, Z, 64, VMT_PAGE_WRITTEN);
 	advise(&b, 1, K256, LX_MADV_FREE, 0);
 	unmap(&b, 1, K256);
-	rwt_check(&b, "unmap-only",
+	rwt_check(&b, "discard-before-unmap",
 		  MAP_LINE "t1 touch(0x300000, 64 pages: 64 written, before op)\n" UNMAP_LINE, 1);
 }
 
@@ -123,7 +123,7 @@ static void test_dun_not(void **state)
 			TG_PUT_SC(&b, 0, 2, VMT_OP_MPROTECT, 0, Z, K256, RW);
 		if (m != MISS_GUARD)
 			unmap(&b, m == MISS_OTHER_THREAD ? 2 : 1, m == MISS_PART ? K256 / 2 : K256);
-		struct rwt_result r = rwt_run(&b, "unmap-only");
+		struct rwt_result r = rwt_run(&b, "discard-before-unmap");
 		if (r.applied[0] || r.events_in != r.events_out)
 			fail_msg("case %d: applied %llu:\n%s", m, (unsigned long long)r.applied[0], r.text);
 		free(r.text);
@@ -146,7 +146,7 @@ static void test_fbd_jemalloc(void **state)
 	TG_PUT_SC(&b, 0, 2, VMT_OP_MMAP, 0x500000, 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
 	tg_touch(&b, 0, 2, Z, 64, VMT_PAGE_PRESENT);
 	advise(&b, 2, K256, LX_MADV_DONTNEED, 0);
-	struct rwt_result r = rwt_run(&b, "dontneed-only");
+	struct rwt_result r = rwt_run(&b, "free-before-dontneed");
 	rwt_expect(r.text, MAP_LINE
 		   "t2 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x500000\n"
 		   "t2 touch(0x300000, 64 pages: 64 present, before op)\n"
@@ -168,7 +168,7 @@ static void test_fbd_same_thread(void **state)
 	advise(&b, 1, K256, LX_MADV_FREE, 0);
 	tg_touch(&b, 0, 1, Z, 64, VMT_PAGE_PRESENT);
 	advise(&b, 1, K256, LX_MADV_DONTNEED, 0);
-	rwt_check(&b, "dontneed-only",
+	rwt_check(&b, "free-before-dontneed",
 		  MAP_LINE "t1 touch(0x300000, 64 pages: 64 written, before op)\n"
 		  "t1 touch(0x300000, 64 pages: 64 present, before op)\n" DN_LINE, 1);
 }
@@ -196,7 +196,7 @@ static void test_fbd_not(void **state)
 				tg_touch(&b, 0, 2, Z, m == FMISS_RECLAIMED ? 40 : 64, VMT_PAGE_PRESENT);
 			advise(&b, 2, m == FMISS_PART ? K256 / 2 : K256, LX_MADV_DONTNEED, 0);
 		}
-		struct rwt_result r = rwt_run(&b, "dontneed-only");
+		struct rwt_result r = rwt_run(&b, "free-before-dontneed");
 		if (r.applied[0] || r.events_in != r.events_out)
 			fail_msg("case %d: applied %llu:\n%s", m, (unsigned long long)r.applied[0], r.text);
 		free(r.text);
@@ -215,7 +215,7 @@ static void test_discard_compose(void **state)
 	tg_touch(&b, 0, 1, Z, 8, VMT_PAGE_PRESENT);
 	advise(&b, 1, K256, LX_MADV_DONTNEED, 0);
 	unmap(&b, 1, K256);
-	struct rwt_result r = rwt_run(&b, "dontneed-only,unmap-only");
+	struct rwt_result r = rwt_run(&b, "free-before-dontneed,discard-before-unmap");
 	rwt_expect(r.text, MAP_LINE "t1 touch(0x300000, 8 pages: 8 written, before op)\n"
 		   "t1 touch(0x300000, 8 pages: 8 present, before op)\n" UNMAP_LINE);
 	assert_int_equal(r.applied[0], 1);

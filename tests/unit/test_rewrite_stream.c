@@ -43,7 +43,7 @@ static void test_rule_lists(void **state)
 	} bad[] = {
 		{ "prot-none-free,bogus", "unknown rewrite rule 'bogus' (rules: prot-none-free, "
 					  "dontneed-to-free, free-to-dontneed, mlock-onfault, populate, "
-					  "unmap-only, dontneed-only)" },
+					  "discard-before-unmap, free-before-dontneed)" },
 		{ "populate,populate", "rewrite rule 'populate' given twice" },
 		{ "populate,", "empty rewrite rule name in 'populate,'" },
 		{ "dontneed-to-free,free-to-dontneed",

@@ -28,7 +28,6 @@
 #include "elfsym.h"
 #include "stacks.h"
 #include "tgen.h"
-#include "u64map.h"
 
 /* ---- the traced child ---------------------------------------------------- */
 __attribute__((noinline)) int vmr_test_marker_function(int site)
@@ -584,46 +583,6 @@ static void test_elfsym_debug_file(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* The map behind tid and ip lookups against a plain array, through many
- * inserts and (backward-shift) deletions. */
-static void test_u64map_random(void **state)
-{
-	enum { KEYS = 3000 };
-	static uint32_t ref[KEYS]; /* value + 1, 0 = absent */
-	struct u64map m = { 0 };
-	uint64_t rng = 7;
-	size_t live = 0;
-	memset(ref, 0, sizeof(ref));
-	for (int i = 0; i < 200000; i++) {
-		uint64_t k = tg_rand(&rng) % KEYS;
-		uint64_t key = k * 0x10000 + 1; /* clustered, never 0 */
-		uint32_t v;
-		switch (tg_rand(&rng) % 3) {
-		case 0:
-		case 1:
-			assert_int_equal(u64map_put(&m, key, (uint32_t)i), 0);
-			live += !ref[k];
-			ref[k] = (uint32_t)i + 1;
-			break;
-		default:
-			u64map_del(&m, key);
-			live -= !!ref[k];
-			ref[k] = 0;
-			break;
-		}
-		if (i % 1000 == 0)
-			for (uint64_t j = 0; j < KEYS; j++) {
-				int has = u64map_get(&m, j * 0x10000 + 1, &v);
-				assert_int_equal(has, ref[j] != 0);
-				if (has)
-					assert_int_equal(v + 1, ref[j]);
-			}
-	}
-	assert_int_equal(m.n, live);
-	u64map_free(&m);
-	assert_false(u64map_get(&m, 1, &(uint32_t){ 0 }));
-}
-
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "vmr-exec-child")) {
@@ -637,7 +596,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_elfsym_own_and_corrupt),
 		cmocka_unit_test(test_elfsym_debug_file),
 		cmocka_unit_test(test_ehframe_own),
-		cmocka_unit_test(test_u64map_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,6 +179,35 @@ static void test_generated(void **state)
 }
 
 /* Splits, merges, locks, errors, touches, faults, threads and a fork. */
+/* A forked child runs its parent's program until it execs. */
+static void test_child_program(void **state)
+{
+	struct tg_trace g;
+	tg_trace_memfd(&g, "stats-child", NULL);
+	tg_proc(&g, 0, 0, VMT_NONE, VMT_NONE);
+	tg_exec(&g, 0, 0, "/usr/bin/server");
+	tg_proc(&g, 1, 1, 0, 0);	/* a worker, never exec'd */
+	tg_proc(&g, 2, 2, 0, 0);	/* execs a helper */
+	tg_exec(&g, 2, 2, "/usr/bin/helper");
+	tg_proc(&g, 3, 3, 2, 2);	/* the helper's child */
+	tg_exec(&g, 0, 0, "/usr/bin/server2");
+	tg_proc(&g, 4, 4, 0, 0);	/* forked after the re-exec */
+	for (int p = 4; p >= 0; p--)
+		tg_proc_exit(&g, (uint32_t)p, (uint32_t)p);
+	tg_finish(&g);
+
+	struct vmt_stats s;
+	read_back(g.fd, &s);
+	assert_int_equal(s.processes, 5);
+	assert_string_equal(s.procs[0].path, "/usr/bin/server2");
+	assert_string_equal(s.procs[1].path, "/usr/bin/server");
+	assert_string_equal(s.procs[2].path, "/usr/bin/helper");
+	assert_string_equal(s.procs[3].path, "/usr/bin/helper");
+	assert_string_equal(s.procs[4].path, "/usr/bin/server2");
+	vmt_stats_free(&s);
+	(void)state;
+}
+
 static void test_peaks_and_counts(void **state)
 {
 	struct tg_trace g;
@@ -320,6 +349,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generated),
 		cmocka_unit_test(test_peaks_and_counts),
+		cmocka_unit_test(test_child_program),
 		cmocka_unit_test(test_metric_names),
 		cmocka_unit_test(test_truncated),
 	};

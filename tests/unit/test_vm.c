@@ -401,7 +401,29 @@ static void test_vm_json(void **state)
 	assert_string_equal(b.data, "{\"runs\":[],\"median\":{},\"vm\":{\"image\":\"/boot/vmlinuz\","
 				    "\"image_version\":\"6.1.0 \\\"x\\\"\",\"accel\":\"tcg\",\"cpus\":2,"
 				    "\"memory_bytes\":1073741824,\"qemu\":\"/usr/bin/qemu-system-x86_64\","
-				    "\"boot_ns\":1500}}\n");
+				    "\"boot_ns\":1500,\"cmdline\":\"\",\"sysctl\":[],\"mm_unset\":null,"
+				    "\"noise\":null}}\n");
+	/* What the guest was asked to set, what it could not, and what else
+	 * ran there: 0.5 s of 2 CPUs for 10 s is 2.5%. */
+	char *sys[] = { "/sys/kernel/mm/transparent_hugepage/enabled=madvise", NULL };
+	c.sysctl = sys;
+	c.cmdline = "quiet";
+	snprintf(r.unset, sizeof(r.unset), "/sys/x=1: Permission denied");
+	r.have_noise = 1;
+	r.others_ns = 500000000;
+	r.elapsed_ns = 10000000000ull;
+	r.noise_cpus = 2;
+	r.replay_cpu_ns = 7;
+	assert_int_equal(rp_vm_json(&c, &r, &b), 0);
+	assert_non_null(strstr(b.data, "\"cmdline\":\"quiet\",\"sysctl\":[\"/sys/kernel/mm/"
+				       "transparent_hugepage/enabled=madvise\"],\"mm_unset\":\"/sys/x=1:"
+				       " Permission denied\",\"noise\":{\"others_pct\":2.500,"
+				       "\"others_ns\":500000000,\"elapsed_ns\":10000000000,\"cpus\":2,"
+				       "\"replay_cpu_ns\":7}}}\n"));
+	c.sysctl = NULL;
+	c.cmdline = NULL;
+	r.unset[0] = 0;
+	r.have_noise = 0;
 	free(r.json);
 	r.json = strdup(" { } ");
 	r.json_len = strlen(r.json);

@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "vmtutil.h"
 
-/* Run vmt_finish_stdout(0) in a child whose stdout is `how`, with errno
+/* Run vmt_stdout_finish("vmtrace", 0, 2) in a child whose stdout is `how`, with errno
  * set to `stale` before the call; returns its status, its stderr in err. */
 static int finish_in_child(int broken, int stale, char *err, size_t len)
 {
@@ -39,7 +40,7 @@ static int finish_in_child(int broken, int stale, char *err, size_t len)
 			fflush(stdout);
 		}
 		errno = stale;
-		_exit(vmt_finish_stdout(0));
+		_exit(vmt_stdout_finish("vmtrace", 0, 2));
 	}
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);

@@ -392,6 +392,13 @@ void tg_event(uint64_t *r, uint32_t kind, struct vmt_event *ev, struct tg_store 
 		sc->flags = tg_rand(r) % 10 == 0 ? VMT_SC_NO_RESULT : 0;
 		sc->exit_ns = sc->flags ? ev->ts_ns : ev->ts_ns + tg_rand(r) % 1000000;
 		sc->stack_id = tg_rand(r) % 2 ? VMT_NONE : (uint32_t)(tg_rand(r) % 100000);
+		/* 1.2: the waits of a call that returned, some of the time */
+		if (!sc->flags && tg_rand(r) % 3 == 0) {
+			sc->waits = 1;
+			sc->off_cpu_ns = tg_rand(r) % (sc->exit_ns - ev->ts_ns + 1);
+			sc->vcsw = (uint32_t)(tg_rand(r) % 3 ? tg_rand(r) % 4 : tg_rand(r));
+			sc->ivcsw = (uint32_t)(tg_rand(r) % 3);
+		}
 		break;
 	}
 	case VMT_EV_MAP_FILE:
@@ -485,6 +492,20 @@ void tg_event(uint64_t *r, uint32_t kind, struct vmt_event *ev, struct tg_store 
 		ev->u.lost.count = pick(r);
 		ev->u.lost.what = 1 + (uint32_t)(tg_rand(r) % 2);
 		break;
+	case VMT_EV_COUNTERS: {
+		struct vmt_counters *c = &ev->u.counters;
+		c->scope = (uint32_t)(tg_rand(r) % 3);
+		c->flags = (uint32_t)(tg_rand(r) % 2) |
+			   (c->scope == VMT_CNT_PROCESS && tg_rand(r) % 2 ? VMT_CNT_SUM : 0);
+		c->minflt = pick(r);
+		c->majflt = tg_rand(r) % 100;
+		c->nvcsw = pick(r);
+		c->nivcsw = tg_rand(r) % 1000;
+		c->utime_ns = pick(r) >> 1;
+		c->stime_ns = tg_rand(r) % (1ull << 40);
+		c->stops = tg_rand(r) % 4 ? 0 : pick(r);
+		break;
+	}
 	}
 }
 
@@ -501,6 +522,7 @@ int tg_event_equal(const struct vmt_event *a, const struct vmt_event *b)
 			NE(u.sc.exit_ns);
 		for (uint32_t i = 0; i < a->u.sc.nargs; i++)
 			NE(u.sc.args[i]);
+		NE(u.sc.waits); NE(u.sc.off_cpu_ns); NE(u.sc.vcsw); NE(u.sc.ivcsw);
 		return 1;
 	case VMT_EV_MAP_FILE:
 		SE(u.file.path); NE(u.file.dev); NE(u.file.ino); NE(u.file.size);
@@ -541,6 +563,11 @@ int tg_event_equal(const struct vmt_event *a, const struct vmt_event *b)
 		return 1;
 	case VMT_EV_STRING: NE(u.string.id); SE(u.string.str); return 1;
 	case VMT_EV_LOST: NE(u.lost.count); NE(u.lost.what); return 1;
+	case VMT_EV_COUNTERS:
+		NE(u.counters.scope); NE(u.counters.flags); NE(u.counters.minflt);
+		NE(u.counters.majflt); NE(u.counters.nvcsw); NE(u.counters.nivcsw);
+		NE(u.counters.utime_ns); NE(u.counters.stime_ns); NE(u.counters.stops);
+		return 1;
 	}
 	return 0;
 }

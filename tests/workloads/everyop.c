@@ -1,7 +1,7 @@
 /*
- * everyop - every memory-management op of DESIGN.md section 3, once each,
- * with known arguments, each issued as a raw syscall(2) so that what the
- * program logs is exactly what the kernel (and vmrec) saw.
+ * everyop - every memory-management op of vmtrace(5) (KINDS AND OPS),
+ * once each, with known arguments, each issued as a raw syscall(2) so that
+ * what the program logs is exactly what the kernel (and vmrec) saw.
  * See --help and tests/workloads/README.md.
  */
 #include <errno.h>
@@ -30,7 +30,7 @@
 static const char usage_text[] =
 "Usage: everyop [--log]\n"
 "\n"
-"Issues every memory-management op of DESIGN.md section 3 once, as raw\n"
+"Issues every memory-management op of vmtrace(5) once, as raw\n"
 "syscall(2) calls with known arguments (P = page size), in this order:\n"
 "   1 mmap(NULL, 4P, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = A\n"
 "   2 mmap(NULL, 2P, PROT_READ|PROT_WRITE, MAP_SHARED, fd, P) = F   (a 4-page\n"

@@ -21,7 +21,8 @@
 #define UNUSED __attribute__((unused))
 #define MAX_ARGS 6
 
-/* The memory-management ops of DESIGN.md section 3, in that order. */
+/* The memory-management ops of vmtrace(5), KINDS AND OPS (VMT_OP_* of
+ * format/vmtrace.h), in that order. */
 enum mm_op {
 	OP_MMAP, OP_MUNMAP, OP_MPROTECT, OP_PKEY_MPROTECT, OP_MADVISE,
 	OP_PROCESS_MADVISE, OP_MLOCK, OP_MLOCK2, OP_MUNLOCK, OP_MLOCKALL,
@@ -195,14 +196,24 @@ static UNUSED void summary_add_calls(struct summary *s, const struct mm_log *l)
 }
 
 /* "summary: calls= minflt= majflt= nvcsw= nivcsw= wall_ns= threads= procs=
- * errors=", then `extra` (" key=value ..." or ""), then ops=NAME:N,... */
+ * errors=", then `extra` (" key=value ..." or ""), then the process's whole
+ * getrusage as it prints (" self=MINFLT,MAJFLT,NVCSW,NIVCSW children=...":
+ * RUSAGE_SELF and RUSAGE_CHILDREN, for recorders that count them), then
+ * ops=NAME:N,... */
 static UNUSED void summary_print(FILE *f, const char *prefix, const struct summary *s,
 				 const char *extra)
 {
+	struct rusage self, children;
+
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &children);
 	fprintf(f, "%ssummary: calls=%lu minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld"
-		" wall_ns=%" PRId64 " threads=%d procs=%d errors=%lu%s ops=",
+		" wall_ns=%" PRId64 " threads=%d procs=%d errors=%lu%s"
+		" self=%ld,%ld,%ld,%ld children=%ld,%ld,%ld,%ld ops=",
 		prefix, s->calls, s->minflt, s->majflt, s->nvcsw, s->nivcsw,
-		s->wall_ns, s->threads, s->procs, s->errors, extra ? extra : "");
+		s->wall_ns, s->threads, s->procs, s->errors, extra ? extra : "",
+		self.ru_minflt, self.ru_majflt, self.ru_nvcsw, self.ru_nivcsw,
+		children.ru_minflt, children.ru_majflt, children.ru_nvcsw, children.ru_nivcsw);
 	for (int i = 0, n = 0; i < OP__COUNT; i++)
 		if (s->per_op[i])
 			fprintf(f, "%s%s:%lu", n++ ? "," : "", op_info[i].name, s->per_op[i]);

@@ -1,0 +1,143 @@
+/*
+ * streamload.c - loading the stream backend's programs in the kernel,
+ * without parsing the kernel's BTF here.
+ *
+ * libbpf's own load (bpf_object__load) reads and indexes the whole of
+ * /sys/kernel/btf/vmlinux (5.5 MB, some 150,000 types) to resolve the
+ * programs' CO-RE relocations, their tracepoints and kfuncs: 100-400 ms
+ * of vmrec's start, the most of it, on a machine whose page faults are
+ * slow.  The kernel has that BTF parsed already.  So vmrec has libbpf
+ * write a loader program instead (bpf_object__gen_loader, what bpftool's
+ * light skeletons use): a BPF_PROG_TYPE_SYSCALL program that creates the
+ * maps, finds the kernel's types, tracepoints and kfuncs by name in the
+ * kernel's own BTF, and loads the programs with their CO-RE relocations
+ * for the kernel to apply.  It runs once (BPF_PROG_RUN) and hands back
+ * the descriptors.
+ *
+ * When that fails (a kernel without BPF_PROG_TYPE_SYSCALL, 5.14, or one
+ * that refuses a program), stream.c loads the object again the usual way,
+ * which also explains a refusal.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <bpf/skel_internal.h>
+#include "stream.h"
+
+/* The configured object's maps and programs to be loaded, counted. */
+static void count(struct bpf_object *obj, int *nmaps, int *nprogs)
+{
+	struct bpf_map *m;
+	struct bpf_program *p;
+
+	*nmaps = *nprogs = 0;
+	bpf_object__for_each_map(m, obj)
+		(*nmaps)++;
+	bpf_object__for_each_program(p, obj)
+		if (bpf_program__autoload(p))
+			(*nprogs)++;
+}
+
+int stream_load_fast(struct stream *s)
+{
+	struct gen_loader_opts gen = { .sz = sizeof(gen) };
+	int nmaps, nprogs, e;
+
+	count(s->obj, &nmaps, &nprogs);
+	if (nmaps > STREAM_MAX_MAPS || nprogs > STREAM_MAX_LINKS)
+		return -E2BIG;
+	if ((e = bpf_object__gen_loader(s->obj, &gen)) || (e = bpf_object__load(s->obj)))
+		return e < 0 ? e : -EINVAL;
+	/* The loader's context: its header, then a slot per map (the map's
+	 * descriptor comes back in it) and one per program, in the object's
+	 * order (of the programs, those it loads). */
+	size_t sz = sizeof(struct bpf_loader_ctx) + (size_t)nmaps * sizeof(struct bpf_map_desc) +
+		    (size_t)nprogs * sizeof(struct bpf_prog_desc);
+	struct bpf_loader_ctx *ctx = calloc(1, sz);
+	if (!ctx)
+		return -ENOMEM;
+	ctx->sz = (__u32)sz;
+	struct bpf_load_and_run_opts run = {
+		.ctx = ctx,
+		.data = gen.data,
+		.insns = gen.insns,
+		.data_sz = gen.data_sz,
+		.insns_sz = gen.insns_sz,
+	};
+	e = bpf_load_and_run(&run);
+	if (e) {
+		free(ctx);
+		return e < 0 ? e : -EINVAL;
+	}
+	const struct bpf_map_desc *md = (const void *)(ctx + 1);
+	const struct bpf_prog_desc *pd = (const void *)(md + nmaps);
+	for (int i = 0; i < nmaps; i++)
+		s->map_fd[i] = md[i].map_fd;
+	for (int i = 0; i < nprogs; i++)
+		s->prog_fd[i] = pd[i].prog_fd;
+	s->nmaps = nmaps;
+	s->nprogs = nprogs;
+	s->own_fds = 1;
+	free(ctx);
+	/* (a descriptor the loader did not fill is 0: the load failed) */
+	for (int i = 0; i < nmaps; i++)
+		if (s->map_fd[i] <= 0)
+			return -EINVAL;
+	for (int i = 0; i < nprogs; i++)
+		if (s->prog_fd[i] <= 0)
+			return -EINVAL;
+	return 0;
+}
+
+int stream_take_fds(struct stream *s)
+{
+	struct bpf_map *m;
+	struct bpf_program *p;
+
+	s->nmaps = s->nprogs = 0;
+	s->own_fds = 0; /* (libbpf's: bpf_object__close closes them) */
+	bpf_object__for_each_map(m, s->obj) {
+		if (s->nmaps == STREAM_MAX_MAPS)
+			return -E2BIG;
+		s->map_fd[s->nmaps++] = bpf_map__fd(m);
+	}
+	bpf_object__for_each_program(p, s->obj) {
+		if (!bpf_program__autoload(p))
+			continue;
+		if (s->nprogs == STREAM_MAX_LINKS)
+			return -E2BIG;
+		s->prog_fd[s->nprogs++] = bpf_program__fd(p);
+	}
+	return 0;
+}
+
+int stream_map_fd(const struct stream *s, const char *name)
+{
+	struct bpf_map *m;
+	int i = 0;
+
+	bpf_object__for_each_map(m, s->obj) {
+		if (i >= s->nmaps)
+			break;
+		if (!strcmp(bpf_map__name(m), name))
+			return s->map_fd[i];
+		i++;
+	}
+	return -ENOENT;
+}
+
+void stream_close_fds(struct stream *s)
+{
+	if (!s->own_fds)
+		return;
+	for (int i = 0; i < s->nprogs; i++)
+		if (s->prog_fd[i] > 0)
+			close(s->prog_fd[i]);
+	for (int i = 0; i < s->nmaps; i++)
+		if (s->map_fd[i] > 0)
+			close(s->map_fd[i]);
+	s->nprogs = s->nmaps = 0;
+}

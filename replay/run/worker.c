@@ -1,0 +1,1110 @@
+/*
+ * worker.c - the run process: replay threads walking their element arrays.
+ *
+ * The loop is kept lean on purpose (the replay's own cost must stay small
+ * next to what it measures, bench/replay.sh): per element it reads the
+ * element, waits only when the load computed a dependency, touches pages,
+ * and times the replayed syscall(s) with two reads of the op clock
+ * (rp_ticks(): the TSC where usable).  No locks,
+ * no allocation, no other syscalls.  A thread posts its progress to its
+ * counter only after the elements some other thread waits for (RF_POST).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "execint.h"
+#include "selfmon.h"
+
+/* What the loop reads for every element, gathered once per stream into
+ * the replay thread's own frame.  After each replayed call and each fault
+ * the kernel has pushed the loop's data out of this CPU's caches and TLB,
+ * and every further line or page the loop reads costs a miss there:
+ * cpu-clock profiles of the 1-thread seed-000 replay put the replay's
+ * hottest user code on the loads of w->rt and rt->tsc between the syscall
+ * and the second clock read (that wait was also counted as the op's
+ * latency).  So per element the loop reads its stack (this struct), the
+ * element (a one-piece range op alone: its piece and a single touch run
+ * are inline, RF_PIECE1), the region bases and the op's histogram; the clock
+ * kind is a constant of the loop (run_guarded), and the counters it bumps
+ * are written back at the end of the stream. */
+struct rp_hot {
+	const struct rp_elem *elem; /* the current block's elements, */
+	uint32_t first, end;  /* from thread index first, executable below end */
+	uint32_t *done;	      /* this thread's completion count */
+	const char *blk;      /* the current block (touch runs: offsets in it) */
+	const uint64_t *base; /* w->base */
+	struct rp_hist *hist; /* w->hist */
+	uint64_t page;
+	uint64_t syscalls, touched;
+	uint32_t cur; /* the element whose touches run (the guard's resume point) */
+	int ended;    /* its RK_END has run */
+	/* The thread watching itself (selfmon.c; NULL: it cannot): the perf
+	 * page's update count, read around each call (a word that never
+	 * moves when not watching). */
+	const volatile uint32_t *seq;
+	struct rp_watch *watch;
+	long nr[VMT_OP__COUNT]; /* rp_sysnr */
+	uint8_t hidx[VMT_OP__COUNT];
+};
+
+/* A replay thread's self-watch: its perf ring and where the addresses of
+ * its process are. */
+struct rp_watch {
+	struct rp_selfmon m;
+	struct rp_fclass c;
+};
+static const volatile uint32_t seq_still;
+
+/* ---- touches, guarded -------------------------------------------------- */
+
+/* A touch that traps (the trace promised a page the replay's mapping does
+ * not have: beyond the end of an original file, a protection a diverged
+ * call did not set) must not kill the run: the element's remaining
+ * touches are skipped, its call still replayed.  One guard per stream,
+ * not per element (a sigsetjmp per op was a measurable part of the loop):
+ * the loop raises tls_touching around an element's touches, and the
+ * handler jumps back to the stream's guard only then; any other fault is
+ * a real crash and takes its default action. */
+static __thread sigjmp_buf *tls_jb;
+static __thread volatile sig_atomic_t tls_touching;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	if (tls_touching && tls_jb) {
+		tls_touching = 0;
+		siglongjmp(*tls_jb, 1);
+	}
+	signal(sig, SIG_DFL); /* fault again, unhandled */
+}
+
+static void install_guard(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Touch npw's pages (| RP_TOUCH_WRITE: write them) at off in region. */
+static inline __attribute__((always_inline)) void touch_pages(struct rp_hot *h, uint32_t region,
+							      uint64_t off, uint32_t npw)
+{
+	uint64_t b = h->base[region], ps = h->page;
+	if (!b)
+		return;
+	volatile char *p = (volatile char *)(b + off);
+	uint32_t n = npw & ~RP_TOUCH_WRITE;
+	if (__builtin_expect((npw & RP_TOUCH_WRITE) != 0, 1))
+		for (uint32_t j = 0; j < n; j++)
+			p[(uint64_t)j * ps] = 1;
+	else
+		for (uint32_t j = 0; j < n; j++)
+			(void)p[(uint64_t)j * ps];
+	__asm__ __volatile__("" ::: "memory"); /* counted once all are done */
+	h->touched += n;
+	__asm__ __volatile__("" ::: "memory");
+}
+
+/* The element's touches.  The loop's state lives in its rp_hot, stored
+ * (compiler barriers) before the touches and after each run of pages, so
+ * after a trap it holds the resume point and the pages of the runs
+ * completed so far. */
+static inline __attribute__((always_inline)) void do_touches(struct rp_hot *h,
+							     const struct rp_elem *e, uint32_t i)
+{
+	h->cur = i;
+	__asm__ __volatile__("" ::: "memory");
+	tls_touching = 1;
+	if (__builtin_expect((e->flags & RF_TOUCH1) != 0, 1)) {
+		touch_pages(h, e->region2, (uint64_t)e->tpage * h->page, e->arg);
+	} else {
+		const struct rp_touch *tc = (const struct rp_touch *)(h->blk + e->touch0);
+		for (uint32_t k = 0; k < e->ntouch; k++)
+			touch_pages(h, tc[k].region, tc[k].off, tc[k].npages);
+	}
+	tls_touching = 0;
+}
+
+/* ---- waiting ----------------------------------------------------------- */
+
+static inline long futex(uint32_t *a, int op, uint32_t v, int priv)
+{
+	return syscall(SYS_futex, a, op | (priv ? FUTEX_PRIVATE_FLAG : 0), v, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Spin a little (the other thread is usually about to post), then sleep,
+ * so waiting adds context switches only when it is long.
+ *
+ * A sleeper registers the count it waits for in `want` (the lowest wanted
+ * by any sleeper) and sleeps on `epoch`; a post that reaches `want`
+ * clears it, bumps `epoch` and wakes every sleeper, and those not yet
+ * satisfied register again.  So a post costs one load unless it
+ * completes what somebody waits for (a thread waiting for the end of a
+ * long stream costs that stream nothing), and no wake-up is lost: a
+ * sleeper reads `epoch` before registering, so a post that cleared its
+ * registration has also moved `epoch` past what it sleeps on.  (A flag
+ * that posts cleared, sleeping on the counter itself, lost wake-ups: set,
+ * post-and-clear, then sleep on the new value.)  poll_ns: the poster may
+ * not post (a late wait, RP_DEP_LATE): sleep at most that long, doubling
+ * up to 5 ms. */
+RP_RUN_CODE static void await_count(uint32_t *cnt, uint32_t *want, uint32_t *epoch, uint32_t v, int priv,
+			uint64_t poll_ns)
+{
+	uint64_t t0 = vmt_now_ns();
+	for (unsigned i = 1;; i++) {
+		cpu_relax();
+		if (__atomic_load_n(cnt, __ATOMIC_ACQUIRE) >= v)
+			return;
+		if (!(i & 15) && vmt_now_ns() - t0 > 3000)
+			break;
+	}
+	for (;;) {
+		uint32_t ep = __atomic_load_n(epoch, __ATOMIC_SEQ_CST);
+		uint32_t w = __atomic_load_n(want, __ATOMIC_SEQ_CST);
+		while ((!w || w > v) &&
+		       !__atomic_compare_exchange_n(want, &w, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+			;
+		if (__atomic_load_n(cnt, __ATOMIC_SEQ_CST) >= v)
+			return;
+		struct timespec to = {(time_t)(poll_ns / 1000000000u), (long)(poll_ns % 1000000000u)};
+		syscall(SYS_futex, epoch, FUTEX_WAIT | (priv ? FUTEX_PRIVATE_FLAG : 0), ep,
+			poll_ns ? &to : NULL, NULL, 0);
+		if (__atomic_load_n(cnt, __ATOMIC_SEQ_CST) >= v)
+			return;
+		if (poll_ns && poll_ns < 5000000)
+			poll_ns *= 2;
+	}
+}
+
+RP_RUN_CODE static void wait_for(struct rp_wctx *w, const struct rp_dep *d)
+{
+	struct rp_ctl *c = &w->ctl[d->thread & ~RP_DEP_LATE];
+	if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) >= d->seq)
+		return;
+	uint64_t t0 = vmt_now_ns();
+	await_count(&c->done, &c->want, &c->epoch, d->seq, w->rt->futex_private,
+		    (d->thread & RP_DEP_LATE) ? 50000 : 0);
+	w->out->wait_ns += vmt_now_ns() - t0;
+	w->out->waits++;
+}
+
+static inline void post(struct rp_wctx *w, uint32_t v)
+{
+	struct rp_ctl *c = &w->ctl[w->tid];
+	__atomic_store_n(&c->done, v, __ATOMIC_SEQ_CST);
+	uint32_t want = __atomic_load_n(&c->want, __ATOMIC_SEQ_CST);
+	if (want && v >= want && __atomic_exchange_n(&c->want, 0, __ATOMIC_SEQ_CST)) {
+		__atomic_add_fetch(&c->epoch, 1, __ATOMIC_SEQ_CST);
+		if (futex(&c->epoch, FUTEX_WAKE, INT_MAX, w->rt->futex_private) > 0)
+			w->out->wakes++;
+	}
+}
+
+RP_RUN_CODE static void pace(struct rp_wctx *w, uint64_t ts)
+{
+	/* (saturated: a slow factor over a long trace stays in range) */
+	double gap = (double)ts / w->rt->opt.speed;
+	uint64_t target = w->rt->sh->t_start + (gap < 0x1p62 ? (uint64_t)gap : (1ull << 62));
+	uint64_t now = vmt_now_ns();
+	if (now >= target)
+		return;
+	if (target - now > 200000) {
+		struct timespec sl;
+		uint64_t wake = target - 100000;
+		sl.tv_sec = (time_t)(wake / 1000000000u);
+		sl.tv_nsec = (long)(wake % 1000000000u);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &sl, NULL) == EINTR)
+			;
+	}
+	while (vmt_now_ns() < target)
+		cpu_relax();
+}
+
+RP_RUN_CODE static void diverged(struct rp_wctx *w, const struct rp_elem *e, long r)
+{
+	struct rp_slot *o = w->out;
+	if (o->ndiv < RP_DIV_SHOWN) {
+		struct rp_divrec *d = &o->div[o->ndiv];
+		d->event = e->event;
+		d->recorded = e->result;
+		d->replayed = r;
+		d->thread = w->ts->rec;
+		rp_render_elem(w->rt->t, w->ts->rec, w->rt->arena->proc_rec[w->ts->proc], e, d->text,
+			       sizeof(d->text));
+	}
+	o->ndiv++;
+	o->div_by_op[e->op]++;
+}
+
+/* A result that differs from the recorded one: a divergence unless the
+ * two are successes that may differ (addresses, without exact
+ * placement; brk's differing result counts as bad). */
+static __attribute__((noinline, cold)) void check_result(struct rp_wctx *w, const struct rp_elem *e,
+							 long r, int bad)
+{
+	if (!bad && !failed(e->result) &&
+	    !(w->rt->opt.placement == RP_PLACE_EXACT && (e->how == RX_MMAP || e->how == RX_MREMAP)))
+		return;
+	diverged(w, e, r);
+	if ((e->flags & RF_UNMAP) || (e->how == RX_MREMAP && !bad))
+		rp_poison(w, e);
+}
+
+/* A call that left the CPU between [t0, t1]: noted, out of line. */
+static __attribute__((noinline, cold)) void call_switched(struct rp_hot *h, uint64_t t0, uint64_t t1)
+{
+	rp_selfmon_switched(&h->watch->m, t0, t1);
+}
+
+/* After a replayed call: its latency, error and result check; s0 the
+ * perf page's count before it (a call that moved it left the CPU). */
+static inline __attribute__((always_inline)) void after_call(struct rp_wctx *w, struct rp_hot *h,
+							     const struct rp_elem *e, long r,
+							     uint64_t t0, uint64_t t1, uint32_t s0)
+{
+	if (__builtin_expect(*h->seq != s0, 0))
+		call_switched(h, t0, t1);
+	struct rp_hist *hg = &h->hist[h->hidx[e->op]];
+	uint64_t d = t1 - t0;
+	/* (A call that moved to another CPU may see its TSC a little
+	 * behind: never a negative time.) */
+	if (__builtin_expect((int64_t)d < 0, 0))
+		d = 0;
+	rp_hist_add(hg, d);
+	int bad = e->how == RX_BRK ? r != e->result : failed(r);
+	if (bad)
+		hg->errors++;
+	h->syscalls++;
+	if (__builtin_expect((e->flags & RF_CHECK) && r != e->result, 0))
+		check_result(w, e, r, bad);
+}
+
+/* A range op on [a, a + len) of the replay: nothing but the call between
+ * the two clock reads (tsc, the clock kind, is a constant of each copy of
+ * the loop: no memory load sits in the timed window). */
+static inline __attribute__((always_inline)) void call_at(struct rp_wctx *w, struct rp_hot *h,
+							  const struct rp_elem *e, uint64_t a,
+							  uint64_t len, const int tsc)
+{
+	long nr = h->nr[e->op];
+	uint64_t a2 = e->args[2], a3 = e->args[3], a4 = e->args[4], a5 = e->args[5];
+	uint32_t s0 = *h->seq;
+	uint64_t t0 = rp_ticks(tsc);
+	long r = sc6(nr, a, len, a2, a3, a4, a5);
+	uint64_t t1 = rp_ticks(tsc);
+	after_call(w, h, e, r, t0, t1, s0);
+}
+
+/* Room in w's mincore vector for each piece of e (outside the timing). */
+RP_RUN_CODE static void mincore_room(struct rp_wctx *w, const struct rp_elem *e)
+{
+	const struct rp_piece *pc = rp_elem_pieces(w, e);
+	size_t need = 1;
+	for (uint32_t i = 0; i < e->npieces; i++) {
+		size_t n = (size_t)((pc[i].len + w->rt->page - 1) / w->rt->page);
+		if (n > need)
+			need = n;
+	}
+	if (need <= w->mincore_len)
+		return;
+	uint8_t *p = realloc(w->mincore, need);
+	if (!p)
+		rt_fatal(w->rt, -ENOMEM, "out of memory");
+	memset(p, 0, need);
+	w->mincore = p;
+	w->mincore_len = need;
+}
+
+/* A range op rp_range_op executes: several pieces, a raw length, mincore,
+ * a piece on no mapping or on a region that is gone. */
+RP_RUN_CODE static __attribute__((noinline)) void range_call(struct rp_wctx *w, struct rp_hot *h,
+						 const struct rp_elem *e)
+{
+	const int tsc = w->rt->tsc;
+	if (e->op == VMT_OP_MINCORE)
+		mincore_room(w, e);
+	uint32_t s0 = *h->seq;
+	uint64_t t0 = rp_ticks(tsc);
+	long r = rp_range_op(w, e);
+	uint64_t t1 = rp_ticks(tsc);
+	after_call(w, h, e, r, t0, t1, s0);
+}
+
+/* An RF_PIECE1 range op: its one piece inline in the element. */
+static inline __attribute__((always_inline)) void piece1_call(struct rp_wctx *w, struct rp_hot *h,
+							      const struct rp_elem *e, const int tsc)
+{
+	uint64_t b = h->base[e->region];
+	if (__builtin_expect(b != 0, 1))
+		call_at(w, h, e, b + e->off2, e->aux, tsc);
+	else
+		range_call(w, h, e); /* its region is gone */
+}
+
+/* Any replayed call. */
+static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, struct rp_hot *h,
+							    const struct rp_elem *e, const int tsc)
+{
+	uint64_t t0, t1;
+	long r;
+	uint32_t s0;
+
+	switch (e->how) {
+	case RX_RANGE:
+		if (e->flags & RF_PIECE1)
+			piece1_call(w, h, e, tsc);
+		else
+			range_call(w, h, e);
+		return;
+	default:
+		break;
+	}
+	s0 = *h->seq;
+	switch (e->how) {
+	case RX_MMAP:
+		r = rp_mmap_op(w, e, &t0, &t1);
+		break;
+	case RX_MREMAP:
+		r = rp_mremap_op(w, e, &t0, &t1);
+		break;
+	case RX_BRK:
+		r = rp_brk_op(w, e, &t0, &t1);
+		break;
+	default:
+		t0 = rp_ticks(tsc);
+		r = sc6(h->nr[e->op], e->args[0], 0, 0, 0, 0, 0);
+		t1 = rp_ticks(tsc);
+		break;
+	}
+	after_call(w, h, e, r, t0, t1, s0);
+}
+
+
+
+/* ---- threads and processes --------------------------------------------- */
+
+static void run_process(struct rp_wctx *w);
+
+static void *thread_main(void *arg);
+
+RP_RUN_CODE static void spawn(struct rp_wctx *w, uint32_t tid)
+{
+	struct rp_rt *rt = w->rt;
+	struct rp_wctx *nw = rt_wctx(rt, w->copy, tid);
+	uint32_t *live = &rt->live[rt->arena->threads[tid].proc * rt->opt.scale + w->copy];
+	pthread_t th;
+	__atomic_add_fetch(live, 1, __ATOMIC_SEQ_CST);
+	int rc = pthread_create(&th, &rt->attr, thread_main, nw);
+	if (rc)
+		rt_fatal(rt, -rc, "cannot start replay thread %u: %s", rt->arena->threads[tid].rec,
+			 strerror(rc));
+}
+
+/* Page tables for [p, p + len), without a fault the replay would count
+ * (MADV_POPULATE_*, Linux 5.14: neither getrusage nor perf counts
+ * them); elsewhere nothing. */
+static void populate(const void *p, size_t len, size_t ps, int write)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
+	if (len)
+		madvise((void *)a, end - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+}
+
+static int populate_code(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	size_t ps = *(const size_t *)arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+			populate((const void *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, ps, 0);
+	}
+	return 0;
+}
+
+/* A forked replay process inherits no page tables of shared memory and
+ * of code (fork leaves them to faults): those of what it reads and writes
+ * of the run's, and of the replayer's and libc's code, here, uncounted.
+ * (Its private memory it shares copy-on-write, as the recorded child did
+ * its parent's.) */
+static void populate_child(struct rp_rt *rt, struct rp_wctx *w)
+{
+	const rp_trace *t = rt->t;
+	const struct rp_arena *a = rt->arena;
+	size_t ps = rt->page;
+	dl_iterate_phdr(populate_code, &ps);
+	populate(rt->sh, sizeof(*rt->sh), ps, 1);
+	populate(w->ctl, t->nthreads * sizeof(*w->ctl), ps, 1);
+	populate(w->out, sizeof(*w->out), ps, 1);
+	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+		if (t->ops_used_mask & (1u << op))
+			populate(&w->hist[op], sizeof(w->hist[op]), ps, 1);
+	if (!a->shared)
+		return;
+	populate(a->threads, t->nthreads * sizeof(*a->threads), ps, 1);
+	populate(a->proc_rec, t->nprocs * sizeof(*a->proc_rec), ps, 0);
+	populate(a->files, t->nfiles * sizeof(*a->files), ps, 0);
+	populate((const char *)a + a->pool0, __atomic_load_n(&a->bump, __ATOMIC_RELAXED) - a->pool0,
+		 ps, 0);
+}
+
+RP_RUN_CODE static void fork_process(struct rp_wctx *w, const struct rp_elem *e)
+{
+	struct rp_rt *rt = w->rt;
+	struct rp_wctx *nw = rt_wctx(rt, w->copy, e->arg);
+	pid_t pid = fork();
+	if (pid < 0)
+		rt_fatal(rt, -errno, "cannot fork replay process %u: %s",
+			 rt->arena->proc_rec[e->region], strerror(errno));
+	if (pid == 0) {
+		populate_child(rt, nw);
+		run_process(nw);
+		_exit(0);
+	}
+}
+
+/* exec: the old address space goes, the new one's stand-ins come. */
+RP_RUN_CODE static void exec_space(struct rp_wctx *w, const struct rp_elem *e)
+{
+	struct rp_rt *rt = w->rt;
+	rp_unmap_pieces(w, e);
+	rp_poison(w, e);
+	int rc = rt_setup_plan(rt, w->copy, (const struct rp_xplan *)(uintptr_t)e->off2);
+	if (rc < 0)
+		rt_fatal(rt, rc, "cannot set up the address space after exec: %s", strerror(-rc));
+	w->out->fallbacks += (uint64_t)rc;
+}
+
+RP_RUN_CODE static void sample_vmas(struct rp_rt *rt)
+{
+	uint64_t n = rt_count_vmas(), cur = __atomic_load_n(&rt->sh->peak_vmas, __ATOMIC_RELAXED);
+	while (n > cur && !__atomic_compare_exchange_n(&rt->sh->peak_vmas, &cur, n, 0, __ATOMIC_SEQ_CST,
+						       __ATOMIC_RELAXED))
+		;
+}
+
+RP_RUN_CODE static uint64_t tv_ns(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
+}
+
+/* Element i after its waits and touches: its call (or thread, process,
+ * exec), and its post when another thread waits for it. */
+RP_RUN_CODE static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, struct rp_hot *h,
+						const struct rp_elem *e, uint32_t i)
+{
+	switch (e->kind) {
+	case RK_SYSCALL:
+		do_syscall(w, h, e, w->rt->tsc);
+		if (e->flags & RF_SAMPLE_VMAS)
+			sample_vmas(w->rt);
+		break;
+	case RK_SPAWN:
+		spawn(w, e->arg);
+		break;
+	case RK_FORK:
+		fork_process(w, e);
+		break;
+	case RK_EXEC:
+		exec_space(w, e);
+		break;
+	case RK_SKIP:
+		w->out->skipped++;
+		break;
+	case RK_END:
+		h->ended = 1;
+		break;
+	default:
+		break;
+	}
+	/* (e is read before the count is stored: the loader may then free
+	 * its block) */
+	if (e->flags & RF_POST)
+		post(w, i + 1);
+	else
+		__atomic_store_n(h->done, i + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- the thread's self-watch ------------------------------------------- */
+
+/* Its calls' times as CLOCK_MONOTONIC (the switch records' clock): the
+ * op clock against it, from the run's start to now. */
+static void watch_clock(struct rp_wctx *w, struct rp_tick_ns *cv)
+{
+	struct rp_rt *rt = w->rt;
+	memset(cv, 0, sizeof(*cv));
+	if (!rt->tsc)
+		return;
+	uint64_t tick, ns;
+	rp_clock_pair(1, &tick, &ns);
+	cv->tick0 = rt->sh->tick_start;
+	cv->ns0 = rt->sh->t_start;
+	if (tick > cv->tick0 && ns > cv->ns0)
+		cv->per_tick = (double)(ns - cv->ns0) / (double)(tick - cv->tick0);
+	else
+		cv->per_tick = 1.0;
+}
+
+/* Read the ring now (where the process's mappings are now). */
+static __attribute__((noinline)) void watch_drain(struct rp_wctx *w, struct rp_hot *h)
+{
+	struct rp_tick_ns cv;
+	watch_clock(w, &cv);
+	rp_fclass_defer(&h->watch->c, w->rt->t, w->base);
+	rp_selfmon_drain(&h->watch->m, &h->watch->c, &cv);
+}
+
+/* Every 64 elements: drain a ring half full, so that its samples are read
+ * while the mappings they hit are still there. */
+static inline void watch_check(struct rp_wctx *w, struct rp_hot *h)
+{
+	if (__builtin_expect(h->watch != NULL, 1) && rp_selfmon_due(&h->watch->m))
+		watch_drain(w, h);
+}
+
+/* Start watching: what it needs taken and written before the counted
+ * stretch (its faults there are its own, not the replay's). */
+static void watch_start(struct rp_wctx *w, struct rp_hot *h)
+{
+	h->seq = &seq_still;
+	h->watch = NULL;
+	if (w->rt->opt.no_watch)
+		return;
+	/* (mmap, not malloc: see selfmon.c's fork_safe_alloc) */
+	struct rp_watch *x = mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (x == MAP_FAILED)
+		x = NULL;
+	if (!x || rp_fclass_init(&x->c, w->rt->t) < 0 ||
+	    rp_selfmon_open(&x->m, w->rt->watch_pages) < 0) {
+		if (x) {
+			rp_fclass_free(&x->c);
+			munmap(x, sizeof(*x));
+		}
+		return;
+	}
+	h->watch = x;
+	h->seq = &x->m.pc->lock;
+}
+
+/* The last of the ring, and what the thread saw, into its slot. */
+static void watch_end(struct rp_wctx *w, struct rp_hot *h)
+{
+	struct rp_watch *x = h->watch;
+	if (!x)
+		return;
+	watch_drain(w, h);
+	struct rp_slot *o = w->out;
+	o->watched = 1;
+	o->call_off_cpu_ns = x->m.off_cpu_ns;
+	o->call_vcsw = x->m.vcsw;
+	o->call_ivcsw = x->m.ivcsw;
+	for (int k = 0; k < RP_FK__COUNT; k++)
+		o->kind_faults[k] = x->m.minor[k] + x->m.major[k];
+	o->fault_samples = x->m.samples;
+	/* (a throttled event took no sample of some faults: unknown how
+	 * many; the thread's own count says) */
+	uint64_t faults = o->minflt + o->majflt;
+	o->fault_lost = x->m.lost + (x->m.throttled && faults > x->m.samples ? faults - x->m.samples : 0);
+	rp_selfmon_close(&x->m);
+	rp_fclass_free(&x->c);
+	munmap(x, sizeof(*x));
+	h->watch = NULL;
+	h->seq = &seq_still;
+}
+
+/* An element off the short path (waits, pacing, threads, processes,
+ * exec, mmap and the other calls): rare in the hot loops that decide the
+ * replay's overhead, so out of line, with the clock kind read. */
+RP_RUN_CODE static __attribute__((noinline)) void slow_elem(struct rp_wctx *w, struct rp_hot *h,
+						const struct rp_elem *e, uint32_t i)
+{
+	const struct rp_dep *deps = (const struct rp_dep *)(h->blk + e->dep0);
+	if (e->ndeps)
+		__atomic_store_n(h->done, i, __ATOMIC_RELEASE); /* before it may block */
+	for (uint32_t d = 0; d < e->ndeps; d++)
+		wait_for(w, &deps[d]);
+	if (w->rt->opt.speed > 0)
+		pace(w, e->ts);
+	if (e->ntouch)
+		do_touches(h, e, i);
+	elem_rest(w, h, e, i);
+	if (!((i + 1) & 63))
+		watch_check(w, h);
+}
+
+/* The loop has run out of elements at i (thread index): go on in the
+ * next block, or wait for the loader to publish more.  Out of line: once
+ * per block or wait. */
+RP_RUN_CODE static __attribute__((noinline)) void refill(struct rp_wctx *w, struct rp_hot *h, uint32_t i)
+{
+	struct rp_tsh *ts = w->ts;
+	const struct rp_blk *b = (const struct rp_blk *)h->blk;
+	for (;;) {
+		uint32_t pub = __atomic_load_n(&ts->published, __ATOMIC_ACQUIRE);
+		if (pub > i) {
+			if (!b)
+				b = __atomic_load_n(&ts->head, __ATOMIC_ACQUIRE);
+			while (i >= b->first + __atomic_load_n(&b->n, __ATOMIC_ACQUIRE))
+				b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+			uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+			h->blk = w->blk = (const char *)b;
+			h->elem = b->elem;
+			h->first = b->first;
+			h->end = pub < b->first + n ? pub : b->first + n;
+			return;
+		}
+		uint64_t t0 = vmt_now_ns();
+		__atomic_store_n(h->done, i, __ATOMIC_RELEASE); /* before it blocks */
+		/* the loader is another process: shared futexes; a timeout so
+		 * that a run it ended is never slept through */
+		await_count(&ts->published, &ts->want, &ts->epoch, i + 1, 0, 100000000);
+		w->out->load_wait_ns += vmt_now_ns() - t0;
+	}
+}
+
+/* The loop.  It is kept compact in code as well as data: after each
+ * fault and call the kernel has evicted much of this CPU's caches and
+ * TLB, and every line or page of loop code or data touched per element is
+ * fetched again.  (Measured on the 1-thread seed-000 trace with blocks of
+ * this loop alternating with blocks of the workload's own loop on the
+ * same region in one replay thread: 1.03-1.04 of it in all, of which the
+ * two clock reads ~2%, the histogram ~1.5%, the touch guard ~1%.)  The
+ * thread's completion count is stored every 64 elements of the short
+ * path, after every other element, and before it may block: a late wait
+ * (RP_DEP_LATE) reads it, and so does the loader, to free the blocks
+ * every copy has passed.  (A store per element cost the 1-thread loop
+ * 3%.)  A thread that waits has stored its count, so no two threads
+ * wait for each other's stale counts. */
+static inline __attribute__((always_inline)) void run_elems(struct rp_wctx *w, struct rp_hot *h,
+							   uint32_t i, const int tsc)
+{
+	struct rp_rt *rt = w->rt;
+	const uint32_t fast = rt->opt.speed > 0 ? 0 : RF_FAST; /* pacing: every element */
+
+	while (!h->ended) {
+		if (__builtin_expect(i == h->end, 0))
+			refill(w, h, i);
+		const struct rp_elem *e = &h->elem[i - h->first];
+		if (__builtin_expect(!(e->flags & fast), 0)) {
+			slow_elem(w, h, e, i);
+			i++;
+			continue;
+		}
+		if (__builtin_expect(e->ntouch != 0, 1)) /* (code layout) */
+			do_touches(h, e, i);
+		piece1_call(w, h, e, tsc);
+		if (__builtin_expect(!(++i & 63), 0)) {
+			__atomic_store_n(h->done, i, __ATOMIC_RELEASE);
+			watch_check(w, h);
+		}
+	}
+}
+
+/* Elements from `from` on under the stream's touch guard; 1 when a touch
+ * trapped (h->cur: its element, whose call has not run yet). */
+RP_RUN_CODE static __attribute__((noinline)) int run_guarded(struct rp_wctx *w, struct rp_hot *h,
+						 uint32_t from)
+{
+	sigjmp_buf jb;
+	if (sigsetjmp(jb, 0)) {
+		tls_jb = NULL;
+		return 1;
+	}
+	tls_jb = &jb;
+	if (w->rt->tsc)
+		run_elems(w, h, from, 1);
+	else
+		run_elems(w, h, from, 0);
+	tls_jb = NULL;
+	return 0;
+}
+
+RP_RUN_CODE static void run_stream(struct rp_wctx *w)
+{
+	struct rp_rt *rt = w->rt;
+	struct rp_hot h = {
+		.done = &w->ctl[w->tid].done,
+		.base = w->base,
+		.hist = w->hist,
+		.page = rt->page,
+	};
+	struct rusage r0, r1;
+
+	memcpy(h.nr, rp_sysnr, sizeof(h.nr));
+	for (unsigned op = 0; op < VMT_OP__COUNT; op++)
+		h.hidx[op] = (uint8_t)op;
+	watch_start(w, &h);
+	getrusage(RUSAGE_THREAD, &r0);
+	w->out->ran = 1;
+	w->out->start_ns = vmt_now_ns();
+	for (uint32_t from = 0; run_guarded(w, &h, from); from = h.cur + 1) {
+		/* The rest of the element whose touch trapped. */
+		w->out->touch_faults++;
+		elem_rest(w, &h, &h.elem[h.cur - h.first], h.cur);
+	}
+	w->out->end_ns = vmt_now_ns();
+	w->out->syscalls += h.syscalls;
+	w->out->touched += h.touched;
+	w->out->elems = __atomic_load_n(h.done, __ATOMIC_RELAXED);
+	getrusage(RUSAGE_THREAD, &r1);
+	w->out->minflt = (uint64_t)(r1.ru_minflt - r0.ru_minflt);
+	w->out->majflt = (uint64_t)(r1.ru_majflt - r0.ru_majflt);
+	w->out->nvcsw = (uint64_t)(r1.ru_nvcsw - r0.ru_nvcsw);
+	w->out->nivcsw = (uint64_t)(r1.ru_nivcsw - r0.ru_nivcsw);
+	w->out->user_ns = tv_ns(&r1.ru_utime) - tv_ns(&r0.ru_utime);
+	w->out->sys_ns = tv_ns(&r1.ru_stime) - tv_ns(&r0.ru_stime);
+	watch_end(w, &h);
+}
+
+RP_RUN_CODE static uint32_t *live_of(struct rp_wctx *w)
+{
+	return &w->rt->live[w->ts->proc * w->rt->opt.scale + w->copy];
+}
+
+RP_RUN_CODE static void thread_done(struct rp_wctx *w)
+{
+	uint32_t *live = live_of(w);
+	if (__atomic_sub_fetch(live, 1, __ATOMIC_SEQ_CST) == 0)
+		syscall(SYS_futex, live, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
+RP_RUN_CODE static void *thread_main(void *arg)
+{
+	struct rp_wctx *w = arg;
+	run_stream(w);
+	thread_done(w);
+	return NULL;
+}
+
+/* The first thread of a replay process: its own stream, then wait for the
+ * other threads of the process. */
+RP_RUN_CODE static void run_process(struct rp_wctx *w)
+{
+	uint32_t *live = live_of(w), v;
+	__atomic_store_n(live, 1, __ATOMIC_SEQ_CST);
+	run_stream(w);
+	thread_done(w);
+	while ((v = __atomic_load_n(live, __ATOMIC_SEQ_CST)) != 0)
+		syscall(SYS_futex, live, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, v, NULL, NULL, 0);
+}
+
+static void wait_gate(struct rp_rt *rt)
+{
+	while (!__atomic_load_n(&rt->sh->gate, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &rt->sh->gate, FUTEX_WAIT, 0, NULL, NULL, 0);
+}
+
+/* Copies 1..K-1 of a root process run in threads of the run process. */
+static void *copy_main(void *arg)
+{
+	struct rp_wctx *w = arg;
+	wait_gate(w->rt);
+	run_process(w);
+	return NULL;
+}
+
+static void prefault(const void *p, size_t len, size_t ps)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
+	for (; a < end; a += ps)
+		(void)*(volatile const char *)a;
+}
+
+/* Write-fault what the run writes into: counters, slots, histograms of
+ * the ops the trace has (so far), region bases. */
+static void prefault_w(void *p, size_t len, size_t ps)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
+	for (; a < end; a += ps)
+		__atomic_fetch_add((volatile char *)a, 0, __ATOMIC_RELAXED);
+}
+
+RP_RUN_CODE struct rp_wctx *rt_wctx(struct rp_rt *rt, uint32_t copy, uint32_t tid)
+{
+	uint32_t s = copy * rt->tcap + tid;
+	struct rp_wctx *w = &rt->w[s];
+	if (w->rt)
+		return w;
+	w->rt = rt;
+	w->tid = tid;
+	w->copy = copy;
+	w->slot = s;
+	w->base = rt->base + (size_t)copy * rt->rcap;
+	w->ctl = rt->ctl + (size_t)copy * rt->tcap;
+	w->out = &rt->slot[s];
+	w->hist = rt->hist + (size_t)s * rt->nused;
+	w->ts = &rt->arena->threads[tid];
+	return w;
+}
+
+/* When rp_run's process ends, the last writer of the lifeline is gone
+ * and the kernel signals its readers' owner: SIGKILL to the run's process
+ * group, replay processes forked later included.  (Already gone: the
+ * run ends here.)  Where the kernel refuses the watch (a sandbox), the run
+ * goes on without it: the parent death signal still ends this process. */
+static void watch_lifeline(struct rp_rt *rt)
+{
+	int fd = rt->life_fd, fl;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (fcntl(fd, F_SETOWN, rt->run_pgid ? -rt->run_pgid : getpid()) == 0 &&
+	    fcntl(fd, F_SETSIG, SIGKILL) == 0 && (fl = fcntl(fd, F_GETFL)) >= 0)
+		fcntl(fd, F_SETFL, fl | O_ASYNC);
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLIN)))
+		_exit(1);
+}
+
+/* The run process's tables, indexed by what the load may still create:
+ * as large as the run allows, only their used pages cost memory. */
+static void alloc_tables(struct rp_rt *rt)
+{
+	const rp_trace *t = rt->t;
+	uint32_t K = rt->opt.scale;
+	rt->base_len = (size_t)rt->rcap * K * sizeof(*rt->base);
+	void *bp = mmap((void *)RP_HINT_BASES, rt->base_len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	rt->base = bp == MAP_FAILED ? NULL : bp;
+	rt->live = calloc((size_t)(t->complete ? t->nprocs : RP_PCAP) * K + 1, sizeof(*rt->live));
+	rt->w = calloc(rt->nslots, sizeof(*rt->w));
+	size_t nf = t->complete ? t->nfiles + 1 : RP_FCAP;
+	rt->fdc_rd = calloc(nf, sizeof(int));
+	rt->fdc_rw = calloc(nf, sizeof(int));
+	if (!rt->base || !rt->live || !rt->w || !rt->fdc_rd || !rt->fdc_rw)
+		rt_fatal(rt, -ENOMEM, "out of memory");
+	pthread_attr_init(&rt->attr);
+	pthread_attr_setdetachstate(&rt->attr, PTHREAD_CREATE_DETACHED);
+}
+
+/* Stand-ins of the root processes, per copy (children inherit); the
+ * first root process, which this process replays. */
+static uint32_t setup_roots(struct rp_rt *rt)
+{
+	const rp_trace *t = rt->t;
+	uint32_t root = RP_VOID;
+	int rc;
+	for (uint32_t p = 0; p < t->nprocs; p++) {
+		if (t->procs[p].parent != RP_VOID)
+			continue;
+		if (root == RP_VOID)
+			root = p;
+		if (!rt->root_plan[p])
+			continue;
+		for (uint32_t c = 0; c < rt->opt.scale; c++) {
+			if ((rc = rt_setup_plan(rt, c, rt->root_plan[p])) < 0)
+				rt_fatal(rt, rc, "cannot create stand-in mappings: %s", strerror(-rc));
+			rt_wctx(rt, c, t->procs[p].first_thread)->out->fallbacks += (uint64_t)rc;
+		}
+	}
+	return root;
+}
+
+/* What the run reads and writes, faulted in before it starts (its faults
+ * are counted from the start); and each thread's largest mincore vector,
+ * as the load knows it. */
+static void prefault_run(struct rp_rt *rt)
+{
+	const rp_trace *t = rt->t;
+	prefault_w(rt->sh, sizeof(*rt->sh), rt->page);
+	for (uint32_t c = 0; c < rt->opt.scale; c++) {
+		prefault_w(rt->base + (size_t)c * rt->rcap, (size_t)t->nregions * sizeof(*rt->base),
+			   rt->page);
+		prefault_w(rt->ctl + (size_t)c * rt->tcap, t->nthreads * sizeof(*rt->ctl), rt->page);
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			struct rp_wctx *w = rt_wctx(rt, c, i);
+			if (t->threads[i].mincore_max) {
+				w->mincore_len = t->threads[i].mincore_max;
+				if (!(w->mincore = malloc(w->mincore_len)))
+					rt_fatal(rt, -ENOMEM, "out of memory");
+				memset(w->mincore, 0, w->mincore_len);
+			}
+			prefault_w(w->out, sizeof(*w->out), rt->page);
+			for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+				if (t->ops_used_mask & (1u << op))
+					prefault_w(&w->hist[op], sizeof(w->hist[op]), rt->page);
+		}
+	}
+	struct rp_arena *a = rt->arena;
+	/* (the streams' counts are written too: want, epoch) */
+	if (a->shared)
+		prefault_w(a->threads, t->nthreads * sizeof(*a->threads), rt->page);
+	else
+		prefault(a->threads, t->nthreads * sizeof(*a->threads), rt->page);
+	prefault(a->proc_rec, t->nprocs * sizeof(*a->proc_rec), rt->page);
+	prefault(a->files, t->nfiles * sizeof(*a->files), rt->page);
+	/* The element blocks: all of them, or streamed, as much of the pool
+	 * as the window will use (its blocks are used again and again). */
+	size_t pool = a->bump - a->pool0;
+	if (!t->complete) {
+		size_t want = t->window + ((size_t)2 << RP_BLK_SHIFT) * (t->nthreads + 16);
+		if (want > a->size - a->pool0)
+			want = a->size - a->pool0;
+		pool = want > pool ? want : pool;
+	}
+	prefault((char *)a + a->pool0, pool, rt->page);
+}
+
+/* Copies 1..K-1 of the first root process, as threads waiting at the
+ * gate; the array to join them. */
+static pthread_t *start_copies(struct rp_rt *rt, uint32_t root)
+{
+	uint32_t K = rt->opt.scale;
+	pthread_t *copies = calloc(K, sizeof(*copies));
+	if (!copies)
+		rt_fatal(rt, -ENOMEM, "out of memory");
+	pthread_attr_t cattr;
+	pthread_attr_init(&cattr);
+	for (uint32_t c = 1; c < K; c++) {
+		int rc = pthread_create(&copies[c], &cattr, copy_main,
+					rt_wctx(rt, c, rt->t->procs[root].first_thread));
+		if (rc)
+			rt_fatal(rt, -rc, "cannot start copy %u: %s", c, strerror(rc));
+	}
+	return copies;
+}
+
+/* Further root processes (several attached programs), every copy of
+ * them, are forked. */
+static void fork_other_roots(struct rp_rt *rt, uint32_t root)
+{
+	const rp_trace *t = rt->t;
+	for (uint32_t p = root + 1; p < t->nprocs; p++) {
+		if (t->procs[p].parent != RP_VOID)
+			continue;
+		for (uint32_t c = 0; c < rt->opt.scale; c++) {
+			pid_t pid = fork();
+			if (pid < 0)
+				rt_fatal(rt, -errno, "cannot fork: %s", strerror(errno));
+			if (pid == 0) {
+				if (rt->root_plan[p])
+					rt_setup_plan(rt, c, rt->root_plan[p]);
+				run_process(rt_wctx(rt, c, t->procs[p].first_thread));
+				_exit(0);
+			}
+		}
+	}
+}
+
+/* Each replay thread's perf ring (selfmon.c): 1 MiB, less when there are
+ * many threads (64 MiB in all), at least 8 pages. */
+static uint32_t watch_ring_pages(const struct rp_rt *rt)
+{
+	uint64_t threads = (uint64_t)(rt->t->nthreads ? rt->t->nthreads : 1) * rt->opt.scale;
+	uint64_t want = (64ull << 20) / (uint64_t)rt->page / threads;
+	uint32_t pages = 256;
+	while (pages > 8 && pages > want)
+		pages /= 2;
+	return pages;
+}
+
+/* Every descendant (orphans come to us: we are the subreaper; the SIGCHLD
+ * watch may have reaped some, and ends the run at once if one was
+ * killed). */
+static void reap_all(struct rp_rt *rt)
+{
+	int st;
+	pid_t pid;
+	while ((pid = waitpid(-1, &st, __WALL)) > 0 || (pid < 0 && errno == EINTR))
+		if (pid > 0)
+			rt_child_ended(rt, st);
+}
+
+static uint64_t ru_sum(const struct rusage *a, const struct rusage *b, const struct rusage *c, int k)
+{
+	switch (k) {
+	case 0:
+		return (uint64_t)(a->ru_minflt - b->ru_minflt + c->ru_minflt);
+	case 1:
+		return (uint64_t)(a->ru_majflt - b->ru_majflt + c->ru_majflt);
+	case 2:
+		return (uint64_t)(a->ru_nvcsw - b->ru_nvcsw + c->ru_nvcsw);
+	default:
+		return (uint64_t)(a->ru_nivcsw - b->ru_nivcsw + c->ru_nivcsw);
+	}
+}
+
+/* The tree's getrusage since *r0 into the shared area: this process's
+ * own since then and every descendant's (all reaped: reap_all). */
+static void read_tree(struct rp_rt *rt, const struct rusage *r0)
+{
+	struct rusage self, kids;
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &kids);
+	rt->sh->tree_minor = ru_sum(&self, r0, &kids, 0);
+	rt->sh->tree_major = ru_sum(&self, r0, &kids, 1);
+	rt->sh->tree_vcsw = ru_sum(&self, r0, &kids, 2);
+	rt->sh->tree_ivcsw = ru_sum(&self, r0, &kids, 3);
+}
+
+/* The perf counters of the whole run, into the shared area. */
+static void read_perf(struct rp_rt *rt, int perf[3])
+{
+	uint64_t v[3];
+	rp_perf_enable(perf, 0);
+	if (rp_perf_read(perf, v) == 0) {
+		rt->sh->perf_minor = v[0];
+		rt->sh->perf_major = v[1];
+		rt->sh->perf_cs = v[2];
+	} else {
+		rt->sh->perf_ok = 0;
+	}
+}
+
+void rp_child_main(struct rp_rt *rt)
+{
+	int perf[3] = {-1, -1, -1};
+	struct rusage r0;
+
+	rt->run_pgid = setpgid(0, 0) == 0 ? getpid() : 0;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	watch_lifeline(rt);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	install_guard();
+	rt_watch_children(rt);
+	alloc_tables(rt);
+	uint32_t root = setup_roots(rt);
+	prefault_run(rt);
+	rt->watch_pages = watch_ring_pages(rt);
+	rt->sh->perf_ok = rp_perf_open(perf) == 0;
+	pthread_t *copies = start_copies(rt, root);
+	if (rt->sh->perf_ok)
+		rp_perf_enable(perf, 1);
+	getrusage(RUSAGE_SELF, &r0);
+	rp_clock_pair(rt->tsc, &rt->sh->tick_start, &rt->sh->t_start);
+	__atomic_store_n(&rt->sh->gate, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &rt->sh->gate, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	fork_other_roots(rt, root);
+	run_process(rt_wctx(rt, 0, rt->t->procs[root].first_thread));
+	for (uint32_t c = 1; c < rt->opt.scale; c++)
+		pthread_join(copies[c], NULL);
+	sample_vmas(rt); /* at least the replayer's own */
+	reap_all(rt);
+	rp_clock_pair(rt->tsc, &rt->sh->tick_end, &rt->sh->t_end);
+	if (rt->sh->perf_ok)
+		read_perf(rt, perf);
+	read_tree(rt, &r0);
+	_exit(0);
+}

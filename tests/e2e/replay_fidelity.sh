@@ -1,0 +1,105 @@
+#!/bin/sh
+# The fidelity section of vmreplay's reports (vmreplay(1), FIDELITY):
+#  - a faithful replay of a workload is judged so (faults within 2% of
+#    the recorded run's own count), in the text, -q and JSON reports;
+#  - an unfaithful one (recorded without its touches, so the replay
+#    re-touches nothing) is flagged: outside tolerance, with a warning
+#    naming the process;
+#  - a trace recorded before the counters says it has none;
+#  - at --speed=1 switches, waits and wall time are judged too.
+. "$(dirname "$0")/common.inc"
+need replay_fidelity "$VMREC" "$VMREPLAY" "$W/seed000" || exit 0
+
+# NAME VMREC-OPTIONS|- PROGRAM ARGS...: recorded, then replayed with the
+# JSON in $T/NAME.json and the text in $T/NAME.out
+replay() {
+	name=$1 ropt=$2; shift 2
+	[ "$ropt" = - ] && ropt=
+	# shellcheck disable=SC2086
+	if ! "$VMREC" -q --force $ropt -o "$T/$name.zst" -- "$@" > "$T/$name.log" 2> "$T/$name.err"; then
+		not_ok "$name" "recording failed"; show "$T/$name.err"; return 1
+	fi
+	if ! "$VMREPLAY" --json="$T/$name.json" "$T/$name.zst" > "$T/$name.out" 2>&1; then
+		not_ok "$name" "vmreplay failed"; show "$T/$name.out"; return 1
+	fi
+}
+
+# JSON FAITHFUL(1|0) [WARNINGS-ALLOWED]: the fidelity object of a replay
+# says so, and why.  (A small process of a faithful tree may still be off
+# by more than its own tolerance: a forking parent replays the cost of
+# its fork, a known gap, and is warned about.)
+judged() {
+	python3 - "$1" "$2" "${3:-0}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f, want = d["fidelity"], sys.argv[2] == "1"
+assert f["recorded"], "no recorded counters: %s" % f.get("why")
+m = f["total"]["minor_faults"]
+print("minor faults %d replayed, %d recorded (%s); %s" % (m["replay"], m["recorded"], m["ratio"],
+                                                          f["verdict"]))
+assert m["judged"], "minor faults not judged"
+assert f["ok"] == want and m["ok"] == want, "want ok=%s" % want
+if want:
+    assert 0.98 <= m["ratio"] <= 1.02 or abs(m["replay"] - m["recorded"]) <= 2
+    assert sys.argv[3] == "1" or not f["warnings"], f["warnings"]
+    assert f["verdict"].endswith("within tolerance")
+else:
+    assert "outside tolerance: minor faults" in f["verdict"]
+    assert any(w.startswith("process 0 (pid ") for w in f["warnings"]), f["warnings"]
+# the rows: every process and thread of the trace, with the recorded side
+assert len(f["processes"]) == d["processes"] and len(f["threads"]) == d["threads"]
+for t in f["threads"]:
+    assert t["minor_faults"] is None or t["minor_faults"]["recorded"] >= 0
+# switches are shown at --speed=max, never judged
+assert not f["total"]["voluntary_cs"]["judged"] and not f["speed1"]
+PY
+}
+
+# (a sanitized replayer's faults include its shadow memory's: no replay of
+# it is faithful, and the section says so)
+faithful() {
+	if [ "${SAN:-}" = 1 ]; then
+		skip "$1" "a sanitized replayer's faults include its shadow memory"
+		return 1
+	fi
+}
+if replay seed000 - "$W/seed000" --threads 2 --iterations 2000 --mode new && faithful seed000-faithful; then
+	check seed000-faithful judged "$T/seed000.json" 1
+	check seed000-text grep -q '^fidelity: minor faults 0\.9[89][0-9], .*: within tolerance$\|^fidelity: minor faults 1\.0[0-2][0-9], .*: within tolerance$' "$T/seed000.out"
+	check_exit seed000-quiet 0 "$VMREPLAY" -q "$T/seed000.zst"
+	# (the totals, the verdict, and a reclaim line if reclaim did anything)
+	check seed000-quiet-verdict awk 'NR == 1 && !/^wall / { exit 1 }
+		NR == 2 && !/^fidelity: .*within tolerance$/ { exit 1 }
+		NR > 2 && !/^reclaim during the replay / { exit 1 } END { exit NR < 2 }' "$T/out"
+fi
+if replay seed001 - "$W/seed001" --procs 2 --size 16 --loops 2 && faithful seed001-faithful; then
+	check seed001-faithful judged "$T/seed001.json" 1 1
+fi
+# Recorded without touches, replayed without them: the replay takes a
+# few of the program's faults.
+if replay seed004-untouched --touch=none "$W/seed004"; then
+	check seed004-untouched-flagged judged "$T/seed004-untouched.json" 0
+	check seed004-untouched-warning grep -q '^warning: process 0 (pid [0-9]*, .*seed004) replayed [0-9]* minor faults, recorded [0-9]*: the trace has no fault addresses' "$T/seed004-untouched.out"
+fi
+
+# A trace of format 1.0: no counters, and it says so.
+check_exit old-trace 0 "$VMREPLAY" --json="$T/old.json" "$D/seed000-old.zst"
+check old-trace-says grep -q '^fidelity: the trace holds no counters of its recorded run (format 1.0' "$T/out"
+check old-trace-json python3 -c "
+import json
+f = json.load(open('$T/old.json'))['fidelity']
+assert f['recorded'] is False and 'format 1.0' in f['why'], f
+"
+
+# At --speed=1: switches, waits and wall time are judged (how well they
+# match is the machine's: only that they are).
+if [ -f "$T/seed000.zst" ]; then
+	check_exit speed1 0 "$VMREPLAY" --speed=1 --json="$T/speed1.json" "$T/seed000.zst"
+	check speed1-judged python3 -c "
+import json
+f = json.load(open('$T/speed1.json'))['fidelity']
+assert f['speed1'] and f['wall_ns']['judged'] and f['total']['voluntary_cs']['judged'], f
+assert ', wall ' in f['verdict'], f['verdict']
+"
+fi
+exit 0
