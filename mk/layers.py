@@ -26,9 +26,8 @@ import sys
 FOLDERS = ["format", "record", "replay", "analysis", "vmtrace"]
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Headers that are a folder's own business, besides its *_int.h files.
-INTERNAL = {"replay/load/addrmap.h",
-            "replay/load/loadint.h", "replay/run/execint.h",
-            "replay/load/arena.h", "replay/run/runfiles.h", "format/codec.h"}
+INTERNAL = {"replay/load/addrmap.h", "replay/load/arena.h", "replay/run/runfiles.h",
+            "format/codec.h"}
 # The parts of a folder, each with the parts below it that it may use.  A
 # folder not listed is one part.  "" is the folder's own top: its headers
 # are public to every part, its .c files may use the parts listed for it.

@@ -3,7 +3,7 @@
  * carried inside vmrec: the build compiles them with clang's BPF target
  * and VMR_BPF_OBJ names the object file that is embedded here.
  */
-#include "rec_internal.h"
+#include "record_int.h"
 
 #ifndef VMR_BPF_OBJ
 #error "VMR_BPF_OBJ: the path of the compiled BPF object (see the Makefile)"

@@ -5,7 +5,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "rec_internal.h"
+#include "record_int.h"
 
 int vmr_code_add(struct vmr_code *c, uint64_t start, uint64_t end)
 {

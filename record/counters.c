@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include "rec_internal.h"
+#include "record_int.h"
 
 void vmr_cnt_adjust(uint64_t utime, uint64_t stime, uint64_t rtime, uint64_t *ut, uint64_t *st)
 {

@@ -20,7 +20,7 @@
  */
 #include "faults.h"
 #include "tpfind.h"
-#include "rec_internal.h"
+#include "record_int.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>

@@ -18,7 +18,7 @@
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "rec_internal.h"
+#include "record_int.h"
 
 struct report {
 	char stage;

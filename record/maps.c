@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include "rec_internal.h"
+#include "record_int.h"
 
 ssize_t vmr_read_file(const char *path, char **buf, size_t *cap)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "rec_internal.h"
+#include "record_int.h"
 #include <elf.h>
 #include <limits.h>
 

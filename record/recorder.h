@@ -5,7 +5,7 @@
  * with vmr_output_open() and runs vmr_record().  Everything that can be
  * tested without a tracee (option parsing, output naming, /proc/PID/maps
  * parsing, touch run-length encoding) is reachable from here or from
- * rec_internal.h.
+ * record_int.h.
  *
  * Library conventions of the project apply: no printing, no exit; errors
  * are negative errno values plus, where a caller needs to explain, a

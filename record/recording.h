@@ -22,7 +22,7 @@
 #include <signal.h>
 #include <sys/time.h>
 #include "recorder.h"
-#include "rec_internal.h"
+#include "record_int.h"
 
 #include "stacks.h"
 #include "faults.h"

@@ -8,7 +8,7 @@
 #include "stacks.h"
 #include "ehframe.h"
 #include "symbolize.h"
-#include "rec_internal.h"
+#include "record_int.h"
 #include "vmtutil.h"
 
 #include <libunwind-ptrace.h>

@@ -34,7 +34,7 @@
 #include <bpf/libbpf.h>
 #include "stream.h"
 #include "tpfind.h"
-#include "rec_internal.h"
+#include "record_int.h"
 
 /* libbpf's messages: kept (the last few lines) to explain a failed load. */
 static char lib_msg[1024];

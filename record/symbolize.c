@@ -10,7 +10,7 @@
  */
 #include "symbolize.h"
 #include "elfsym.h"
-#include "rec_internal.h"
+#include "record_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

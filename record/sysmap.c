@@ -8,7 +8,7 @@
 #include <seccomp.h>
 #include <string.h>
 #include <unistd.h>
-#include "rec_internal.h"
+#include "record_int.h"
 
 /* Syscalls newer than the libseccomp this may be built with.  These numbers
  * come from the unified syscall table (same on every architecture that

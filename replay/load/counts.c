@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "loadint.h"
+#include "load_int.h"
 
 int ld_counts_room(struct loader *L)
 {

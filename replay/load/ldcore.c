@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "loadint.h"
+#include "load_int.h"
 
 /* ld_grow: arrays past this many bytes grow by an eighth, not doubled. */
 #define LD_GROW_SLOW (16u << 20)

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "loadint.h"
+#include "load_int.h"
 
 /* ---- threads and processes ---------------------------------------------- */
 

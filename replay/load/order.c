@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "loadint.h"
+#include "load_int.h"
 
 static int note_dep(struct loader *L, uint32_t self, uint32_t u, uint32_t seq)
 {

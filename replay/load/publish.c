@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "loadint.h"
+#include "load_int.h"
 
 #define LD_FLUSH 256u	  /* elements published between stores of the counts */
 

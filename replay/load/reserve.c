@@ -15,7 +15,7 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "simint.h"
+#include "sim_int.h"
 
 /* What a mapping of attributes attr reserves: 1 in each process, 2 once
  * for all (shared memory), 0 nothing. */

@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
-#include "simint.h"
+#include "sim_int.h"
 
 
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "simint.h"
+#include "sim_int.h"
 
 int sim_plan(struct loader *L, uint32_t p)
 {

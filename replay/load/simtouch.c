@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include "simint.h"
+#include "sim_int.h"
 
 struct tctx {
 	struct loader *L;

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "loadint.h"
+#include "load_int.h"
 
 void rp_options_default(struct rp_options *o)
 {

@@ -19,7 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "execint.h"
+#include "exec_int.h"
 #include "runfiles.h"
 
 static volatile pid_t current_run;

@@ -11,7 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "execint.h"
+#include "exec_int.h"
 
 /* ---- histogram ---------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "execint.h"
+#include "exec_int.h"
 
 
 const long rp_sysnr[VMT_OP__COUNT] = {

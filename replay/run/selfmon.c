@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "execint.h"
+#include "exec_int.h"
 #include "selfmon.h"
 
 /* Sample layout: PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR,

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "execint.h"
+#include "exec_int.h"
 
 
 /* The run's error slot: the first error wins (true: write its message);

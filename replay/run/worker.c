@@ -25,7 +25,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "execint.h"
+#include "exec_int.h"
 #include "selfmon.h"
 
 /* What the loop reads for every element, gathered once per stream into

@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "rec_internal.h"
+#include "record_int.h"
 
 static int parse(struct vmr_maps *m, const char *text)
 {

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rec_internal.h"
+#include "record_int.h"
 #include "tgen.h"
 
 /* Collected emits, pages expanded into a state per page for checking. */

@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "execint.h"
+#include "exec_int.h"
 #include "rprun.h"
 
 static void test_every_op(void **state)

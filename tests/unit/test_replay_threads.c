@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "execint.h"
+#include "exec_int.h"
 #include "rprun.h"
 
 /* Three threads: two work on halves of the main thread's region, which

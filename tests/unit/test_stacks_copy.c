@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rec_internal.h"
+#include "record_int.h"
 #include "stacks.h"
 #include "tgen.h"
 

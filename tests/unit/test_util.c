@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rec_internal.h"
+#include "record_int.h"
 #include "vmtrace.h"
 #include "vmtutil.h"
 

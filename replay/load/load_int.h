@@ -1,5 +1,5 @@
 /*
- * loadint.h - state shared by the trace loader and the address-space
+ * load_int.h - state shared by the trace loader and the address-space
  * simulation.  Internal.  Its files, each using only those below it:
  *   trace.c     the whole load: reading, the checks after the last event
  *   load.c      the events one at a time: threads, processes, elements
@@ -12,8 +12,8 @@
  *   ldcore.c    errors, arrays, regions, pieces, files, memory checks
  *   counts.c    the recorded run's counters, waits and faults by kind
  */
-#ifndef VMREPLAY_LOADINT_H
-#define VMREPLAY_LOADINT_H
+#ifndef VMREPLAY_LOAD_INT_H
+#define VMREPLAY_LOAD_INT_H
 
 #include "addrmap.h"
 #include "arena.h"

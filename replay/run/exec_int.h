@@ -1,5 +1,5 @@
 /*
- * execint.h - the executor's run-time state (internal to libvmreplay).
+ * exec_int.h - the executor's run-time state (internal to libvmreplay).
  *
  * rp_run() (exec.c) maps one shared area, forks the run process, waits,
  * and reads the results from the area.  The run process (worker.c,
@@ -7,8 +7,8 @@
  * forked process per recorded process.  Everything the threads and
  * processes report goes into the shared area, so it survives the forks.
  */
-#ifndef VMREPLAY_EXECINT_H
-#define VMREPLAY_EXECINT_H
+#ifndef VMREPLAY_EXEC_INT_H
+#define VMREPLAY_EXEC_INT_H
 
 #include <errno.h>
 #include <pthread.h>

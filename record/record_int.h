@@ -1,9 +1,9 @@
 /*
- * rec_internal.h - the modules of libvmrecord that the tracer loop is built
+ * record_int.h - the modules of libvmrecord that the tracer loop is built
  * from.  Internal to record/ and its unit tests; not a stable interface.
  */
-#ifndef VMREC_REC_INTERNAL_H
-#define VMREC_REC_INTERNAL_H
+#ifndef VMREC_RECORD_INT_H
+#define VMREC_RECORD_INT_H
 
 #include <signal.h>
 #include <stddef.h>
@@ -243,4 +243,4 @@ void vmr_exe_path(pid_t pid, char *buf, size_t len);
 /* Thread group id and parent pid of tid from /proc/tid/status. */
 int vmr_task_ids(pid_t tid, pid_t *tgid, pid_t *ppid);
 
-#endif /* VMREC_REC_INTERNAL_H */
+#endif /* VMREC_RECORD_INT_H */
