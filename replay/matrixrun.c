@@ -473,13 +473,13 @@ int rp_matrix_run(struct rp_matrix *m)
 
 int rp_matrix_table(const struct rp_matrix *m, struct vmt_buf *out, char *msg, size_t msglen)
 {
-	struct vmt_rcol cols[RP_KERNELS_MAX + 1];
-	struct vmt_rtable tab;
+	struct van_rcol cols[RP_KERNELS_MAX + 1];
+	struct van_rtable tab;
 	size_t n = 0;
 	int rc = 0;
 	for (; n < m->n; n++) {
 		char why[256];
-		rc = vmt_rcol_parse(m->t[n].json, m->t[n].json_len, m->t[n].name, &cols[n], why,
+		rc = van_rcol_parse(m->t[n].json, m->t[n].json_len, m->t[n].name, &cols[n], why,
 				    sizeof(why));
 		if (rc < 0) {
 			vmt_errf(msg, msglen, rc, "%s: %s", m->t[n].name,
@@ -487,16 +487,16 @@ int rp_matrix_table(const struct rp_matrix *m, struct vmt_buf *out, char *msg, s
 			break;
 		}
 	}
-	if (rc == 0 && (rc = vmt_rtable_build(cols, n, ALPHA, &tab)) == 0) {
-		vmt_rtable_text(&tab, 0, out);
-		vmt_rtable_free(&tab);
+	if (rc == 0 && (rc = van_rtable_build(cols, n, ALPHA, &tab)) == 0) {
+		van_rtable_text(&tab, 0, out);
+		van_rtable_free(&tab);
 		if (out->oom)
 			rc = -ENOMEM;
 	}
 	if (rc == -ENOMEM)
 		snprintf(msg, msglen, "out of memory");
 	for (size_t i = 0; i < n; i++)
-		vmt_rcol_free(&cols[i]);
+		van_rcol_free(&cols[i]);
 	return rc;
 }
 

@@ -19,7 +19,7 @@ static const char usage_text[] =
 "process, and measure faults, context switches, per-op latency and divergences.\n"
 "\n"
 "  --rewrite[=RULES]   replay the trace as rewritten by RULES (comma-separated,\n"
-"                      applied in order; default " VMT_REWRITE_DEFAULT "), and print how\n"
+"                      applied in order; default " VAN_REWRITE_DEFAULT "), and print how\n"
 "                      often each rule applied\n"
 "  --compare[=RULES]   replay the trace as recorded and as rewritten by RULES\n"
 "                      alternately (A B A B ..., --repeat times, default 5) and\n"
@@ -296,8 +296,8 @@ static int parse_mode_opt(int c, const char *val, struct rp_args *a,
 				" --compare=RULES replays the trace rewritten by RULES"
 				" against the original");
 	a->mode = mode;
-	a->rules = val && *val ? val : VMT_REWRITE_DEFAULT;
-	if (vmt_rewrite_check(a->rules, msg, sizeof(msg)) < 0)
+	a->rules = val && *val ? val : VAN_REWRITE_DEFAULT;
+	if (van_rewrite_check(a->rules, msg, sizeof(msg)) < 0)
 		return vmt_errf(err, errlen, -EINVAL,
 				"--%s: %s", c == OPT_REWRITE ? "rewrite" : "compare",
 				msg);

@@ -33,7 +33,7 @@ static const char *prog = "vmreplay";
 static int help(void)
 {
 	size_t n;
-	const struct vmt_rewrite_rule_info *r = vmt_rewrite_rules(&n);
+	const struct van_rewrite_rule_info *r = van_rewrite_rules(&n);
 	fputs(rp_usage(), stdout);
 	for (size_t i = 0; i < n; i++)
 		printf("  %-20s  %s\n", r[i].name, r[i].summary);

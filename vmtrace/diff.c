@@ -95,13 +95,13 @@ struct row {
 };
 
 /* `any` covers the deterministic metrics of traces. */
-static int row_matches(const struct vmt_cond *c, const struct row *r)
+static int row_matches(const struct vtc_cond *c, const struct row *r)
 {
-	return vmt_cond_matches(c, r->name, !(r->flags & VMT_METRIC_NOISY));
+	return vtc_cond_matches(c, r->name, !(r->flags & VAN_METRIC_NOISY));
 }
 
 /* Rows: every metric of base, then those only new has (unknown advice). */
-static struct row *join(const struct vmt_metric *a, size_t na, const struct vmt_metric *b,
+static struct row *join(const struct van_metric *a, size_t na, const struct van_metric *b,
 			size_t nb, size_t *n)
 {
 	struct row *rows = calloc(na + nb + 1, sizeof(*rows));
@@ -157,14 +157,14 @@ static void text_row(struct vmt_buf *out, const struct row *r)
 	struct vmt_buf x = { 0 }, y = { 0 }, p = { 0 };
 	fmt_num(&x, r->base);
 	fmt_num(&y, r->new_);
-	fmt_pct(&p, vmt_change_pct(r->base, r->new_));
+	fmt_pct(&p, vtc_change_pct(r->base, r->new_));
 	vmt_buf_printf(out, "%16s %10s %16s  %s\n", x.data, p.data, y.data, r->name);
 	vmt_buf_free(&x);
 	vmt_buf_free(&y);
 	vmt_buf_free(&p);
 }
 
-static const struct vmt_site *find_site(const struct vmt_stats *s, const char *name)
+static const struct van_site *find_site(const struct van_stats *s, const char *name)
 {
 	for (uint32_t i = 0; i < s->nsites; i++)
 		if (strcmp(s->sites[i].name, name) == 0)
@@ -174,14 +174,14 @@ static const struct vmt_site *find_site(const struct vmt_stats *s, const char *n
 
 /* Call sites: kind 'a'ppeared, 'v'anished, 'c'hanged.  Calls fn for each
  * in base order, then the new ones. */
-static void each_site(const struct vmt_stats *a, const struct vmt_stats *b, double thr,
+static void each_site(const struct van_stats *a, const struct van_stats *b, double thr,
 		      void (*fn)(void *, char, const char *, uint64_t, uint64_t), void *arg)
 {
 	for (uint32_t i = 0; i < a->nsites; i++) {
-		const struct vmt_site *o = &a->sites[i], *n = find_site(b, o->name);
+		const struct van_site *o = &a->sites[i], *n = find_site(b, o->name);
 		if (!n)
 			fn(arg, 'v', o->name, o->count, 0);
-		else if (fabs(vmt_change_pct((double)o->count, (double)n->count)) > thr)
+		else if (fabs(vtc_change_pct((double)o->count, (double)n->count)) > thr)
 			fn(arg, 'c', o->name, o->count, n->count);
 	}
 	for (uint32_t i = 0; i < b->nsites; i++)
@@ -205,11 +205,11 @@ static void site_line(void *arg, char kind, const char *name, uint64_t base, uin
 		vmt_buf_printf(o->b, ",\"status\":\"%s\",\"base\":%" PRIu64 ",\"new\":%" PRIu64
 				     ",\"change_pct\":",
 			       w, base, nw);
-		json_pct(o->b, vmt_change_pct((double)base, (double)nw));
+		json_pct(o->b, vtc_change_pct((double)base, (double)nw));
 		vmt_buf_puts(o->b, "}");
 	} else {
 		struct vmt_buf p = { 0 };
-		fmt_pct(&p, vmt_change_pct((double)base, (double)nw));
+		fmt_pct(&p, vtc_change_pct((double)base, (double)nw));
 		vmt_buf_printf(o->b, "%16" PRIu64 " %10s %16" PRIu64 "  %-8s %s\n", base, p.data, nw, w,
 			       name);
 		vmt_buf_free(&p);
@@ -217,29 +217,29 @@ static void site_line(void *arg, char kind, const char *name, uint64_t base, uin
 	o->n++;
 }
 
-static int read_stats(const char *path, struct vmt_stats *s)
+static int read_stats(const char *path, struct van_stats *s)
 {
-	struct vmt_input in;
-	if (vmt_input_open(&in, path))
+	struct vtc_input in;
+	if (vtc_input_open(&in, path))
 		return -1;
-	int rc = vmt_stats_read(s, in.r);
+	int rc = van_stats_read(s, in.r);
 	if (rc == -ENOMEM)
 		fprintf(stderr, "vmtrace: '%s': out of memory\n", path);
 	else if (rc < 0)
-		vmt_input_report(&in);
-	vmt_input_close(&in);
+		vtc_input_report(&in);
+	vtc_input_close(&in);
 	if (rc < 0) {
-		vmt_stats_free(s);
+		van_stats_free(s);
 		return -1;
 	}
 	return 0;
 }
 
-static int report(const char *pa, const char *pb, const struct vmt_stats *a,
-		  const struct vmt_stats *b, const struct vmt_conds *cs, double thr, int json, int all)
+static int report(const char *pa, const char *pb, const struct van_stats *a,
+		  const struct van_stats *b, const struct vtc_conds *cs, double thr, int json, int all)
 {
 	size_t na, nb, n;
-	struct vmt_metric *ma = vmt_stats_metrics(a, &na), *mb = vmt_stats_metrics(b, &nb);
+	struct van_metric *ma = van_stats_metrics(a, &na), *mb = van_stats_metrics(b, &nb);
 	struct row *rows = ma && mb ? join(ma, na, mb, nb, &n) : NULL;
 	int status = 0;
 	if (!rows) {
@@ -276,9 +276,9 @@ static int report(const char *pa, const char *pb, const struct vmt_stats *a,
 			vmt_buf_puts(&out, ",\"new\":");
 			fmt_num(&out, rows[i].new_);
 			vmt_buf_puts(&out, ",\"change_pct\":");
-			json_pct(&out, vmt_change_pct(rows[i].base, rows[i].new_));
+			json_pct(&out, vtc_change_pct(rows[i].base, rows[i].new_));
 			vmt_buf_printf(&out, ",\"deterministic\":%s}",
-				       rows[i].flags & VMT_METRIC_NOISY ? "false" : "true");
+				       rows[i].flags & VAN_METRIC_NOISY ? "false" : "true");
 			f = 0;
 		}
 		vmt_buf_printf(&out, "],\"stacks_recorded\":%s,\"sites\":[",
@@ -292,7 +292,7 @@ static int report(const char *pa, const char *pb, const struct vmt_stats *a,
 			if (timing)
 				vmt_buf_puts(&out, "\nnot deterministic (timing, page cache; not part of 'any'):\n");
 			for (size_t i = 0; i < n; i++)
-				if (!!(rows[i].flags & VMT_METRIC_NOISY) == timing &&
+				if (!!(rows[i].flags & VAN_METRIC_NOISY) == timing &&
 				    (all || rows[i].base != 0 || rows[i].new_ != 0))
 					text_row(&out, &rows[i]);
 		}
@@ -307,12 +307,12 @@ static int report(const char *pa, const char *pb, const struct vmt_stats *a,
 	int nfail = 0;
 	for (size_t i = 0; i < cs->n; i++) {
 		for (size_t j = 0; j < n; j++) {
-			if (!row_matches(&cs->c[i], &rows[j]) || !vmt_cond_holds(&cs->c[i], rows[j].base, rows[j].new_))
+			if (!row_matches(&cs->c[i], &rows[j]) || !vtc_cond_holds(&cs->c[i], rows[j].base, rows[j].new_))
 				continue;
 			struct vmt_buf x = { 0 }, y = { 0 }, p = { 0 };
 			fmt_num(&x, rows[j].base);
 			fmt_num(&y, rows[j].new_);
-			double pct = vmt_change_pct(rows[j].base, rows[j].new_);
+			double pct = vtc_change_pct(rows[j].base, rows[j].new_);
 			fmt_pct(&p, pct);
 			if (json) {
 				vmt_buf_printf(&out, "%s{\"expr\":", nfail ? "," : "");
@@ -330,7 +330,7 @@ static int report(const char *pa, const char *pb, const struct vmt_stats *a,
 			nfail++;
 		}
 	}
-	status = vmt_diff_verdict(&out, json, cs->n, nfail);
+	status = vtc_diff_verdict(&out, json, cs->n, nfail);
 	vmt_buf_free(&out);
 	free(rows), free(ma), free(mb);
 	return status;
@@ -349,7 +349,7 @@ static int run_diff(int argc, char **argv)
 	};
 	int json = 0, all = 0, table = 0, c, status = 2;
 	double thr = 10;
-	struct vmt_conds cs = { NULL, 0 };
+	struct vtc_conds cs = { NULL, 0 };
 	char *end;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -358,13 +358,13 @@ static int run_diff(int argc, char **argv)
 		case 'a': all = 1; break;
 		case 'T': table = 1; break;
 		case 'f':
-			if (vmt_conds_add(&cs, optarg))
+			if (vtc_conds_add(&cs, optarg))
 				goto out;
 			break;
 		case 't':
 			thr = strtod(optarg, &end);
 			if (end == optarg || *end || !(thr >= 0) || !isfinite(thr)) {
-				status = vmt_usage_error("diff", "bad --site-threshold '%s': expected a percentage", optarg);
+				status = vtc_usage_error("diff", "bad --site-threshold '%s': expected a percentage", optarg);
 				goto out;
 			}
 			break;
@@ -374,60 +374,60 @@ static int run_diff(int argc, char **argv)
 			goto out;
 		default:
 			if (optopt && strchr("ft", optopt))
-				status = vmt_usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
+				status = vtc_usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
 			else
-				status = vmt_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
+				status = vtc_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
 			goto out;
 		}
 	}
 	if (argc - optind > 2 || (table && argc - optind >= 1)) {
 		/* several results: the table of several kernels (diffmat.c) */
 		for (int i = optind; i < argc; i++)
-			if (!vmt_diff_is_result(argv[i])) {
-				status = vmt_usage_error("diff", "'%s' is not a vmreplay result: more than"
+			if (!vtc_diff_is_result(argv[i])) {
+				status = vtc_usage_error("diff", "'%s' is not a vmreplay result: more than"
 							 " two files are compared as results only",
 							 argv[i]);
 				goto out;
 			}
-		status = vmt_diff_table(argv + optind, (size_t)(argc - optind), &cs, json, all);
+		status = vtc_diff_table(argv + optind, (size_t)(argc - optind), &cs, json, all);
 		goto out;
 	}
 	if (argc - optind != 2) {
-		status = vmt_usage_error("diff", argc - optind > 2 ? "too many arguments"
+		status = vtc_usage_error("diff", argc - optind > 2 ? "too many arguments"
 								   : "needs two traces, two results, or a trace and a result of it: BASE and NEW");
 		goto out;
 	}
 	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0) {
-		status = vmt_usage_error("diff", "only one trace can be standard input");
+		status = vtc_usage_error("diff", "only one trace can be standard input");
 		goto out;
 	}
 	/* Two results, or two traces, told apart by their content. */
-	int ra = vmt_diff_is_result(argv[optind]), rb = vmt_diff_is_result(argv[optind + 1]);
+	int ra = vtc_diff_is_result(argv[optind]), rb = vtc_diff_is_result(argv[optind + 1]);
 	if (ra != rb) {
 		/* A result beside the trace it replayed: the recorded run's
 		 * own counters are the base, whichever comes first. */
-		status = vmt_diff_trace_result(argv[ra ? optind + 1 : optind],
+		status = vtc_diff_trace_result(argv[ra ? optind + 1 : optind],
 					       argv[ra ? optind : optind + 1], &cs, json, all);
 		goto out;
 	}
 	if (ra) {
-		status = vmt_diff_results(argv[optind], argv[optind + 1], &cs, json, all);
+		status = vtc_diff_results(argv[optind], argv[optind + 1], &cs, json, all);
 		goto out;
 	}
-	struct vmt_stats a, b;
+	struct van_stats a, b;
 	if (read_stats(argv[optind], &a) == 0) {
 		if (read_stats(argv[optind + 1], &b) == 0) {
 			status = report(argv[optind], argv[optind + 1], &a, &b, &cs, thr, json, all);
-			vmt_stats_free(&b);
+			van_stats_free(&b);
 		}
-		vmt_stats_free(&a);
+		van_stats_free(&a);
 	}
 out:
-	vmt_conds_free(&cs);
+	vtc_conds_free(&cs);
 	return status;
 }
 
-const struct vmt_cmd vmt_cmd_diff = {
+const struct vtc_cmd vtc_cmd_diff = {
 	"diff", run_diff,
 	"compare two traces' or two vmreplay results' metrics; --fail-on for CI checks",
 	diff_usage,

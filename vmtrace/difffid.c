@@ -56,27 +56,27 @@ static void summarize(const double *v, unsigned n, double *med, double *lo, doub
 	qsort(s, n, sizeof(*s), cmp_d);
 	*lo = s[0];
 	*hi = s[n - 1];
-	*med = vmt_median(s, n);
+	*med = van_median(s, n);
 	free(s);
 }
 
-static int read_recorded(const char *path, struct vmt_recrun *rec)
+static int read_recorded(const char *path, struct van_recrun *rec)
 {
-	struct vmt_input in;
-	if (vmt_input_open(&in, path))
+	struct vtc_input in;
+	if (vtc_input_open(&in, path))
 		return -1;
-	int rc = vmt_recrun_read(in.r, rec);
+	int rc = van_recrun_read(in.r, rec);
 	if (rc == -ENOMEM)
 		fprintf(stderr, "vmtrace: '%s': out of memory\n", path);
 	else if (rc < 0)
-		vmt_input_report(&in);
-	vmt_input_close(&in);
+		vtc_input_report(&in);
+	vtc_input_close(&in);
 	return rc < 0 ? -1 : 0;
 }
 
-static void rows_of(const struct vmt_recrun *rec, const struct vmt_result *res, struct frow *rows)
+static void rows_of(const struct van_recrun *rec, const struct van_result *res, struct frow *rows)
 {
-	const struct vmt_rmetric *wall = NULL;
+	const struct van_rmetric *wall = NULL;
 	for (size_t i = 0; i < res->nmetrics; i++)
 		if (!strcmp(res->m[i].name, "wall_ns"))
 			wall = &res->m[i];
@@ -87,8 +87,8 @@ static void rows_of(const struct vmt_recrun *rec, const struct vmt_result *res, 
 		memset(r, 0, sizeof(*r));
 		r->name = measures[k].name;
 		r->rec = recv[k];
-		const double *v = k < VMT_OWN__N ? res->own[k] : wall ? wall->v : NULL;
-		r->have = v && (k != VMT_OWN_OFFCPU || (rec->have_off_cpu && res->own_waits));
+		const double *v = k < VAN_OWN__N ? res->own[k] : wall ? wall->v : NULL;
+		r->have = v && (k != VAN_OWN_OFFCPU || (rec->have_off_cpu && res->own_waits));
 		if (!r->have)
 			continue;
 		summarize(v, res->nruns, &r->med, &r->lo, &r->hi);
@@ -99,11 +99,11 @@ static void rows_of(const struct vmt_recrun *rec, const struct vmt_result *res, 
 	}
 }
 
-int vmt_diff_trace_result(const char *trace, const char *result, const struct vmt_conds *cs,
+int vtc_diff_trace_result(const char *trace, const char *result, const struct vtc_conds *cs,
 			  int json, int all)
 {
-	struct vmt_recrun rec;
-	struct vmt_result res;
+	struct van_recrun rec;
+	struct van_result res;
 	if (read_recorded(trace, &rec) < 0)
 		return 2;
 	if (!rec.counters) {
@@ -112,18 +112,18 @@ int vmt_diff_trace_result(const char *trace, const char *result, const struct vm
 			rec.minor < 2 ? ": recorded before vmrec kept them" : "", result);
 		return 2;
 	}
-	if (vmt_diff_load_result(result, &res) < 0)
+	if (vtc_diff_load_result(result, &res) < 0)
 		return 2;
 	struct frow rows[NMEAS];
 	rows_of(&rec, &res, rows);
 	for (size_t i = 0; i < cs->n; i++) {
 		int found = !strcmp(cs->c[i].metric, "any");
 		for (size_t k = 0; k < NMEAS && !found; k++)
-			found = vmt_cond_matches(&cs->c[i], rows[k].name, 1);
+			found = vtc_cond_matches(&cs->c[i], rows[k].name, 1);
 		if (!found) {
 			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
 				cs->c[i].text, cs->c[i].metric);
-			vmt_result_free(&res);
+			van_result_free(&res);
 			return 2;
 		}
 	}
@@ -213,8 +213,8 @@ int vmt_diff_trace_result(const char *trace, const char *result, const struct vm
 	for (size_t i = 0; i < cs->n; i++)
 		for (size_t k = 0; k < NMEAS; k++) {
 			const struct frow *r = &rows[k];
-			if (!r->have || !vmt_cond_matches(&cs->c[i], r->name, r->judged) ||
-			    !vmt_cond_holds(&cs->c[i], r->rec, r->med))
+			if (!r->have || !vtc_cond_matches(&cs->c[i], r->name, r->judged) ||
+			    !vtc_cond_holds(&cs->c[i], r->rec, r->med))
 				continue;
 			if (json) {
 				vmt_buf_printf(&o, "%s{\"expr\":", nfail ? "," : "");
@@ -230,8 +230,8 @@ int vmt_diff_trace_result(const char *trace, const char *result, const struct vm
 			}
 			nfail++;
 		}
-	int st = vmt_diff_verdict(&o, json, cs->n, nfail);
+	int st = vtc_diff_verdict(&o, json, cs->n, nfail);
 	vmt_buf_free(&o);
-	vmt_result_free(&res);
+	van_result_free(&res);
 	return st;
 }

@@ -63,21 +63,21 @@ fail:
 
 /* A condition holds in a column where its statistic moved past the
  * limit from the base's and the runs do not say it is noise. */
-static int holds(const struct vmt_cond *c, const struct vmt_rtrow *row, size_t col,
+static int holds(const struct vtc_cond *c, const struct van_rtrow *row, size_t col,
 		 size_t base)
 {
-	const struct vmt_rcell *x = &row->cell[col], *b = &row->cell[base];
-	if (col == base || !x->have || !b->have || x->sig == VMT_SIG_NO)
+	const struct van_rcell *x = &row->cell[col], *b = &row->cell[base];
+	if (col == base || !x->have || !b->have || x->sig == VAN_SIG_NO)
 		return 0;
-	return vmt_cond_holds(c, row->mean ? b->mean : b->median, row->mean ? x->mean : x->median);
+	return vtc_cond_holds(c, row->mean ? b->mean : b->median, row->mean ? x->mean : x->median);
 }
 
-static void fail_line(struct vmt_buf *o, int json, int nfail, const struct vmt_cond *c,
-		      const struct vmt_rtable *t, const struct vmt_rtrow *row, size_t col)
+static void fail_line(struct vmt_buf *o, int json, int nfail, const struct vtc_cond *c,
+		      const struct van_rtable *t, const struct van_rtrow *row, size_t col)
 {
-	const struct vmt_rcell *x = &row->cell[col], *b = &row->cell[t->base];
+	const struct van_rcell *x = &row->cell[col], *b = &row->cell[t->base];
 	double bv = row->mean ? b->mean : b->median, nv = row->mean ? x->mean : x->median;
-	const char *sig = x->sig == VMT_SIG_FEW ? "too few runs" : "yes";
+	const char *sig = x->sig == VAN_SIG_FEW ? "too few runs" : "yes";
 	if (json) {
 		vmt_buf_printf(o, "%s{\"expr\":", nfail ? "," : "");
 		vmt_buf_json_str(o, c->text);
@@ -100,14 +100,14 @@ static void fail_line(struct vmt_buf *o, int json, int nfail, const struct vmt_c
 		snprintf(pct, sizeof(pct), "%+.1f%%", x->change_pct);
 	vmt_buf_printf(o, "%sFAIL %s in %s (column %zu): %.17g -> %.17g (%s, %s), condition '%s'\n",
 		       nfail ? "" : "\n", row->name, t->cols[col].label, col + 1, bv, nv, pct,
-		       x->sig == VMT_SIG_FEW ? "too few runs to tell it from noise" : "significant",
+		       x->sig == VAN_SIG_FEW ? "too few runs to tell it from noise" : "significant",
 		       c->text);
 }
 
-int vmt_diff_table(char *const *paths, size_t n, const struct vmt_conds *cs, int json, int all)
+int vtc_diff_table(char *const *paths, size_t n, const struct vtc_conds *cs, int json, int all)
 {
-	struct vmt_rcol *cols = calloc(n, sizeof(*cols));
-	struct vmt_rtable t = { 0 };
+	struct van_rcol *cols = calloc(n, sizeof(*cols));
+	struct van_rtable t = { 0 };
 	struct vmt_buf o = { 0 };
 	size_t ok = 0;
 	int status = 2;
@@ -120,7 +120,7 @@ int vmt_diff_table(char *const *paths, size_t n, const struct vmt_conds *cs, int
 		char msg[256], *text = read_file(paths[ok], &len);
 		if (!text)
 			goto out;
-		int rc = vmt_rcol_parse(text, len, paths[ok], &cols[ok], msg, sizeof(msg));
+		int rc = van_rcol_parse(text, len, paths[ok], &cols[ok], msg, sizeof(msg));
 		free(text);
 		if (rc < 0) {
 			fprintf(stderr, "vmtrace: '%s': %s\n", paths[ok],
@@ -128,7 +128,7 @@ int vmt_diff_table(char *const *paths, size_t n, const struct vmt_conds *cs, int
 			goto out;
 		}
 	}
-	if (vmt_rtable_build(cols, n, ALPHA, &t) < 0) {
+	if (van_rtable_build(cols, n, ALPHA, &t) < 0) {
 		fprintf(stderr, "vmtrace diff: out of memory\n");
 		goto out;
 	}
@@ -136,7 +136,7 @@ int vmt_diff_table(char *const *paths, size_t n, const struct vmt_conds *cs, int
 	for (size_t i = 0; i < cs->n; i++) {
 		int found = !strcmp(cs->c[i].metric, "any");
 		for (size_t j = 0; j < t.nrows && !found; j++)
-			found = vmt_cond_matches(&cs->c[i], t.rows[j].name, 1);
+			found = vtc_cond_matches(&cs->c[i], t.rows[j].name, 1);
 		if (!found) {
 			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
 				cs->c[i].text, cs->c[i].metric);
@@ -145,15 +145,15 @@ int vmt_diff_table(char *const *paths, size_t n, const struct vmt_conds *cs, int
 	}
 	if (json) {
 		vmt_buf_puts(&o, "{");
-		vmt_rtable_json(&t, all, &o);
+		van_rtable_json(&t, all, &o);
 		vmt_buf_puts(&o, ",\"failed\":[");
 	} else {
-		vmt_rtable_text(&t, all, &o);
+		van_rtable_text(&t, all, &o);
 	}
 	int nfail = 0;
 	for (size_t i = 0; i < cs->n && t.base < n; i++)
 		for (size_t j = 0; j < t.nrows; j++) {
-			if (!vmt_cond_matches(&cs->c[i], t.rows[j].name, 1))
+			if (!vtc_cond_matches(&cs->c[i], t.rows[j].name, 1))
 				continue;
 			for (size_t c = 0; c < n; c++)
 				if (holds(&cs->c[i], &t.rows[j], c, t.base))
@@ -183,12 +183,12 @@ int vmt_diff_table(char *const *paths, size_t n, const struct vmt_conds *cs, int
 			fprintf(stderr, "vmtrace diff: out of memory\n");
 		goto out;
 	}
-	status = vmt_diff_verdict(&o, json, cs->n, nfail);
+	status = vtc_diff_verdict(&o, json, cs->n, nfail);
 out:
 	vmt_buf_free(&o);
-	vmt_rtable_free(&t);
+	van_rtable_free(&t);
 	for (size_t i = 0; i < ok; i++)
-		vmt_rcol_free(&cols[i]);
+		van_rcol_free(&cols[i]);
 	free(cols);
 	return status;
 }

@@ -2,8 +2,8 @@
  * diffmat.h - `vmtrace diff` of several vmreplay --json result files: the
  * table of several kernels (rtable.h).
  */
-#ifndef VMT_DIFFMAT_H
-#define VMT_DIFFMAT_H
+#ifndef VTC_DIFFMAT_H
+#define VTC_DIFFMAT_H
 
 #include <stddef.h>
 #include "failon.h"
@@ -17,6 +17,6 @@
  * 0 in every run.  Returns the exit status: 0, 1 (a condition holds), 2
  * (unreadable file, not a result, a condition naming no metric, no file
  * with results). */
-int vmt_diff_table(char *const *paths, size_t n, const struct vmt_conds *cs, int json, int all);
+int vtc_diff_table(char *const *paths, size_t n, const struct vtc_conds *cs, int json, int all);
 
 #endif

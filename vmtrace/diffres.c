@@ -21,7 +21,7 @@
 /* Results larger than this are not vmreplay's. */
 #define MAX_RESULT (256u << 20)
 
-int vmt_diff_is_result(const char *path)
+int vtc_diff_is_result(const char *path)
 {
 	char buf[512];
 	if (strcmp(path, "-") == 0)
@@ -31,7 +31,7 @@ int vmt_diff_is_result(const char *path)
 		return 0;
 	ssize_t n = read(fd, buf, sizeof(buf));
 	close(fd);
-	return n > 0 && vmt_result_sniff(buf, (size_t)n);
+	return n > 0 && van_result_sniff(buf, (size_t)n);
 }
 
 static char *read_all(const char *path, size_t *len)
@@ -73,14 +73,14 @@ fail:;
 	return NULL;
 }
 
-int vmt_diff_load_result(const char *path, struct vmt_result *r)
+int vtc_diff_load_result(const char *path, struct van_result *r)
 {
 	size_t len;
 	char msg[256];
 	char *text = read_all(path, &len);
 	if (!text)
 		return -1;
-	int rc = vmt_result_parse(text, len, r, msg, sizeof(msg));
+	int rc = van_result_parse(text, len, r, msg, sizeof(msg));
 	free(text);
 	if (rc == -ENOMEM)
 		fprintf(stderr, "vmtrace: '%s': out of memory\n", path);
@@ -93,7 +93,7 @@ int vmt_diff_load_result(const char *path, struct vmt_result *r)
 
 /* A time metric is shown in the unit of its base median (or new, if the
  * base is 0): ns, us, ms or s. */
-static double unit_of(const struct vmt_rrow *r, const char **name)
+static double unit_of(const struct van_rrow *r, const char **name)
 {
 	double v = r->base ? r->base : r->new_;
 	if (!r->timing) {
@@ -126,7 +126,7 @@ static void fmt(char *buf, size_t n, double v, double div, const char *unit)
 
 static const char *sig_name(int sig)
 {
-	return sig == VMT_SIG_YES ? "yes" : sig == VMT_SIG_FEW ? "too few runs" : "no";
+	return sig == VAN_SIG_YES ? "yes" : sig == VAN_SIG_FEW ? "too few runs" : "no";
 }
 
 /* The smallest equal number of runs per side with which a difference can
@@ -134,13 +134,13 @@ static const char *sig_name(int sig)
 static unsigned runs_needed(void)
 {
 	unsigned n = 1;
-	while (vmt_mwu_min_p(n, n) >= ALPHA)
+	while (van_mwu_min_p(n, n) >= ALPHA)
 		n++;
 	return n;
 }
 
 static void describe(struct vmt_buf *o, const char *label, const char *path,
-		     const struct vmt_result *r)
+		     const struct van_result *r)
 {
 	vmt_buf_printf(o, "%-5s %s: %u run%s", label, path, r->nruns, r->nruns == 1 ? "" : "s");
 	if (r->kernel)
@@ -152,7 +152,7 @@ static void describe(struct vmt_buf *o, const char *label, const char *path,
 	vmt_buf_puts(o, "\n");
 }
 
-static void json_side(struct vmt_buf *o, const struct vmt_result *r)
+static void json_side(struct vmt_buf *o, const struct van_result *r)
 {
 	vmt_buf_puts(o, "{\"trace\":");
 	vmt_buf_json_str(o, r->trace);
@@ -163,7 +163,7 @@ static void json_side(struct vmt_buf *o, const struct vmt_result *r)
 	vmt_buf_printf(o, ",\"runs\":%u}", r->nruns);
 }
 
-static void json_row(struct vmt_buf *o, const struct vmt_rrow *r)
+static void json_row(struct vmt_buf *o, const struct van_rrow *r)
 {
 	vmt_buf_printf(o, "{\"name\":\"%s\",\"base\":", r->name);
 	vmt_buf_json_num(o, r->base);
@@ -185,7 +185,7 @@ static void json_row(struct vmt_buf *o, const struct vmt_rrow *r)
 		       r->timing ? "true" : "false");
 }
 
-static void text_row(struct vmt_buf *o, const struct vmt_rrow *r)
+static void text_row(struct vmt_buf *o, const struct van_rrow *r)
 {
 	char b[32], n[32], rt[32], p[16], bl[32], bh[32], nl[32], nh[32], br[64], nr[64];
 	const char *unit;
@@ -197,7 +197,7 @@ static void text_row(struct vmt_buf *o, const struct vmt_rrow *r)
 	else
 		snprintf(rt, sizeof(rt), r->ratio < 0.01 ? "%.2g" : r->ratio < 100 ? "%.2f"
 					 : r->ratio < 1e5 ? "%.0f" : "%.1e", r->ratio);
-	if (r->sig == VMT_SIG_FEW)
+	if (r->sig == VAN_SIG_FEW)
 		snprintf(p, sizeof(p), "-");
 	else
 		snprintf(p, sizeof(p), r->p < 0.001 ? "<0.001" : "%.3f", r->p);
@@ -214,37 +214,37 @@ static void text_row(struct vmt_buf *o, const struct vmt_rrow *r)
 /* A condition holds where the medians moved past its limit and the runs
  * do not say it is noise: significant, or too few runs to tell (said in
  * the FAIL line). */
-static int holds(const struct vmt_cond *c, const struct vmt_rrow *r)
+static int holds(const struct vtc_cond *c, const struct van_rrow *r)
 {
-	return vmt_cond_holds(c, r->base, r->new_) && r->sig != VMT_SIG_NO;
+	return vtc_cond_holds(c, r->base, r->new_) && r->sig != VAN_SIG_NO;
 }
 
-static int shown(const struct vmt_rrow *r, int all)
+static int shown(const struct van_rrow *r, int all)
 {
 	return all || r->base_max != 0 || r->new_max != 0 || r->base_min != 0 || r->new_min != 0;
 }
 
-int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs, int json,
+int vtc_diff_results(const char *pa, const char *pb, const struct vtc_conds *cs, int json,
 		     int all)
 {
-	struct vmt_result a, b;
-	struct vmt_rrow *rows = NULL;
+	struct van_result a, b;
+	struct van_rrow *rows = NULL;
 	size_t n = 0;
 	int status = 2;
-	if (vmt_diff_load_result(pa, &a) < 0)
+	if (vtc_diff_load_result(pa, &a) < 0)
 		return 2;
-	if (vmt_diff_load_result(pb, &b) < 0) {
-		vmt_result_free(&a);
+	if (vtc_diff_load_result(pb, &b) < 0) {
+		van_result_free(&a);
 		return 2;
 	}
-	if (vmt_result_compare(&a, &b, ALPHA, &rows, &n) < 0) {
+	if (van_result_compare(&a, &b, ALPHA, &rows, &n) < 0) {
 		fprintf(stderr, "vmtrace diff: out of memory\n");
 		goto out;
 	}
 	for (size_t i = 0; i < cs->n; i++) {
 		int found = strcmp(cs->c[i].metric, "any") == 0;
 		for (size_t j = 0; j < n && !found; j++)
-			found = vmt_cond_matches(&cs->c[i], rows[j].name, 1);
+			found = vtc_cond_matches(&cs->c[i], rows[j].name, 1);
 		if (!found) {
 			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
 				cs->c[i].text, cs->c[i].metric);
@@ -291,7 +291,7 @@ int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs,
 		vmt_buf_printf(&o, "(ratio: new median / base median, the divisor at least 1;"
 				   " p: two-sided Mann-Whitney U test over the runs, significant"
 				   " below %g", ALPHA);
-		if (vmt_mwu_min_p(a.nruns, b.nruns) >= ALPHA)
+		if (van_mwu_min_p(a.nruns, b.nruns) >= ALPHA)
 			vmt_buf_printf(&o, "; with %u and %u runs no difference can be: give each"
 					   " side at least %u (vmreplay --repeat)",
 				       a.nruns, b.nruns, runs_needed());
@@ -301,8 +301,8 @@ int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs,
 	int nfail = 0;
 	for (size_t i = 0; i < cs->n; i++) {
 		for (size_t j = 0; j < n; j++) {
-			const struct vmt_rrow *r = &rows[j];
-			if (!vmt_cond_matches(&cs->c[i], r->name, 1) || !holds(&cs->c[i], r))
+			const struct van_rrow *r = &rows[j];
+			if (!vtc_cond_matches(&cs->c[i], r->name, 1) || !holds(&cs->c[i], r))
 				continue;
 			if (json) {
 				vmt_buf_printf(&o, "%s{\"expr\":", nfail ? "," : "");
@@ -326,18 +326,18 @@ int vmt_diff_results(const char *pa, const char *pb, const struct vmt_conds *cs,
 					snprintf(pct, sizeof(pct), "%+.1f%%", r->change_pct);
 				vmt_buf_printf(&o, "%sFAIL %s: %s -> %s (%s, %s), condition '%s'\n",
 					       nfail ? "" : "\n", r->name, x, y, pct,
-					       r->sig == VMT_SIG_FEW ? "too few runs to tell it from noise"
+					       r->sig == VAN_SIG_FEW ? "too few runs to tell it from noise"
 								     : "significant",
 					       cs->c[i].text);
 			}
 			nfail++;
 		}
 	}
-	status = vmt_diff_verdict(&o, json, cs->n, nfail);
+	status = vtc_diff_verdict(&o, json, cs->n, nfail);
 	vmt_buf_free(&o);
 out:
 	free(rows);
-	vmt_result_free(&a);
-	vmt_result_free(&b);
+	van_result_free(&a);
+	van_result_free(&b);
 	return status;
 }

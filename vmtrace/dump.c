@@ -30,7 +30,7 @@ static const char dump_usage[] =
 
 /* First pass for --stacks: the symbol tables are written at the end of a
  * recording, so they must be read before the events can be shown. */
-static int load_symbols(struct vmt_input *in, vmt_symtab *t)
+static int load_symbols(struct vtc_input *in, vmt_symtab *t)
 {
 	struct vmt_event ev;
 	int rc;
@@ -47,7 +47,7 @@ static int load_symbols(struct vmt_input *in, vmt_symtab *t)
 	}
 	/* A damaged trace still shows its stacks up to the damage; the
 	 * error is reported by the second pass. */
-	return vmt_input_rewind(in);
+	return vtc_input_rewind(in);
 }
 
 static void print_maps_entries(struct vmt_buf *b, const struct vmt_maps *m)
@@ -103,25 +103,25 @@ static int run_dump(int argc, char **argv)
 		case 'm': maps = 1; break;
 		case 'h': fputs(dump_usage, stdout); return 0;
 		default:
-			return vmt_usage_error("dump", "unknown option '%s'", argv[optind - 1]);
+			return vtc_usage_error("dump", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 1)
-		return vmt_usage_error("dump", argc - optind ? "too many arguments" : "no trace given");
+		return vtc_usage_error("dump", argc - optind ? "too many arguments" : "no trace given");
 
-	struct vmt_input in;
-	if (vmt_input_open(&in, argv[optind]))
+	struct vtc_input in;
+	if (vtc_input_open(&in, argv[optind]))
 		return 2;
 	vmt_symtab *syms = NULL;
 	if (stacks) {
 		if (strcmp(in.path, "-") == 0) {
-			vmt_input_close(&in);
-			return vmt_usage_error("dump", "--stacks needs a file, not standard input");
+			vtc_input_close(&in);
+			return vtc_usage_error("dump", "--stacks needs a file, not standard input");
 		}
 		syms = vmt_symtab_new();
 		if (!syms || load_symbols(&in, syms)) {
 			vmt_symtab_free(syms);
-			vmt_input_close(&in);
+			vtc_input_close(&in);
 			return 2;
 		}
 	}
@@ -160,7 +160,7 @@ static int run_dump(int argc, char **argv)
 			if (syms && ev.kind == VMT_EV_SYSCALL && ev.u.sc.stack_id != VMT_NONE)
 				add_frames(&b, syms, ev.u.sc.stack_id, 0);
 		}
-		if (vmt_put_output("dump", &b, stdout) == -ENOMEM) {
+		if (vtc_put_output("dump", &b, stdout) == -ENOMEM) {
 			oom = 1;
 			break;
 		}
@@ -172,14 +172,14 @@ static int run_dump(int argc, char **argv)
 	int status = oom ? 2 : 0;
 	if (rc < 0 && !oom) {
 		fflush(stdout);
-		vmt_input_report(&in);
+		vtc_input_report(&in);
 		status = 2;
 	}
 	vmt_symtab_free(syms);
-	vmt_input_close(&in);
+	vtc_input_close(&in);
 	return status;
 }
 
-const struct vmt_cmd vmt_cmd_dump = {
+const struct vtc_cmd vtc_cmd_dump = {
 	"dump", run_dump, "print every event, strace-style or as JSON lines", dump_usage,
 };

@@ -163,8 +163,8 @@ static void put_us(struct vmt_buf *b, const char *key, uint64_t ns)
 }
 
 struct pf {
-	vmt_tracks *trk;
-	struct vmt_track_vals *last; /* per process: the values last written */
+	van_tracks *trk;
+	struct van_track_vals *last; /* per process: the values last written */
 	size_t nlast;
 	int first; /* no event written yet */
 };
@@ -197,11 +197,11 @@ static int pf_grow(struct pf *p, uint32_t n)
 /* The counters of proc whose values differ from the last ones written. */
 static int pf_counters(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t rel)
 {
-	struct vmt_track_vals v;
+	struct van_track_vals v;
 	if (pf_grow(p, proc + 1))
 		return -ENOMEM;
-	vmt_tracks_get(p->trk, proc, &v);
-	struct vmt_track_vals *last = &p->last[proc];
+	van_tracks_get(p->trk, proc, &v);
+	struct van_track_vals *last = &p->last[proc];
 	if (v.vmas != last->vmas)
 		pf_counter(p, b, proc, rel, "vma", "count", v.vmas);
 	if (v.mapped_bytes != last->mapped_bytes)
@@ -230,7 +230,7 @@ static void pf_result(struct vmt_buf *b, const struct vmt_syscall *sc)
 static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
 		    const struct vmt_event *ev, unsigned changed)
 {
-	uint64_t rel = vmt_tracks_rel_ns(p->trk, ev->ts_ns);
+	uint64_t rel = van_tracks_rel_ns(p->trk, ev->ts_ns);
 	uint32_t pid = ev->proc + 1, tid = ev->thread + 1;
 	switch (ev->kind) {
 	case VMT_EV_SYSCALL: {
@@ -290,7 +290,7 @@ static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint6
 	default:
 		break; /* tables (stacks, symbols, strings) are not timeline events */
 	}
-	if (changed & (VMT_TRK_SPACE | VMT_TRK_TOUCHED))
+	if (changed & (VAN_TRK_SPACE | VAN_TRK_TOUCHED))
 		return pf_counters(p, b, ev->proc, rel);
 	return 0;
 }
@@ -299,13 +299,13 @@ static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint6
  * names are only known once EXEC and THREAD_START events were read). */
 static void pf_names(struct pf *p, struct vmt_buf *b)
 {
-	vmt_tracks *t = p->trk;
-	for (uint32_t i = 0; i < vmt_tracks_nprocs(t); i++) {
-		const char *name = vmt_tracks_proc_name(t, i);
+	van_tracks *t = p->trk;
+	for (uint32_t i = 0; i < van_tracks_nprocs(t); i++) {
+		const char *name = van_tracks_proc_name(t, i);
 		struct vmt_buf n = { 0 };
 		vmt_buf_printf(&n, "p%u %s", i, *name ? name : "?");
-		if (vmt_tracks_os_pid(t, i))
-			vmt_buf_printf(&n, " (pid %d)", vmt_tracks_os_pid(t, i));
+		if (van_tracks_os_pid(t, i))
+			vmt_buf_printf(&n, " (pid %d)", van_tracks_os_pid(t, i));
 		pf_sep(p, b);
 		vmt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":", i + 1);
 		vmt_buf_json_str(b, n.data ? n.data : "");
@@ -315,22 +315,22 @@ static void pf_names(struct pf *p, struct vmt_buf *b)
 			       "\"args\":{\"sort_index\":%u}}", i + 1, i);
 		vmt_buf_free(&n);
 	}
-	for (uint32_t i = 0; i < vmt_tracks_nthreads(t); i++) {
-		uint32_t proc = vmt_tracks_thread_proc(t, i);
+	for (uint32_t i = 0; i < van_tracks_nthreads(t); i++) {
+		uint32_t proc = van_tracks_thread_proc(t, i);
 		if (proc == VMT_NONE)
 			continue;
 		pf_sep(p, b);
 		vmt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
 			       "\"args\":{\"name\":\"t%u", proc + 1, i + 1, i);
-		if (vmt_tracks_os_tid(t, i))
-			vmt_buf_printf(b, " (tid %d)", vmt_tracks_os_tid(t, i));
+		if (van_tracks_os_tid(t, i))
+			vmt_buf_printf(b, " (tid %d)", van_tracks_os_tid(t, i));
 		vmt_buf_puts(b, "\"}}");
 	}
 }
 
 /* ---- driver -------------------------------------------------------------- */
 
-static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
+static int export_events(struct vtc_input *in, enum fmt fmt, FILE *out)
 {
 	const struct vmt_header *h = vmt_reader_header(in->r);
 	struct vmt_buf b = { 0 }, text = { 0 };
@@ -340,7 +340,7 @@ static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
 	int rc, err = 0;
 
 	if (fmt == FMT_PERFETTO) {
-		pf.trk = vmt_tracks_new(h);
+		pf.trk = van_tracks_new(h);
 		if (!pf.trk) {
 			fprintf(stderr, "vmtrace export: out of memory\n");
 			return 2;
@@ -368,7 +368,7 @@ static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
 			vmt_buf_puts(&b, "\n");
 		} else {
 			unsigned changed = 0;
-			if ((err = vmt_tracks_apply(pf.trk, &ev, &changed)) ||
+			if ((err = van_tracks_apply(pf.trk, &ev, &changed)) ||
 			    (err = pf_event(&pf, &b, &text, index, &ev, changed)))
 				break;
 		}
@@ -392,7 +392,7 @@ static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
 		err = -ENOMEM;
 	int status = 0;
 	if (rc < 0) {
-		vmt_input_report(in);
+		vtc_input_report(in);
 		status = 2;
 	} else if (err) {
 		fprintf(stderr, "vmtrace export: '%s': %s\n", in->path, vmt_strerror(err));
@@ -400,7 +400,7 @@ static int export_events(struct vmt_input *in, enum fmt fmt, FILE *out)
 	}
 	vmt_buf_free(&b);
 	vmt_buf_free(&text);
-	vmt_tracks_free(pf.trk);
+	van_tracks_free(pf.trk);
 	free(pf.last);
 	return status;
 }
@@ -424,14 +424,14 @@ static int run_export(int argc, char **argv)
 		case 'h': fputs(export_usage, stdout); return 0;
 		default:
 			if (optopt == 'o' || optopt == 'f')
-				return vmt_usage_error("export", "option '%s' needs a value",
+				return vtc_usage_error("export", "option '%s' needs a value",
 						       argv[optind - 1]);
-			return vmt_usage_error("export", "unknown option '%s'", argv[optind - 1]);
+			return vtc_usage_error("export", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	enum fmt fmt;
 	if (!format)
-		return vmt_usage_error("export", "no --format given (perfetto, csv or jsonl)");
+		return vtc_usage_error("export", "no --format given (perfetto, csv or jsonl)");
 	if (!strcmp(format, "perfetto"))
 		fmt = FMT_PERFETTO;
 	else if (!strcmp(format, "csv"))
@@ -439,24 +439,24 @@ static int run_export(int argc, char **argv)
 	else if (!strcmp(format, "jsonl"))
 		fmt = FMT_JSONL;
 	else
-		return vmt_usage_error("export", "unknown format '%s' (perfetto, csv or jsonl)", format);
+		return vtc_usage_error("export", "unknown format '%s' (perfetto, csv or jsonl)", format);
 	if (argc - optind != 1)
-		return vmt_usage_error("export", argc - optind ? "too many arguments" : "no trace given");
+		return vtc_usage_error("export", argc - optind ? "too many arguments" : "no trace given");
 
-	struct vmt_input in;
-	if (vmt_input_open(&in, argv[optind]))
+	struct vtc_input in;
+	if (vtc_input_open(&in, argv[optind]))
 		return 2;
 	FILE *out = stdout;
 	if (output && strcmp(output, "-")) {
 		out = fopen(output, "w");
 		if (!out) {
 			fprintf(stderr, "vmtrace export: cannot create '%s': %s\n", output, strerror(errno));
-			vmt_input_close(&in);
+			vtc_input_close(&in);
 			return 2;
 		}
 	}
 	int status = export_events(&in, fmt, out);
-	vmt_input_close(&in);
+	vtc_input_close(&in);
 	if (out == stdout)
 		return status; /* (main checks stdout) */
 	if (ferror(out) | fclose(out)) {
@@ -466,6 +466,6 @@ static int run_export(int argc, char **argv)
 	return status;
 }
 
-const struct vmt_cmd vmt_cmd_export = {
+const struct vtc_cmd vtc_cmd_export = {
 	"export", run_export, "write a trace as Perfetto JSON, CSV or JSON lines", export_usage,
 };

@@ -11,7 +11,7 @@
 #include "vmtrace.h"
 
 /* Parse "METRIC>+N%" etc.  Returns 0 or -1 with *why set. */
-static int parse_cond(const char *s, size_t len, struct vmt_cond *c, const char **why)
+static int parse_cond(const char *s, size_t len, struct vtc_cond *c, const char **why)
 {
 	memset(c, 0, sizeof(*c));
 	if (len >= sizeof(c->text)) {
@@ -61,18 +61,18 @@ static int parse_cond(const char *s, size_t len, struct vmt_cond *c, const char 
 	return 0;
 }
 
-int vmt_conds_add(struct vmt_conds *cs, const char *arg)
+int vtc_conds_add(struct vtc_conds *cs, const char *arg)
 {
 	const char *p = arg;
 	for (;;) {
 		size_t len = strcspn(p, ",");
 		const char *why = NULL;
-		struct vmt_cond c;
+		struct vtc_cond c;
 		if (parse_cond(p, len, &c, &why)) {
 			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%.*s': %s\n", (int)len, p, why);
 			return -1;
 		}
-		struct vmt_cond *n = realloc(cs->c, (cs->n + 1) * sizeof(*n));
+		struct vtc_cond *n = realloc(cs->c, (cs->n + 1) * sizeof(*n));
 		if (!n) {
 			fprintf(stderr, "vmtrace diff: out of memory\n");
 			return -1;
@@ -85,14 +85,14 @@ int vmt_conds_add(struct vmt_conds *cs, const char *arg)
 	}
 }
 
-void vmt_conds_free(struct vmt_conds *cs)
+void vtc_conds_free(struct vtc_conds *cs)
 {
 	free(cs->c);
 	cs->c = NULL;
 	cs->n = 0;
 }
 
-double vmt_change_pct(double base, double nw)
+double vtc_change_pct(double base, double nw)
 {
 	if (base == nw)
 		return 0;
@@ -101,20 +101,20 @@ double vmt_change_pct(double base, double nw)
 	return (nw - base) / fabs(base) * 100.0;
 }
 
-int vmt_cond_holds(const struct vmt_cond *c, double base, double nw)
+int vtc_cond_holds(const struct vtc_cond *c, double base, double nw)
 {
-	double d = c->percent ? vmt_change_pct(base, nw) : nw - base;
+	double d = c->percent ? vtc_change_pct(base, nw) : nw - base;
 	return c->greater ? d > c->limit : d < c->limit;
 }
 
-int vmt_cond_matches(const struct vmt_cond *c, const char *name, int in_any)
+int vtc_cond_matches(const struct vtc_cond *c, const char *name, int in_any)
 {
 	if (strcmp(c->metric, "any") == 0)
 		return in_any;
 	return fnmatch(c->metric, name, 0) == 0;
 }
 
-int vmt_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail)
+int vtc_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail)
 {
 	if (json)
 		vmt_buf_printf(out, "],\"verdict\":\"%s\"}\n", nfail ? "regression" : "ok");

@@ -2,14 +2,14 @@
  * failon.h - the --fail-on conditions of `vmtrace diff`, shared by the
  * diff of two traces (diff.c) and of two vmreplay results (diffres.c).
  */
-#ifndef VMT_FAILON_H
-#define VMT_FAILON_H
+#ifndef VTC_FAILON_H
+#define VTC_FAILON_H
 
 #include <stddef.h>
 
 struct vmt_buf;
 
-struct vmt_cond {
+struct vtc_cond {
 	char metric[48]; /* a name, a glob, or "any" */
 	char text[96];	 /* the condition as written */
 	int greater;	 /* '>' rather than '<' */
@@ -17,32 +17,32 @@ struct vmt_cond {
 	double limit;	 /* signed */
 };
 
-struct vmt_conds {
-	struct vmt_cond *c;
+struct vtc_conds {
+	struct vtc_cond *c;
 	size_t n;
 };
 
 /* Add the comma-separated conditions of arg ("METRIC>+N%,..." ) to cs.
  * Prints `vmtrace diff: bad --fail-on expression '...': why` and returns
  * -1 on a bad one. */
-int vmt_conds_add(struct vmt_conds *cs, const char *arg);
-void vmt_conds_free(struct vmt_conds *cs);
+int vtc_conds_add(struct vtc_conds *cs, const char *arg);
+void vtc_conds_free(struct vtc_conds *cs);
 
 /* (new - base) / |base| * 100; 0 when equal, +-INFINITY from 0. */
-double vmt_change_pct(double base, double nw);
+double vtc_change_pct(double base, double nw);
 
 /* Does condition c hold for a metric that went from base to nw? */
-int vmt_cond_holds(const struct vmt_cond *c, double base, double nw);
+int vtc_cond_holds(const struct vtc_cond *c, double base, double nw);
 
 /* Does c name the metric `name`?  `any` names every metric for which
  * in_any is set. */
-int vmt_cond_matches(const struct vmt_cond *c, const char *name, int in_any);
+int vtc_cond_matches(const struct vtc_cond *c, const char *name, int in_any);
 
 /* The end of a diff: the verdict appended to out (with json, closing the
  * "failed" list and the object; as text only when there are nconds
  * conditions), then out written to standard output.  Returns the exit
  * status: 1 when nfail conditions held, 0 when none, 2 when out ran out
  * of memory (said on standard error, nothing written). */
-int vmt_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail);
+int vtc_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail);
 
 #endif

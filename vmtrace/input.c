@@ -10,7 +10,7 @@
 #include "cmd.h"
 #include "vmtutil.h"
 
-int vmt_input_open(struct vmt_input *in, const char *path)
+int vtc_input_open(struct vtc_input *in, const char *path)
 {
 	char msg[320];
 	int err;
@@ -39,7 +39,7 @@ int vmt_input_open(struct vmt_input *in, const char *path)
 	return 0;
 }
 
-int vmt_input_rewind(struct vmt_input *in)
+int vtc_input_rewind(struct vtc_input *in)
 {
 	char msg[320];
 	int err;
@@ -59,7 +59,7 @@ int vmt_input_rewind(struct vmt_input *in)
 	return 0;
 }
 
-void vmt_input_close(struct vmt_input *in)
+void vtc_input_close(struct vtc_input *in)
 {
 	vmt_reader_free(in->r);
 	in->r = NULL;
@@ -68,12 +68,12 @@ void vmt_input_close(struct vmt_input *in)
 	in->fd = -1;
 }
 
-void vmt_input_report(const struct vmt_input *in)
+void vtc_input_report(const struct vtc_input *in)
 {
 	fprintf(stderr, "vmtrace: '%s': %s\n", in->path, vmt_reader_errmsg(in->r));
 }
 
-int vmt_usage_error(const char *cmd, const char *fmt, ...)
+int vtc_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	fprintf(stderr, "vmtrace %s: ", cmd);
@@ -84,7 +84,7 @@ int vmt_usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
-int vmt_put_output(const char *cmd, const struct vmt_buf *b, FILE *f)
+int vtc_put_output(const char *cmd, const struct vmt_buf *b, FILE *f)
 {
 	int e = vmt_buf_write(b, f);
 	if (e == -ENOMEM)
@@ -92,7 +92,7 @@ int vmt_put_output(const char *cmd, const struct vmt_buf *b, FILE *f)
 	return e;
 }
 
-const char *vmt_args_json_trace(const char *cmd, const char *usage, int argc, char **argv,
+const char *vtc_args_json_trace(const char *cmd, const char *usage, int argc, char **argv,
 				int *json, int *status)
 {
 	static const struct option opts[] = {
@@ -111,12 +111,12 @@ const char *vmt_args_json_trace(const char *cmd, const char *usage, int argc, ch
 			*status = 0;
 			return NULL;
 		default:
-			*status = vmt_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+			*status = vtc_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 			return NULL;
 		}
 	}
 	if (argc - optind != 1) {
-		*status = vmt_usage_error(cmd, argc - optind ? "too many arguments" : "no trace given");
+		*status = vtc_usage_error(cmd, argc - optind ? "too many arguments" : "no trace given");
 		return NULL;
 	}
 	return argv[optind];

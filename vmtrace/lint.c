@@ -88,12 +88,12 @@ static void who(struct vmt_buf *b, uint32_t proc, uint32_t thread)
 		vmt_buf_printf(b, "p%u t%u", proc, thread);
 }
 
-static void print_text(const char *path, const vmt_lint *l, int n, const char **notes, int nnotes)
+static void print_text(const char *path, const van_lint *l, int n, const char **notes, int nnotes)
 {
 	struct vmt_buf b = { 0 };
 	printf("%s: %d finding%s\n", path, n, n == 1 ? "" : "s");
 	for (int i = 0; i < n; i++) {
-		const struct vmt_lint_finding *f = vmt_lint_get(l, (uint32_t)i);
+		const struct van_lint_finding *f = van_lint_get(l, (uint32_t)i);
 		printf("\n[%s] %s\n", f->id, f->title);
 		wrap("evidence:", f->summary, 14);
 		for (uint32_t k = 0; k < f->nnums; k++) {
@@ -142,14 +142,14 @@ static void print_text(const char *path, const vmt_lint *l, int n, const char **
 	vmt_buf_free(&b);
 }
 
-static int print_json(const char *path, const vmt_lint *l, int n, const char **notes, int nnotes)
+static int print_json(const char *path, const van_lint *l, int n, const char **notes, int nnotes)
 {
 	struct vmt_buf b = { 0 };
 	vmt_buf_puts(&b, "{\"trace\":");
 	vmt_buf_json_str(&b, path);
 	vmt_buf_printf(&b, ",\"count\":%d,\"findings\":[", n);
 	for (int i = 0; i < n; i++) {
-		const struct vmt_lint_finding *f = vmt_lint_get(l, (uint32_t)i);
+		const struct van_lint_finding *f = van_lint_get(l, (uint32_t)i);
 		vmt_buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
 		vmt_buf_json_str(&b, f->id);
 		vmt_buf_puts(&b, ",\"title\":");
@@ -211,15 +211,15 @@ static int print_json(const char *path, const vmt_lint *l, int n, const char **n
 	}
 	vmt_buf_printf(&b, "],\"checked_read_then_write\":%s,\"checked_free_before_dontneed\":%s,"
 			   "\"notes\":[",
-		       vmt_lint_unchecked(l, VMT_LINT_READ_THEN_WRITE) ? "false" : "true",
-		       vmt_lint_unchecked(l, VMT_LINT_FREE_DONTNEED) ? "false" : "true");
+		       van_lint_unchecked(l, VAN_LINT_READ_THEN_WRITE) ? "false" : "true",
+		       van_lint_unchecked(l, VAN_LINT_FREE_DONTNEED) ? "false" : "true");
 	for (int i = 0; i < nnotes; i++) {
 		if (i)
 			vmt_buf_puts(&b, ",");
 		vmt_buf_json_str(&b, notes[i]);
 	}
 	vmt_buf_puts(&b, "]}\n");
-	int e = vmt_put_output("lint", &b, stdout);
+	int e = vtc_put_output("lint", &b, stdout);
 	vmt_buf_free(&b);
 	return e;
 }
@@ -227,48 +227,48 @@ static int print_json(const char *path, const vmt_lint *l, int n, const char **n
 static int run_lint(int argc, char **argv)
 {
 	int json, usage_rc;
-	const char *path = vmt_args_json_trace("lint", lint_usage, argc, argv, &json, &usage_rc);
+	const char *path = vtc_args_json_trace("lint", lint_usage, argc, argv, &json, &usage_rc);
 	if (!path)
 		return usage_rc;
 
-	struct vmt_input in;
-	if (vmt_input_open(&in, path))
+	struct vtc_input in;
+	if (vtc_input_open(&in, path))
 		return 2;
-	vmt_lint *l = vmt_lint_new(vmt_reader_header(in.r));
+	van_lint *l = van_lint_new(vmt_reader_header(in.r));
 	if (!l) {
 		fprintf(stderr, "vmtrace lint: out of memory\n");
-		vmt_input_close(&in);
+		vtc_input_close(&in);
 		return 2;
 	}
 	struct vmt_event ev;
 	int rc, err = 0;
 	uint64_t index = 0;
 	while ((rc = vmt_reader_next(in.r, &ev)) == 1) {
-		if ((err = vmt_lint_event(l, index++, &ev)))
+		if ((err = van_lint_event(l, index++, &ev)))
 			break;
 	}
 	int status = 2, n = 0;
 	if (rc < 0) {
-		vmt_input_report(&in);
-	} else if (err || (n = vmt_lint_finish(l)) < 0) {
+		vtc_input_report(&in);
+	} else if (err || (n = van_lint_finish(l)) < 0) {
 		fprintf(stderr, "vmtrace lint: '%s': %s\n", in.path, vmt_strerror(err ? err : n));
 	} else {
 		/* the findings a trace may lack the evidence for */
-		static const char *const maybe[] = { VMT_LINT_READ_THEN_WRITE, VMT_LINT_FREE_DONTNEED };
+		static const char *const maybe[] = { VAN_LINT_READ_THEN_WRITE, VAN_LINT_FREE_DONTNEED };
 		const char *notes[3];
 		int nnotes = 0;
 		char inexact[160], unchecked[2][320];
 		for (int i = 0; i < 2; i++) {
-			const char *why = vmt_lint_unchecked(l, maybe[i]);
+			const char *why = van_lint_unchecked(l, maybe[i]);
 			if (why) {
 				snprintf(unchecked[i], sizeof(unchecked[i]), "%s not checked: %s", maybe[i], why);
 				notes[nnotes++] = unchecked[i];
 			}
 		}
-		if (vmt_lint_model_inexact(l)) {
+		if (van_lint_model_inexact(l)) {
 			snprintf(inexact, sizeof(inexact),
 				 "the address-space model could only approximate %" PRIu64
-				 " events (VMA counts may be off)", vmt_lint_model_inexact(l));
+				 " events (VMA counts may be off)", van_lint_model_inexact(l));
 			notes[nnotes++] = inexact;
 		}
 		status = n > 0;
@@ -277,12 +277,12 @@ static int run_lint(int argc, char **argv)
 		else if (!json)
 			print_text(in.path, l, n, notes, nnotes);
 	}
-	vmt_lint_free(l);
-	vmt_input_close(&in);
+	van_lint_free(l);
+	vtc_input_close(&in);
 	return status;
 }
 
-const struct vmt_cmd vmt_cmd_lint = {
+const struct vtc_cmd vtc_cmd_lint = {
 	"lint", run_lint, "find the slow memory-management patterns of the seed posts",
 	lint_usage,
 };

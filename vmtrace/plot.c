@@ -68,7 +68,7 @@ struct series {
 };
 
 struct plot {
-	vmt_tracks *trk;
+	van_tracks *trk;
 	struct series **s; /* per process, NULL until it has an event */
 	uint32_t ns;
 	uint64_t width;	   /* bucket width, ns */
@@ -141,12 +141,12 @@ static void coarsen(struct plot *p)
 
 static int plot_event(struct plot *p, const struct vmt_event *ev)
 {
-	int rc = vmt_tracks_apply(p->trk, ev, NULL);
+	int rc = van_tracks_apply(p->trk, ev, NULL);
 	if (rc)
 		return rc;
 	if (ev->kind == VMT_EV_STACK || ev->kind == VMT_EV_SYMBOL || ev->kind == VMT_EV_STRING)
 		return 0; /* tables, written at the end: not a moment in time */
-	uint64_t rel = vmt_tracks_rel_ns(p->trk, ev->ts_ns);
+	uint64_t rel = van_tracks_rel_ns(p->trk, ev->ts_ns);
 	while (rel / p->width >= NBUCKETS)
 		coarsen(p);
 	if (rel > p->end_ns)
@@ -159,8 +159,8 @@ static int plot_event(struct plot *p, const struct vmt_event *ev)
 		s->first = k;
 	if (k > s->last)
 		s->last = k;
-	struct vmt_track_vals v;
-	vmt_tracks_get(p->trk, ev->proc, &v);
+	struct van_track_vals v;
+	van_tracks_get(p->trk, ev->proc, &v);
 	if (!s->set[k] || v.vmas > s->vmax[k])
 		s->vmax[k] = v.vmas;
 	if (!s->set[k] || v.mapped_bytes > s->mmax[k])
@@ -362,8 +362,8 @@ static struct group *colour_groups(const struct plot *p, struct order *ord, uint
 	if (!g)
 		return NULL;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t pr = ord[i].proc, parent = vmt_tracks_parent(p->trk, pr);
-		const char *name = vmt_tracks_proc_name(p->trk, pr);
+		uint32_t pr = ord[i].proc, parent = van_tracks_parent(p->trk, pr);
+		const char *name = van_tracks_proc_name(p->trk, pr);
 		uint32_t k = 0;
 		while (parent != VMT_NONE && k < ng &&
 		       !(g[k].parent == parent && !strcmp(g[k].name, name)))
@@ -477,8 +477,8 @@ static void draw(struct vmt_buf *b, const struct plot *p, const char *path,
 			if (grp[i].members > 1)
 				vmt_buf_printf(&t, " +%u sibling%s", grp[i].members - 1,
 					       grp[i].members == 2 ? "" : "s");
-			else if (vmt_tracks_os_pid(p->trk, pr))
-				vmt_buf_printf(&t, " (pid %d)", vmt_tracks_os_pid(p->trk, pr));
+			else if (van_tracks_os_pid(p->trk, pr))
+				vmt_buf_printf(&t, " (pid %d)", van_tracks_os_pid(p->trk, pr));
 		}
 		svg_rect(b, x, y - 10, 22, 10, others ? OTHER_COLOR : grp[i].color, NULL);
 		svg_text(b, x + 30, y, "start", 12, "#222222", 0, 0, t.data);
@@ -505,29 +505,29 @@ static int run_plot(int argc, char **argv)
 		case 'h': fputs(plot_usage, stdout); return 0;
 		default:
 			if (optopt == 'o')
-				return vmt_usage_error("plot", "option '%s' needs a value", argv[optind - 1]);
-			return vmt_usage_error("plot", "unknown option '%s'", argv[optind - 1]);
+				return vtc_usage_error("plot", "option '%s' needs a value", argv[optind - 1]);
+			return vtc_usage_error("plot", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	/* No '+' in the option string: options may follow the trace
 	 * (vmtrace plot TRACE -o FILE.svg). */
 	if (argc - optind > 1)
-		return vmt_usage_error("plot", "too many arguments");
+		return vtc_usage_error("plot", "too many arguments");
 	const char *trace = optind < argc ? argv[optind] : NULL;
 	if (!trace)
-		return vmt_usage_error("plot", "no trace given");
+		return vtc_usage_error("plot", "no trace given");
 	if (!output)
-		return vmt_usage_error("plot", "no output file given (-o FILE.svg)");
+		return vtc_usage_error("plot", "no output file given (-o FILE.svg)");
 
-	struct vmt_input in;
-	if (vmt_input_open(&in, trace))
+	struct vtc_input in;
+	if (vtc_input_open(&in, trace))
 		return 2;
 	const struct vmt_header *h = vmt_reader_header(in.r);
 	struct plot p = { .width = FIRST_WIDTH_NS };
-	p.trk = vmt_tracks_new(h);
+	p.trk = van_tracks_new(h);
 	if (!p.trk) {
 		fprintf(stderr, "vmtrace plot: out of memory\n");
-		vmt_input_close(&in);
+		vtc_input_close(&in);
 		return 2;
 	}
 	struct vmt_event ev;
@@ -536,7 +536,7 @@ static int run_plot(int argc, char **argv)
 		if ((err = plot_event(&p, &ev)))
 			break;
 	if (rc < 0) {
-		vmt_input_report(&in);
+		vtc_input_report(&in);
 		status = 2;
 	} else if (err) {
 		fprintf(stderr, "vmtrace plot: '%s': %s\n", in.path, vmt_strerror(err));
@@ -546,7 +546,7 @@ static int run_plot(int argc, char **argv)
 	if (!err)
 		draw(&b, &p, in.path, h);
 	if (b.oom) {
-		vmt_put_output("plot", &b, stdout);
+		vtc_put_output("plot", &b, stdout);
 		status = 2;
 	} else if (!err) {
 		FILE *out = strcmp(output, "-") ? fopen(output, "w") : stdout;
@@ -566,12 +566,12 @@ static int run_plot(int argc, char **argv)
 	for (uint32_t i = 0; i < p.ns; i++)
 		free(p.s[i]);
 	free(p.s);
-	vmt_tracks_free(p.trk);
-	vmt_input_close(&in);
+	van_tracks_free(p.trk);
+	vtc_input_close(&in);
 	return status;
 }
 
-const struct vmt_cmd vmt_cmd_plot = {
+const struct vtc_cmd vtc_cmd_plot = {
 	"plot", run_plot, "draw VMAs, mapped memory, touched pages and syscall rate as SVG",
 	plot_usage,
 };

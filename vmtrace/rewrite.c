@@ -17,7 +17,7 @@ static const char rewrite_usage[] =
 	"       vmtrace rewrite --list-rules\n"
 	"\n"
 	"Write the trace IN, rewritten by the rules of LIST (comma-separated,\n"
-	"applied in that order; default " VMT_REWRITE_DEFAULT "), to OUT.  Events keep\n"
+	"applied in that order; default " VAN_REWRITE_DEFAULT "), to OUT.  Events keep\n"
 	"their order; calls a rule made or changed are flagged as rewritten\n"
 	"(JSON \"flags\": 2) and carry the result the rule expects, which vmreplay\n"
 	"checks like a recorded one (a wrong rewrite shows up as divergences).\n"
@@ -65,7 +65,7 @@ static const char rewrite_usage[] =
 static int list_rules(void)
 {
 	size_t n;
-	const struct vmt_rewrite_rule_info *r = vmt_rewrite_rules(&n);
+	const struct van_rewrite_rule_info *r = van_rewrite_rules(&n);
 	for (size_t i = 0; i < n; i++)
 		printf("%-20s %s\n", r[i].name, r[i].summary);
 	return 0;
@@ -73,11 +73,11 @@ static int list_rules(void)
 
 /* How often each rule applied, where, and what it changed; then the
  * calls of both sides. */
-static void print_counts(FILE *f, const struct vmt_rewrite_counts *cn)
+static void print_counts(FILE *f, const struct van_rewrite_counts *cn)
 {
 	fprintf(f, "%" PRIu64 " events in, %" PRIu64 " out\n", cn->events_in, cn->events_out);
 	for (uint32_t i = 0; i < cn->nrules; i++) {
-		const struct vmt_rewrite_count *r = &cn->rules[i];
+		const struct van_rewrite_count *r = &cn->rules[i];
 		fprintf(f, "%-17s %" PRIu64 "\n", r->name, r->applied);
 		for (uint32_t k = 0; k < r->nsites; k++)
 			fprintf(f, "  %10" PRIu64 " at %s\n", r->sites[k].calls, r->sites[k].site);
@@ -110,7 +110,7 @@ static int run_rewrite(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *rules = VMT_REWRITE_DEFAULT;
+	const char *rules = VAN_REWRITE_DEFAULT;
 	int quiet = 0, c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
@@ -121,19 +121,19 @@ static int run_rewrite(int argc, char **argv)
 		case 'h': fputs(rewrite_usage, stdout); return 0;
 		case '?':
 			if (optopt == 'r')
-				return vmt_usage_error("rewrite", "--rules needs a value");
+				return vtc_usage_error("rewrite", "--rules needs a value");
 			/* fall through */
 		default:
-			return vmt_usage_error("rewrite", "unknown option '%s'", argv[optind - 1]);
+			return vtc_usage_error("rewrite", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 2)
-		return vmt_usage_error("rewrite", argc - optind < 2 ? "needs IN and OUT"
+		return vtc_usage_error("rewrite", argc - optind < 2 ? "needs IN and OUT"
 								: "too many arguments");
 	const char *in = argv[optind], *out = argv[optind + 1];
 
 	char err[512];
-	vmt_rewrite *rw = vmt_rewrite_new(rules, err, sizeof(err));
+	van_rewrite *rw = van_rewrite_new(rules, err, sizeof(err));
 	if (!rw) {
 		fprintf(stderr, "vmtrace rewrite: %s\n", err);
 		return 2;
@@ -141,7 +141,7 @@ static int run_rewrite(int argc, char **argv)
 	int ifd = strcmp(in, "-") ? open(in, O_RDONLY | O_CLOEXEC) : dup(0);
 	if (ifd < 0) {
 		fprintf(stderr, "vmtrace: cannot open '%s': %s\n", in, strerror(errno));
-		vmt_rewrite_free(rw);
+		van_rewrite_free(rw);
 		return 2;
 	}
 	int to_stdout = !strcmp(out, "-");
@@ -150,17 +150,17 @@ static int run_rewrite(int argc, char **argv)
 	    si.st_ino == so.st_ino) {
 		fprintf(stderr, "vmtrace rewrite: '%s' is the input; give another OUT\n", out);
 		close(ifd);
-		vmt_rewrite_free(rw);
+		van_rewrite_free(rw);
 		return 2;
 	}
 	int ofd = to_stdout ? dup(1) : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (ofd < 0) {
 		fprintf(stderr, "vmtrace: cannot create '%s': %s\n", out, strerror(errno));
 		close(ifd);
-		vmt_rewrite_free(rw);
+		van_rewrite_free(rw);
 		return 2;
 	}
-	int rc = vmt_rewrite_trace(rw, ifd, ofd, err, sizeof(err));
+	int rc = van_rewrite_trace(rw, ifd, ofd, err, sizeof(err));
 	struct stat st;
 	int wrote = fstat(ofd, &st) == 0 && st.st_size > 0;
 	if (close(ofd) && !rc) {
@@ -168,7 +168,7 @@ static int run_rewrite(int argc, char **argv)
 		rc = -errno;
 	}
 	close(ifd);
-	const struct vmt_rewrite_counts *cn = vmt_rewrite_counts(rw);
+	const struct van_rewrite_counts *cn = van_rewrite_counts(rw);
 	int reading = rc < 0 && !strncmp(err, "reading:", 8);
 	if (rc < 0) {
 		if (reading)
@@ -185,13 +185,13 @@ static int run_rewrite(int argc, char **argv)
 	}
 	if (!quiet && (rc == 0 || (reading && cn->events_in)))
 		print_counts(to_stdout ? stderr : stdout, cn);
-	vmt_rewrite_free(rw);
+	van_rewrite_free(rw);
 	if (rc < 0)
 		return 2;
 	return 0;
 }
 
-const struct vmt_cmd vmt_cmd_rewrite = {
+const struct vtc_cmd vtc_cmd_rewrite = {
 	"rewrite", run_rewrite, "write a trace rewritten by rules (prot-none-free, ...)",
 	rewrite_usage,
 };

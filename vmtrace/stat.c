@@ -42,12 +42,12 @@ static void secs(struct vmt_buf *b, uint64_t ns)
 	vmt_buf_printf(b, "%" PRIu64 ".%06" PRIu64 " s", ns / 1000000000u, ns % 1000000000u / 1000u);
 }
 
-static double rate(const struct vmt_stats *s)
+static double rate(const struct van_stats *s)
 {
 	return s->duration_ns ? (double)s->syscalls * 1e9 / (double)s->duration_ns : 0;
 }
 
-static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char *path,
+static void print_text(struct vmt_buf *b, const struct van_stats *s, const char *path,
 		       const struct vmt_header *h)
 {
 	vmt_buf_printf(b, "trace        %s (%s, page size %u, kernel %s)\n", path, h->arch,
@@ -92,7 +92,7 @@ static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char 
 
 	vmt_buf_printf(b, "\n%-18s %10s %8s %16s %12s\n", "op", "calls", "errors", "bytes", "time");
 	for (uint32_t op = 1; op < VMT_OP__COUNT; op++) {
-		const struct vmt_op_stats *o = &s->ops[op];
+		const struct van_op_stats *o = &s->ops[op];
 		if (!o->count)
 			continue;
 		vmt_buf_printf(b, "%-18s %10" PRIu64 " %8" PRIu64 " %16" PRIu64 " %9.3f ms\n",
@@ -102,16 +102,16 @@ static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char 
 		vmt_buf_printf(b, "\n%-22s %6s %8s %16s\n", "madvise advice", "calls", "errors", "bytes");
 		for (uint32_t i = 0; i < s->nadvice; i++) {
 			char nb[32];
-			const struct vmt_advice_stats *a = &s->advice[i];
+			const struct van_advice_stats *a = &s->advice[i];
 			vmt_buf_printf(b, "%-22s %6" PRIu64 " %8" PRIu64 " %16" PRIu64 "\n",
-				       vmt_advice_name(a->advice, nb, sizeof(nb)), a->s.count,
+				       van_advice_name(a->advice, nb, sizeof(nb)), a->s.count,
 				       a->s.errors, a->s.bytes);
 		}
 	}
 	vmt_buf_printf(b, "\n%-5s %8s %10s %8s %6s %12s  %s\n", "proc", "pid", "syscalls", "errors",
 		       "VMAs", "peak mapped", "program");
 	for (uint32_t p = 0; p < s->nprocs; p++) {
-		const struct vmt_proc_stats *ps = &s->procs[p];
+		const struct van_proc_stats *ps = &s->procs[p];
 		if (!ps->seen)
 			continue;
 		struct vmt_buf hb = { 0 };
@@ -123,7 +123,7 @@ static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char 
 	}
 	vmt_buf_printf(b, "\n%-7s %8s %5s %10s %8s\n", "thread", "tid", "proc", "syscalls", "errors");
 	for (uint32_t t = 0; t < s->nthreads; t++) {
-		const struct vmt_thread_stats *ts = &s->thread[t];
+		const struct van_thread_stats *ts = &s->thread[t];
 		if (ts->seen)
 			vmt_buf_printf(b, "t%-6u %8d %5s%-1u %9" PRIu64 " %8" PRIu64 "\n", t, ts->tid,
 				       "p", ts->proc, ts->ops, ts->errors);
@@ -134,7 +134,7 @@ static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char 
 		struct vmt_buf ops[10] = {{0}};
 		int w = 3, n = s->nsites < 10 ? (int)s->nsites : 10;
 		for (int i = 0; i < n; i++) {
-			const struct vmt_site *si = &s->sites[i];
+			const struct van_site *si = &s->sites[i];
 			for (uint32_t op = 1; op < VMT_OP__COUNT; op++)
 				if (si->op_count[op])
 					vmt_buf_printf(&ops[i], "%s%s:%" PRIu64, ops[i].len ? " " : "",
@@ -145,7 +145,7 @@ static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char 
 		vmt_buf_printf(b, "\ntop call sites\n%10s %8s  %-*s  %s\n", "calls", "errors", w, "ops",
 			       "site");
 		for (int i = 0; i < n; i++) {
-			const struct vmt_site *si = &s->sites[i];
+			const struct van_site *si = &s->sites[i];
 			vmt_buf_printf(b, "%10" PRIu64 " %8" PRIu64 "  %-*s  %s\n", si->count, si->errors, w,
 				       ops[i].len ? ops[i].data : "", si->name);
 			vmt_buf_free(&ops[i]);
@@ -153,7 +153,7 @@ static void print_text(struct vmt_buf *b, const struct vmt_stats *s, const char 
 	}
 }
 
-static void json_ops(struct vmt_buf *b, const struct vmt_op_stats *o, int time)
+static void json_ops(struct vmt_buf *b, const struct van_op_stats *o, int time)
 {
 	vmt_buf_printf(b, "{\"count\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"bytes\":%" PRIu64, o->count,
 		       o->errors, o->bytes);
@@ -162,7 +162,7 @@ static void json_ops(struct vmt_buf *b, const struct vmt_op_stats *o, int time)
 	vmt_buf_puts(b, "}");
 }
 
-static void print_json(struct vmt_buf *b, const struct vmt_stats *s, const char *path, int damaged)
+static void print_json(struct vmt_buf *b, const struct van_stats *s, const char *path, int damaged)
 {
 	vmt_buf_puts(b, "{\"trace\":");
 	vmt_buf_json_str(b, path);
@@ -180,7 +180,7 @@ static void print_json(struct vmt_buf *b, const struct vmt_stats *s, const char 
 	for (uint32_t i = 0; i < s->nadvice; i++) {
 		char nb[32];
 		vmt_buf_printf(b, "%s\"%s\":", i ? "," : "",
-			       vmt_advice_name(s->advice[i].advice, nb, sizeof(nb)));
+			       van_advice_name(s->advice[i].advice, nb, sizeof(nb)));
 		json_ops(b, &s->advice[i].s, 0);
 	}
 	vmt_buf_printf(b, "},\"peak_vmas\":%" PRIu64 ",\"peak_vmas_at_ns\":%" PRIu64
@@ -205,7 +205,7 @@ static void print_json(struct vmt_buf *b, const struct vmt_stats *s, const char 
 	vmt_buf_puts(b, "},\"per_process\":[");
 	int first = 1;
 	for (uint32_t p = 0; p < s->nprocs; p++) {
-		const struct vmt_proc_stats *ps = &s->procs[p];
+		const struct van_proc_stats *ps = &s->procs[p];
 		if (!ps->seen)
 			continue;
 		vmt_buf_printf(b, "%s{\"proc\":%u,\"pid\":%d,\"parent\":", first ? "" : ",", p, ps->pid);
@@ -229,7 +229,7 @@ static void print_json(struct vmt_buf *b, const struct vmt_stats *s, const char 
 	vmt_buf_puts(b, "],\"per_thread\":[");
 	first = 1;
 	for (uint32_t t = 0; t < s->nthreads; t++) {
-		const struct vmt_thread_stats *ts = &s->thread[t];
+		const struct van_thread_stats *ts = &s->thread[t];
 		if (!ts->seen)
 			continue;
 		vmt_buf_printf(b, "%s{\"thread\":%u,\"tid\":%d,\"proc\":%u,\"syscalls\":%" PRIu64
@@ -239,7 +239,7 @@ static void print_json(struct vmt_buf *b, const struct vmt_stats *s, const char 
 	}
 	vmt_buf_printf(b, "],\"stacks_recorded\":%s,\"call_sites\":[", s->has_stacks ? "true" : "false");
 	for (uint32_t i = 0; i < s->nsites && i < 10; i++) {
-		const struct vmt_site *si = &s->sites[i];
+		const struct van_site *si = &s->sites[i];
 		vmt_buf_puts(b, i ? ",{\"site\":" : "{\"site\":");
 		vmt_buf_json_str(b, si->name);
 		vmt_buf_printf(b, ",\"count\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"ops\":{", si->count,
@@ -259,19 +259,19 @@ static void print_json(struct vmt_buf *b, const struct vmt_stats *s, const char 
 static int run_stat(int argc, char **argv)
 {
 	int json, usage_rc;
-	const char *path = vmt_args_json_trace("stat", stat_usage, argc, argv, &json, &usage_rc);
+	const char *path = vtc_args_json_trace("stat", stat_usage, argc, argv, &json, &usage_rc);
 	if (!path)
 		return usage_rc;
 
-	struct vmt_input in;
-	if (vmt_input_open(&in, path))
+	struct vtc_input in;
+	if (vtc_input_open(&in, path))
 		return 2;
-	struct vmt_stats s;
-	int rc = vmt_stats_read(&s, in.r);
+	struct van_stats s;
+	int rc = van_stats_read(&s, in.r);
 	if (rc == -ENOMEM) {
 		fprintf(stderr, "vmtrace: '%s': out of memory\n", in.path);
-		vmt_stats_free(&s);
-		vmt_input_close(&in);
+		van_stats_free(&s);
+		vtc_input_close(&in);
 		return 2;
 	}
 	struct vmt_buf b = { 0 };
@@ -279,18 +279,18 @@ static int run_stat(int argc, char **argv)
 		print_json(&b, &s, in.path, rc < 0);
 	else
 		print_text(&b, &s, in.path, vmt_reader_header(in.r));
-	int status = vmt_put_output("stat", &b, stdout) == -ENOMEM ? 2 : 0;
+	int status = vtc_put_output("stat", &b, stdout) == -ENOMEM ? 2 : 0;
 	vmt_buf_free(&b);
 	if (rc < 0) {
 		fflush(stdout);
-		vmt_input_report(&in);
+		vtc_input_report(&in);
 		status = 2;
 	}
-	vmt_stats_free(&s);
-	vmt_input_close(&in);
+	van_stats_free(&s);
+	vtc_input_close(&in);
 	return status;
 }
 
-const struct vmt_cmd vmt_cmd_stat = {
+const struct vtc_cmd vtc_cmd_stat = {
 	"stat", run_stat, "summarize a trace: op counts, peaks, touches, call sites", stat_usage,
 };

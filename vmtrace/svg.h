@@ -5,8 +5,8 @@
  * Everything is inline SVG 1.1: no scripts, no external fonts (the generic
  * "sans-serif" family), no images, so the file opens anywhere.
  */
-#ifndef VMT_SVG_H
-#define VMT_SVG_H
+#ifndef VTC_SVG_H
+#define VTC_SVG_H
 
 #include <stdint.h>
 #include "vmtrace.h"

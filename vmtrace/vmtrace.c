@@ -10,18 +10,18 @@
 
 #define VMTRACE_VERSION "0.1"
 
-static const struct vmt_cmd *const commands[] = {
-	&vmt_cmd_dump,
-	&vmt_cmd_stat,
-	&vmt_cmd_diff,
-	&vmt_cmd_lint,
-	&vmt_cmd_export,
-	&vmt_cmd_plot,
-	&vmt_cmd_rewrite,
+static const struct vtc_cmd *const commands[] = {
+	&vtc_cmd_dump,
+	&vtc_cmd_stat,
+	&vtc_cmd_diff,
+	&vtc_cmd_lint,
+	&vtc_cmd_export,
+	&vtc_cmd_plot,
+	&vtc_cmd_rewrite,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-static const struct vmt_cmd *find(const char *name)
+static const struct vtc_cmd *find(const char *name)
 {
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (strcmp(commands[i]->name, name) == 0)
@@ -58,7 +58,7 @@ static int run(int argc, char **argv)
 	if (!strcmp(name, "help")) {
 		if (argc < 3)
 			return usage(stdout, 0);
-		const struct vmt_cmd *c = find(argv[2]);
+		const struct vtc_cmd *c = find(argv[2]);
 		if (!c) {
 			fprintf(stderr, "vmtrace: no help for '%s': not a vmtrace command\n", argv[2]);
 			return 2;
@@ -66,7 +66,7 @@ static int run(int argc, char **argv)
 		fputs(c->usage, stdout);
 		return 0;
 	}
-	const struct vmt_cmd *c = find(name);
+	const struct vtc_cmd *c = find(name);
 	if (!c) {
 		fprintf(stderr, "vmtrace: '%s' is not a vmtrace command; see 'vmtrace --help'\n", name);
 		return 2;

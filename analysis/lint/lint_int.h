@@ -2,8 +2,8 @@
  * lint_int.h - what the detectors (lintcheck.c) and the findings
  * (lintfind.c) of `vmtrace lint` share: thresholds and the linter's state.
  */
-#ifndef VMT_LINT_INT_H
-#define VMT_LINT_INT_H
+#ifndef VAN_LINT_INT_H
+#define VAN_LINT_INT_H
 
 #include <stdint.h>
 #include "asmodel.h"
@@ -176,10 +176,10 @@ struct lockrec {
 	struct example ex;
 };
 
-struct vmt_lint {
+struct van_lint {
 	const struct vmt_header *h;
 	uint64_t page;
-	vmt_asmodel *model;
+	van_asmodel *model;
 	vmt_symtab *syms;
 	struct vmt_buf scratch;
 	struct lthread *thr;
@@ -202,48 +202,48 @@ struct vmt_lint {
 	struct example ex_unc[LU_EXAMPLES];
 	struct example ex_pnf, ex_free, ex_frag[FR__COUNT], ex_mlock, ex_rtw, ex_dun, ex_fbd,
 		ex_dlk, ex_fmc;
-	struct vmt_lint_finding *found;
+	struct van_lint_finding *found;
 	uint32_t nfound;
 };
 
 /* ---- between the files ------------------------------------------------ */
 
 /* lintexample.c: the example event of a finding, and its call sites. */
-void lint_take_example(vmt_lint *l, struct example *x, uint64_t index,
+void lint_take_example(van_lint *l, struct example *x, uint64_t index,
 		       const struct vmt_event *ev);
-void lint_set_example(vmt_lint *l, struct vmt_lint_finding *f, const struct example *x);
+void lint_set_example(van_lint *l, struct van_lint_finding *f, const struct example *x);
 /* Add the tally's first `max` sites to f (role: what the calls did),
  * while f has room.  0 or -ENOMEM. */
-int lint_sites(vmt_lint *l, struct vmt_lint_finding *f, const struct cs_tally *c,
+int lint_sites(van_lint *l, struct van_lint_finding *f, const struct cs_tally *c,
 	       const char *role, uint32_t max);
 /* The counters of process p, thread t (NULL: out of memory or a bad
  * index). */
-struct lproc *lint_proc(vmt_lint *l, uint32_t p);
-struct lthread *lint_thread(vmt_lint *l, uint32_t t);
+struct lproc *lint_proc(van_lint *l, uint32_t p);
+struct lthread *lint_thread(van_lint *l, uint32_t t);
 /* Keep finding f (built on the caller's stack); add a number of its
- * evidence; add a part, keeping the VMT_LINT_MAX_PARTS largest. */
-int lint_add_finding(vmt_lint *l, const struct vmt_lint_finding *f);
-void lint_num(struct vmt_lint_finding *f, const char *key, uint64_t v, const char *unit,
+ * evidence; add a part, keeping the VAN_LINT_MAX_PARTS largest. */
+int lint_add_finding(van_lint *l, const struct van_lint_finding *f);
+void lint_num(struct van_lint_finding *f, const char *key, uint64_t v, const char *unit,
 	      const char *what);
-void lint_part(struct vmt_lint_finding *f, uint32_t proc, uint32_t thread, uint64_t v);
+void lint_part(struct van_lint_finding *f, uint32_t proc, uint32_t thread, uint64_t v);
 
 /* lintfinddiscard.c: the findings of lintdiscard.c's detectors.  0 or
  * -ENOMEM. */
-int lint_find_discards(vmt_lint *l);
+int lint_find_discards(van_lint *l);
 
 /* lintuncommit.c: prot-none-free, before and after the model applies a
  * syscall, and at process end and trace end. */
-int lu_before(vmt_lint *l, const struct vmt_event *ev);
-int lu_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev);
-void lu_end_proc(vmt_lint *l, uint32_t proc);
-void lu_free(vmt_lint *l);
+int lu_before(van_lint *l, const struct vmt_event *ev);
+int lu_after(van_lint *l, uint64_t index, const struct vmt_event *ev);
+void lu_end_proc(van_lint *l, uint32_t proc);
+void lu_free(van_lint *l);
 
 /* lintdiscard.c: discard-before-unmap, free-before-dontneed,
  * discard-locked and file-map-churn, after the model applied an event
  * (before, for the locked check). */
-int lnd_before(vmt_lint *l, uint64_t index, const struct vmt_event *ev);
-int lnd_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev);
-void lnd_end_proc(vmt_lint *l, uint32_t proc);
-void lnd_free(vmt_lint *l);
+int lnd_before(van_lint *l, uint64_t index, const struct vmt_event *ev);
+int lnd_after(van_lint *l, uint64_t index, const struct vmt_event *ev);
+void lnd_end_proc(van_lint *l, uint32_t proc);
+void lnd_free(van_lint *l);
 
 #endif

@@ -29,12 +29,12 @@ static int failed(const struct vmt_syscall *sc)
 	return (sc->flags & VMT_SC_NO_RESULT) || vmt_is_errno(sc->result);
 }
 
-static uint64_t page_down(const vmt_lint *l, uint64_t a)
+static uint64_t page_down(const van_lint *l, uint64_t a)
 {
 	return a & ~(l->page - 1);
 }
 
-static uint64_t page_up(const vmt_lint *l, uint64_t a)
+static uint64_t page_up(const van_lint *l, uint64_t a)
 {
 	uint64_t r = (a + l->page - 1) & ~(l->page - 1);
 	return r < a ? ~(l->page - 1) : r; /* saturate at the top */
@@ -42,9 +42,9 @@ static uint64_t page_up(const vmt_lint *l, uint64_t a)
 
 /* ---- Lifecycle ---------------------------------------------------------- */
 
-vmt_lint *vmt_lint_new(const struct vmt_header *h)
+van_lint *van_lint_new(const struct vmt_header *h)
 {
-	vmt_lint *l = calloc(1, sizeof(*l));
+	van_lint *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	l->h = h;
@@ -58,10 +58,10 @@ vmt_lint *vmt_lint_new(const struct vmt_header *h)
 	cs_tally_init(&l->sites_fbd);
 	cs_tally_init(&l->sites_dlk);
 	cs_tally_init(&l->sites_fmc);
-	l->model = vmt_asmodel_for(h);
+	l->model = van_asmodel_for(h);
 	l->syms = vmt_symtab_new();
 	if (!l->model || !l->syms) {
-		vmt_lint_free(l);
+		van_lint_free(l);
 		return NULL;
 	}
 	vmt_htab_init(&l->freed);
@@ -69,11 +69,11 @@ vmt_lint *vmt_lint_new(const struct vmt_header *h)
 	return l;
 }
 
-void vmt_lint_free(vmt_lint *l)
+void van_lint_free(van_lint *l)
 {
 	if (!l)
 		return;
-	vmt_asmodel_free(l->model);
+	van_asmodel_free(l->model);
 	vmt_symtab_free(l->syms);
 	vmt_buf_free(&l->scratch);
 	lu_free(l);
@@ -96,7 +96,7 @@ void vmt_lint_free(vmt_lint *l)
 /* ---- Detectors ----------------------------------------------------------- */
 
 /* Forget the fault state of pages whose contents the op discarded. */
-static void discard_pages(vmt_lint *l, uint32_t proc, uint64_t start, uint64_t len)
+static void discard_pages(van_lint *l, uint32_t proc, uint64_t start, uint64_t len)
 {
 	if (!len || !l->pages.n)
 		return;
@@ -107,7 +107,7 @@ static void discard_pages(vmt_lint *l, uint32_t proc, uint64_t start, uint64_t l
 }
 
 /* seed 001: bytes given back with MADV_FREE, and ranges freed again. */
-static int check_free(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+static int check_free(van_lint *l, uint64_t index, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	struct lproc *p;
@@ -140,38 +140,38 @@ static int check_free(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	return 0;
 }
 
-static enum frag_reason why_apart(const struct vmt_vma *a, const struct vmt_vma *b)
+static enum frag_reason why_apart(const struct van_vma *a, const struct van_vma *b)
 {
 	if (a->prot != b->prot)
 		return FR_PROT;
-	if ((a->flags ^ b->flags) & VMT_VMA_FILE)
+	if ((a->flags ^ b->flags) & VAN_VMA_FILE)
 		return FR_FILE_ANON;
-	if (a->flags & VMT_VMA_FILE) {
+	if (a->flags & VAN_VMA_FILE) {
 		if (a->dev != b->dev || a->ino != b->ino)
 			return FR_OTHER_FILE;
-		const struct vmt_vma *lo = a->start < b->start ? a : b, *hi = lo == a ? b : a;
+		const struct van_vma *lo = a->start < b->start ? a : b, *hi = lo == a ? b : a;
 		if (lo->offset + (lo->end - lo->start) != hi->offset)
 			return FR_OFFSET;
 	}
-	if ((a->flags ^ b->flags) & ~(uint32_t)VMT_VMA_SNAPSHOT)
+	if ((a->flags ^ b->flags) & ~(uint32_t)VAN_VMA_SNAPSHOT)
 		return FR_FLAGS;
-	if (!(a->flags & VMT_VMA_FILE) && a->anon && b->anon && a->anon != b->anon)
+	if (!(a->flags & VAN_VMA_FILE) && a->anon && b->anon && a->anon != b->anon)
 		return FR_ANON_VMA;
 	return FR_OTHER;
 }
 
 /* seed 002: after the model applied a successful mmap: did a small new
  * mapping next to a neighbour stay a VMA of its own? */
-static int check_frag(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
-		      const struct vmt_as_effect *eff)
+static int check_frag(van_lint *l, uint64_t index, const struct vmt_event *ev,
+		      const struct van_as_effect *eff)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	struct lproc *p = lint_proc(l, ev->proc);
 	if (!p)
 		return -ENOMEM;
 	if (eff->changed) {
-		struct vmt_as_counts c;
-		vmt_asmodel_counts(l->model, ev->proc, &c);
+		struct van_as_counts c;
+		van_asmodel_counts(l->model, ev->proc, &c);
 		if (c.vmas > p->peak_vmas) {
 			p->peak_vmas = c.vmas;
 			p->peak_ts = ev->ts_ns;
@@ -183,13 +183,13 @@ static int check_frag(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 	if (eff->merges)
 		return 0;
 	uint64_t start = (uint64_t)sc->result, end = page_up(l, start + sc->args[1]);
-	const struct vmt_vma *v = vmt_asmodel_lookup(l->model, ev->proc, start);
+	const struct van_vma *v = van_asmodel_lookup(l->model, ev->proc, start);
 	if (!v || v->start != start || v->end != end)
 		return 0; /* the model does not see a VMA of its own */
-	struct vmt_vma self = *v;
-	const struct vmt_vma *nb = start ? vmt_asmodel_lookup(l->model, ev->proc, start - 1) : NULL;
+	struct van_vma self = *v;
+	const struct van_vma *nb = start ? van_asmodel_lookup(l->model, ev->proc, start - 1) : NULL;
 	if (!nb || nb->end != start)
-		nb = vmt_asmodel_lookup(l->model, ev->proc, end);
+		nb = van_asmodel_lookup(l->model, ev->proc, end);
 	if (!nb || (nb->start != end && nb->end != start))
 		return 0; /* no neighbour: nothing to merge with */
 	enum frag_reason r = why_apart(&self, nb);
@@ -204,8 +204,8 @@ static int check_frag(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 
 /* seed 003: calls that lock (and so populate) large ranges, and mlock
  * called page by page. */
-static int check_lock(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
-		      const struct vmt_as_effect *eff)
+static int check_lock(van_lint *l, uint64_t index, const struct vmt_event *ev,
+		      const struct van_as_effect *eff)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	int onfault = 0;
@@ -233,8 +233,8 @@ static int check_lock(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 	case VMT_OP_MMAP: {
 		start = (uint64_t)sc->result;
 		end = page_up(l, start + sc->args[1]);
-		const struct vmt_vma *v = vmt_asmodel_lookup(l->model, ev->proc, start);
-		onfault = v && (v->flags & VMT_VMA_LOCKONFAULT);
+		const struct van_vma *v = van_asmodel_lookup(l->model, ev->proc, start);
+		onfault = v && (v->flags & VAN_VMA_LOCKONFAULT);
 		break;
 	}
 	default:
@@ -258,7 +258,7 @@ static int check_lock(vmt_lint *l, uint64_t index, const struct vmt_event *ev,
 }
 
 /* seed 004, and use of locked ranges: one FAULT event. */
-static int check_fault(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+static int check_fault(van_lint *l, uint64_t index, const struct vmt_event *ev)
 {
 	const struct vmt_fault *f = &ev->u.fault;
 	uint64_t pg = page_down(l, f->addr);
@@ -279,8 +279,8 @@ static int check_fault(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 		return -ENOMEM;
 	if (created && read) {
 		/* A first read on a private anonymous page maps the zero page. */
-		const struct vmt_vma *v = vmt_asmodel_lookup(l->model, ev->proc, pg);
-		if (v && !(v->flags & (VMT_VMA_FILE | VMT_VMA_SHARED)) && (v->prot & VMT_PROT_W)) {
+		const struct van_vma *v = van_asmodel_lookup(l->model, ev->proc, pg);
+		if (v && !(v->flags & (VAN_VMA_FILE | VAN_VMA_SHARED)) && (v->prot & VMT_PROT_W)) {
 			*st = PG_READ_FIRST;
 			struct lproc *p = lint_proc(l, ev->proc);
 			if (!p)
@@ -307,7 +307,7 @@ static int check_fault(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
  * range (an mremap's old one), unless it is an mremap that neither moved
  * nor shrank.  A System V detach is left alone: the call does not say how
  * large the segment was. */
-static void syscall_discards(vmt_lint *l, const struct vmt_event *ev)
+static void syscall_discards(van_lint *l, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	struct vmt_range r[2];
@@ -319,7 +319,7 @@ static void syscall_discards(vmt_lint *l, const struct vmt_event *ev)
 		discard_pages(l, ev->proc, r[0].start, r[0].end - r[0].start);
 }
 
-int vmt_lint_event(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+int van_lint_event(van_lint *l, uint64_t index, const struct vmt_event *ev)
 {
 	int rc;
 	switch (ev->kind) {
@@ -350,7 +350,7 @@ int vmt_lint_event(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	}
 	if (ev->kind == VMT_EV_SYSCALL && ((rc = lu_before(l, ev)) || (rc = lnd_before(l, index, ev))))
 		return rc;
-	if ((rc = vmt_asmodel_apply(l->model, ev)))
+	if ((rc = van_asmodel_apply(l->model, ev)))
 		return rc;
 	if ((rc = lu_after(l, index, ev)) || (rc = lnd_after(l, index, ev)))
 		return rc;
@@ -359,7 +359,7 @@ int vmt_lint_event(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	tl_clear(&l->touches, ev->thread);
 	if (failed(&ev->u.sc))
 		return 0;
-	const struct vmt_as_effect *eff = vmt_asmodel_last(l->model);
+	const struct van_as_effect *eff = van_asmodel_last(l->model);
 	if ((rc = check_free(l, index, ev)) || (rc = check_frag(l, index, ev, eff)) ||
 	    (rc = check_lock(l, index, ev, eff)))
 		return rc;

@@ -30,7 +30,7 @@
 
 #include "lint_int.h"
 
-static uint64_t pg_end(const vmt_lint *l, uint64_t a, uint64_t len)
+static uint64_t pg_end(const van_lint *l, uint64_t a, uint64_t len)
 {
 	uint64_t e = a + ((len + l->page - 1) & ~(l->page - 1));
 	return e < a ? ~(l->page - 1) : e;
@@ -43,13 +43,13 @@ static int ok(const struct vmt_syscall *sc)
 
 /* [a, b) of proc is mapped, all private anonymous and not locked (as the
  * rules require). */
-static int private_anon(const vmt_lint *l, uint32_t proc, uint64_t a, uint64_t b)
+static int private_anon(const van_lint *l, uint32_t proc, uint64_t a, uint64_t b)
 {
 	uint64_t at = a;
-	for (const struct vmt_vma *v = vmt_asmodel_first(l->model, proc, a); v && v->start < b;
-	     v = vmt_asmodel_next(l->model, proc, v)) {
-		if (v->start > at || (v->flags & (VMT_VMA_SHARED | VMT_VMA_FILE | VMT_VMA_SPECIAL |
-						  VMT_VMA_HUGETLB | VMT_VMA_SYSV | VMT_VMA_LOCKED)))
+	for (const struct van_vma *v = van_asmodel_first(l->model, proc, a); v && v->start < b;
+	     v = van_asmodel_next(l->model, proc, v)) {
+		if (v->start > at || (v->flags & (VAN_VMA_SHARED | VAN_VMA_FILE | VAN_VMA_SPECIAL |
+						  VAN_VMA_HUGETLB | VAN_VMA_SYSV | VAN_VMA_LOCKED)))
 			return 0;
 		at = v->end;
 		if (at >= b)
@@ -58,11 +58,11 @@ static int private_anon(const vmt_lint *l, uint32_t proc, uint64_t a, uint64_t b
 	return 0;
 }
 
-static int locked(const vmt_lint *l, uint32_t proc, uint64_t a, uint64_t b)
+static int locked(const van_lint *l, uint32_t proc, uint64_t a, uint64_t b)
 {
-	for (const struct vmt_vma *v = vmt_asmodel_first(l->model, proc, a); v && v->start < b;
-	     v = vmt_asmodel_next(l->model, proc, v))
-		if (v->flags & VMT_VMA_LOCKED)
+	for (const struct van_vma *v = van_asmodel_first(l->model, proc, a); v && v->start < b;
+	     v = van_asmodel_next(l->model, proc, v))
+		if (v->flags & VAN_VMA_LOCKED)
 			return 1;
 	return 0;
 }
@@ -138,7 +138,7 @@ static uint32_t discard_kind(const struct vmt_syscall *sc)
 /* ---- the detectors ------------------------------------------------------ */
 
 /* A munmap of [a, b) by ev's thread: its pending discards inside count. */
-static int dun_unmap(vmt_lint *l, struct lproc *P, const struct vmt_event *ev, uint64_t a,
+static int dun_unmap(van_lint *l, struct lproc *P, const struct vmt_event *ev, uint64_t a,
 		     uint64_t b)
 {
 	int counted = 0;
@@ -167,7 +167,7 @@ static int dun_unmap(vmt_lint *l, struct lproc *P, const struct vmt_event *ev, u
 
 /* A MADV_DONTNEED of [a, b) by ev's thread: the pending MADV_FREEs inside
  * whose pages are all still there count. */
-static int fbd_dontneed(vmt_lint *l, struct lproc *P, const struct vmt_event *ev, uint64_t a,
+static int fbd_dontneed(van_lint *l, struct lproc *P, const struct vmt_event *ev, uint64_t a,
 			uint64_t b)
 {
 	for (size_t i = 0; i < P->fbd.n; i++) {
@@ -191,7 +191,7 @@ static int fbd_dontneed(vmt_lint *l, struct lproc *P, const struct vmt_event *ev
 	return 0;
 }
 
-static int fmc_map(vmt_lint *l, struct lproc *P, const struct vmt_event *ev)
+static int fmc_map(van_lint *l, struct lproc *P, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	uint64_t a = (uint64_t)sc->result;
@@ -205,7 +205,7 @@ static int fmc_map(vmt_lint *l, struct lproc *P, const struct vmt_event *ev)
 	return 0;
 }
 
-static int fmc_unmap(vmt_lint *l, struct lproc *P, uint64_t index, const struct vmt_event *ev,
+static int fmc_unmap(van_lint *l, struct lproc *P, uint64_t index, const struct vmt_event *ev,
 		     uint64_t a, uint64_t b)
 {
 	uint64_t *v = vmt_htab_get(&P->fmc, a, 0), *n = vmt_htab_get(&P->fmc, a, 1);
@@ -228,7 +228,7 @@ static int fmc_unmap(vmt_lint *l, struct lproc *P, uint64_t index, const struct 
 	return 0;
 }
 
-int lnd_before(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+int lnd_before(van_lint *l, uint64_t index, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	struct lproc *P = lint_proc(l, ev->proc);
@@ -298,7 +298,7 @@ static void present(struct lproc *P, uint64_t a, uint64_t b)
 			i++;
 }
 
-int lnd_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+int lnd_after(van_lint *l, uint64_t index, const struct vmt_event *ev)
 {
 	(void)index;
 	if (ev->proc >= l->nprc)
@@ -323,7 +323,7 @@ int lnd_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	return 0;
 }
 
-void lnd_end_proc(vmt_lint *l, uint32_t proc)
+void lnd_end_proc(van_lint *l, uint32_t proc)
 {
 	if (proc >= l->nprc)
 		return;
@@ -332,7 +332,7 @@ void lnd_end_proc(vmt_lint *l, uint32_t proc)
 	vmt_htab_free(&P->fmc);
 }
 
-void lnd_free(vmt_lint *l)
+void lnd_free(van_lint *l)
 {
 	for (size_t p = 0; p < l->nprc; p++) {
 		free(l->prc[p].dun.d);

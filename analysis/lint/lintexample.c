@@ -11,21 +11,21 @@
 
 #include "lint_int.h"
 
-struct lthread *lint_thread(vmt_lint *l, uint32_t t)
+struct lthread *lint_thread(van_lint *l, uint32_t t)
 {
 	if (t >= VMT_MAX_THREADS || vmt_grow(&l->thr, &l->nthr, (size_t)t + 1, sizeof(*l->thr)))
 		return NULL;
 	return &l->thr[t];
 }
 
-struct lproc *lint_proc(vmt_lint *l, uint32_t p)
+struct lproc *lint_proc(van_lint *l, uint32_t p)
 {
 	if (p >= VMT_MAX_THREADS || vmt_grow(&l->prc, &l->nprc, (size_t)p + 1, sizeof(*l->prc)))
 		return NULL;
 	return &l->prc[p];
 }
 
-void lint_take_example(vmt_lint *l, struct example *x, uint64_t index, const struct vmt_event *ev)
+void lint_take_example(van_lint *l, struct example *x, uint64_t index, const struct vmt_event *ev)
 {
 	x->set = 1;
 	x->index = index;
@@ -39,7 +39,7 @@ void lint_take_example(vmt_lint *l, struct example *x, uint64_t index, const str
 	snprintf(x->text, sizeof(x->text), "%s", l->scratch.len ? l->scratch.data : "");
 }
 
-void lint_set_example(vmt_lint *l, struct vmt_lint_finding *f, const struct example *x)
+void lint_set_example(van_lint *l, struct van_lint_finding *f, const struct example *x)
 {
 	if (!x->set)
 		return;
@@ -55,7 +55,7 @@ void lint_set_example(vmt_lint *l, struct vmt_lint_finding *f, const struct exam
 	} else if (x->stack != VMT_NONE) {
 		uint32_t depth = 0;
 		const uint64_t *ips = vmt_symtab_stack(l->syms, x->stack, &depth);
-		for (uint32_t i = 0; ips && i < depth && i < VMT_LINT_MAX_FRAMES; i++) {
+		for (uint32_t i = 0; ips && i < depth && i < VAN_LINT_MAX_FRAMES; i++) {
 			vmt_buf_reset(&b);
 			vmt_symtab_render_ip(l->syms, &b, ips[i]);
 			snprintf(f->frames[i], sizeof(f->frames[i]), "%s", b.len ? b.data : "?");
@@ -65,18 +65,18 @@ void lint_set_example(vmt_lint *l, struct vmt_lint_finding *f, const struct exam
 	vmt_buf_free(&b);
 }
 
-int lint_sites(vmt_lint *l, struct vmt_lint_finding *f, const struct cs_tally *c, const char *role,
+int lint_sites(van_lint *l, struct van_lint_finding *f, const struct cs_tally *c, const char *role,
 	       uint32_t max)
 {
-	struct cs_site s[VMT_LINT_MAX_SITES];
-	uint32_t room = VMT_LINT_MAX_SITES - f->nsites;
+	struct cs_site s[VAN_LINT_MAX_SITES];
+	uint32_t room = VAN_LINT_MAX_SITES - f->nsites;
 	if (room > max)
 		room = max;
 	int n = cs_tally_sites(c, l->syms, s, room, NULL);
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++) {
-		struct vmt_lint_site *d = &f->sites[f->nsites++];
+		struct van_lint_site *d = &f->sites[f->nsites++];
 		_Static_assert(sizeof(d->site) == CS_SITE_TEXT, "site text sizes");
 		memcpy(d->site, s[i].text, sizeof(d->site));
 		d->role = role;
@@ -86,9 +86,9 @@ int lint_sites(vmt_lint *l, struct vmt_lint_finding *f, const struct cs_tally *c
 }
 
 /* Keep the finding f (built on the caller's stack). */
-int lint_add_finding(vmt_lint *l, const struct vmt_lint_finding *f)
+int lint_add_finding(van_lint *l, const struct van_lint_finding *f)
 {
-	struct vmt_lint_finding *n = realloc(l->found, (l->nfound + 1) * sizeof(*n));
+	struct van_lint_finding *n = realloc(l->found, (l->nfound + 1) * sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	l->found = n;
@@ -96,20 +96,20 @@ int lint_add_finding(vmt_lint *l, const struct vmt_lint_finding *f)
 	return 0;
 }
 
-void lint_num(struct vmt_lint_finding *f, const char *key, uint64_t v, const char *unit,
+void lint_num(struct van_lint_finding *f, const char *key, uint64_t v, const char *unit,
 		const char *what)
 {
-	if (f->nnums < VMT_LINT_MAX_NUMS)
-		f->nums[f->nnums++] = (struct vmt_lint_num){ key, v, unit, what };
+	if (f->nnums < VAN_LINT_MAX_NUMS)
+		f->nums[f->nnums++] = (struct van_lint_num){ key, v, unit, what };
 }
 
-/* Add a part, keeping the VMT_LINT_MAX_PARTS largest. */
-void lint_part(struct vmt_lint_finding *f, uint32_t proc, uint32_t thread, uint64_t v)
+/* Add a part, keeping the VAN_LINT_MAX_PARTS largest. */
+void lint_part(struct van_lint_finding *f, uint32_t proc, uint32_t thread, uint64_t v)
 {
 	if (!v)
 		return;
-	struct vmt_lint_part np = { proc, thread, v };
-	if (f->nparts < VMT_LINT_MAX_PARTS) {
+	struct van_lint_part np = { proc, thread, v };
+	if (f->nparts < VAN_LINT_MAX_PARTS) {
 		f->parts[f->nparts++] = np;
 		return;
 	}

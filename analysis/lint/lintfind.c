@@ -30,10 +30,10 @@ static const char *const frag_reason_what[FR__COUNT] = {
 /* Each find_* below fills a finding while it adds up its counters (parts
  * included) and keeps it only when the counters cross the thresholds. */
 
-static int find_pnf(vmt_lint *l)
+static int find_pnf(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_PROT_NONE_FREE,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_PROT_NONE_FREE,
 		.title = "memory uncommitted with mmap(PROT_NONE, MAP_FIXED), then committed again",
 		.why = "each uncommit and each commit replaces VMAs with mmap_lock held for "
 		       "writing, so threads that fault or map meanwhile wait, and committing "
@@ -108,10 +108,10 @@ static int find_pnf(vmt_lint *l)
 	return lint_add_finding(l, &f);
 }
 
-static int find_free(vmt_lint *l)
+static int find_free(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_MADV_FREE,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_MADV_FREE,
 		.title = "large volume of memory given back with MADV_FREE, repeatedly on the same ranges",
 		.why = "lazily freed pages stay charged to the process until reclaim takes them; "
 		       "under memory pressure every cycle goes through the LRU and direct reclaim "
@@ -148,10 +148,10 @@ static int find_free(vmt_lint *l)
 	return lint_add_finding(l, &f);
 }
 
-static int find_frag(vmt_lint *l)
+static int find_frag(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_FRAGMENTATION,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_FRAGMENTATION,
 		.title = "many small adjacent mappings that could not merge into one VMA",
 		.why = "every VMA is a node of the process's VMA tree: each mmap without MAP_FIXED "
 		       "searches it for a gap (get_unmapped_area), and fork, exit, munmap and "
@@ -205,10 +205,10 @@ static int find_frag(vmt_lint *l)
 	return lint_add_finding(l, &f);
 }
 
-static int find_locks(vmt_lint *l)
+static int find_locks(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_LOCKED_UNTOUCHED,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_LOCKED_UNTOUCHED,
 		.title = "large locked mappings whose pages are mostly never used",
 		.why = "locking (MAP_LOCKED, mlock, mlockall without ONFAULT) reads in and pins "
 		       "every page of the range when the call is made, used or not (seed 003: "
@@ -258,10 +258,10 @@ static int find_locks(vmt_lint *l)
 	return lint_add_finding(l, &f);
 }
 
-static int find_mlock(vmt_lint *l)
+static int find_mlock(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_MLOCK_PER_PAGE,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_MLOCK_PER_PAGE,
 		.title = "memory locked page by page with mlock before each use",
 		.why = "one mlock call per page pays a system call, mmap_lock and a VMA split or "
 		       "merge for every page (seed 003: 722 ms to process 150,000 pages locked one "
@@ -289,10 +289,10 @@ static int find_mlock(vmt_lint *l)
 	return lint_add_finding(l, &f);
 }
 
-static int find_rtw(vmt_lint *l)
+static int find_rtw(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_READ_THEN_WRITE,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_READ_THEN_WRITE,
 		.title = "fresh anonymous pages read before they are written: two faults per page",
 		.why = "the first read of a fresh private anonymous page maps the shared zero page; "
 		       "the first write then faults again to copy it (seed 004: 890 + 2660 cycles "
@@ -305,7 +305,7 @@ static int find_rtw(vmt_lint *l)
 	};
 	uint64_t rtw = 0, read_first = 0;
 	if (!l->zero_page)
-		return 0; /* vmt_lint_unchecked says why */
+		return 0; /* van_lint_unchecked says why */
 	for (uint32_t p = 0; p < l->nprc; p++) {
 		rtw += l->prc[p].rtw_pages;
 		read_first += l->prc[p].read_first_pages;
@@ -326,7 +326,7 @@ static int find_rtw(vmt_lint *l)
 	return lint_add_finding(l, &f);
 }
 
-int vmt_lint_finish(vmt_lint *l)
+int van_lint_finish(van_lint *l)
 {
 	int rc;
 	l->nfound = 0;
@@ -339,26 +339,26 @@ int vmt_lint_finish(vmt_lint *l)
 	return (int)l->nfound;
 }
 
-const struct vmt_lint_finding *vmt_lint_get(const vmt_lint *l, uint32_t i)
+const struct van_lint_finding *van_lint_get(const van_lint *l, uint32_t i)
 {
 	return i < l->nfound ? &l->found[i] : NULL;
 }
 
-int vmt_lint_had_faults(const vmt_lint *l)
+int van_lint_had_faults(const van_lint *l)
 {
 	return l->had_faults;
 }
 
-const char *vmt_lint_unchecked(const vmt_lint *l, const char *id)
+const char *van_lint_unchecked(const van_lint *l, const char *id)
 {
-	if (!strcmp(id, VMT_LINT_FREE_DONTNEED))
+	if (!strcmp(id, VAN_LINT_FREE_DONTNEED))
 		/* (below the finding's volume it could not have been one) */
 		return l->fbd_unknown >= FBD_MIN_BYTES
 			       ? "the trace has no resident scans of the ranges given MADV_FREE "
 				 "(record with vmrec --touch=resident, ptrace or inproc backend): "
 				 "which of their pages reclaim took is unknown"
 			       : NULL;
-	if (strcmp(id, VMT_LINT_READ_THEN_WRITE))
+	if (strcmp(id, VAN_LINT_READ_THEN_WRITE))
 		return NULL;
 	if (!l->zero_page)
 		return "the recording kernel maps no zero page (zeropage=0 in the header): a "
@@ -369,7 +369,7 @@ const char *vmt_lint_unchecked(const vmt_lint *l, const char *id)
 	return NULL;
 }
 
-uint64_t vmt_lint_model_inexact(const vmt_lint *l)
+uint64_t van_lint_model_inexact(const van_lint *l)
 {
-	return vmt_asmodel_inexact(l->model);
+	return van_asmodel_inexact(l->model);
 }

@@ -8,10 +8,10 @@
 
 #include "lint_int.h"
 
-static int find_dun(vmt_lint *l)
+static int find_dun(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_DISCARD_UNMAP,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_DISCARD_UNMAP,
 		.title = "pages discarded, or made PROT_NONE, right before the range is unmapped",
 		.why = "munmap gives the pages back anyway: the madvise before it walks the same "
 		       "page tables once more, and an mprotect(PROT_NONE) splits or changes VMAs "
@@ -42,14 +42,14 @@ static int find_dun(vmt_lint *l)
 		 "right before %" PRIu64 " munmaps of the same ranges by the same threads",
 		 calls, vmt_format_bytes(h1, sizeof(h1), bytes), unmaps);
 	lint_set_example(l, &f, &l->ex_dun);
-	int rc = lint_sites(l, &f, &l->sites_dun, "discards", VMT_LINT_MAX_SITES);
+	int rc = lint_sites(l, &f, &l->sites_dun, "discards", VAN_LINT_MAX_SITES);
 	return rc ? rc : lint_add_finding(l, &f);
 }
 
-static int find_fbd(vmt_lint *l)
+static int find_fbd(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_FREE_DONTNEED,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_FREE_DONTNEED,
 		.title = "memory freed lazily with MADV_FREE, then given back with MADV_DONTNEED "
 			 "before reclaim took any of it",
 		.why = "the MADV_FREE walked the page tables and kept the pages charged, and the "
@@ -80,14 +80,14 @@ static int find_fbd(vmt_lint *l)
 		 "a later MADV_DONTNEED gave them back (%" PRIu64 " of those by another thread)",
 		 pairs, vmt_format_bytes(h1, sizeof(h1), bytes), cross);
 	lint_set_example(l, &f, &l->ex_fbd);
-	int rc = lint_sites(l, &f, &l->sites_fbd, "MADV_FREE calls", VMT_LINT_MAX_SITES);
+	int rc = lint_sites(l, &f, &l->sites_fbd, "MADV_FREE calls", VAN_LINT_MAX_SITES);
 	return rc ? rc : lint_add_finding(l, &f);
 }
 
-static int find_dlk(vmt_lint *l)
+static int find_dlk(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_DISCARD_LOCKED,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_DISCARD_LOCKED,
 		.title = "madvise(MADV_DONTNEED/MADV_FREE) on locked memory, failing with EINVAL",
 		.why = "the kernel refuses to discard locked pages: each call takes mmap_lock and "
 		       "walks the VMAs for nothing (glibc's malloc_trim under mlockall does it for "
@@ -112,14 +112,14 @@ static int find_dlk(vmt_lint *l)
 		 "%" PRIu64 " madvise calls (%s) failed with EINVAL on locked memory", calls,
 		 vmt_format_bytes(h1, sizeof(h1), bytes));
 	lint_set_example(l, &f, &l->ex_dlk);
-	int rc = lint_sites(l, &f, &l->sites_dlk, "failed discards", VMT_LINT_MAX_SITES);
+	int rc = lint_sites(l, &f, &l->sites_dlk, "failed discards", VAN_LINT_MAX_SITES);
 	return rc ? rc : lint_add_finding(l, &f);
 }
 
-static int find_fmc(vmt_lint *l)
+static int find_fmc(van_lint *l)
 {
-	struct vmt_lint_finding f = {
-		.id = VMT_LINT_FILE_MAP_CHURN,
+	struct van_lint_finding f = {
+		.id = VAN_LINT_FILE_MAP_CHURN,
 		.title = "small files mapped and unmapped again, one by one",
 		.why = "each mmap and each munmap takes mmap_lock for writing, and the first read "
 		       "of the mapping faults, to read what read() would copy in one call (seed 002: "
@@ -147,11 +147,11 @@ static int find_fmc(vmt_lint *l)
 		 "%" PRIu64 " file mappings of at most 64 KiB (%s in all) were made and unmapped again",
 		 pairs, vmt_format_bytes(h1, sizeof(h1), bytes));
 	lint_set_example(l, &f, &l->ex_fmc);
-	int rc = lint_sites(l, &f, &l->sites_fmc, "mmaps", VMT_LINT_MAX_SITES);
+	int rc = lint_sites(l, &f, &l->sites_fmc, "mmaps", VAN_LINT_MAX_SITES);
 	return rc ? rc : lint_add_finding(l, &f);
 }
 
-int lint_find_discards(vmt_lint *l)
+int lint_find_discards(van_lint *l)
 {
 	int rc;
 	if ((rc = find_dun(l)) || (rc = find_fbd(l)) || (rc = find_dlk(l)) || (rc = find_fmc(l)))

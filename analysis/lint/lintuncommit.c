@@ -23,7 +23,7 @@
 /* rs_ent.flags bit beyond uncommit_int.h's UC_*: counted as a cycle. */
 #define LU_COUNTED 0x100u
 
-int lu_before(vmt_lint *l, const struct vmt_event *ev)
+int lu_before(van_lint *l, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	l->unc_candidate = uc_is_uncommit(sc, l->page - 1) &&
@@ -33,7 +33,7 @@ int lu_before(vmt_lint *l, const struct vmt_event *ev)
 	return 0;
 }
 
-static int uncommit(vmt_lint *l, struct lproc *P, uint64_t index, const struct vmt_event *ev,
+static int uncommit(van_lint *l, struct lproc *P, uint64_t index, const struct vmt_event *ev,
 		    uint64_t a, uint64_t b)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
@@ -54,7 +54,7 @@ static int uncommit(vmt_lint *l, struct lproc *P, uint64_t index, const struct v
 }
 
 /* Uncommitted range e made a cycle (first time only). */
-static int cycle(vmt_lint *l, struct lproc *P, struct vmt_rset_ent *e)
+static int cycle(van_lint *l, struct lproc *P, struct vmt_rset_ent *e)
 {
 	if (e->flags & LU_COUNTED)
 		return 0;
@@ -73,7 +73,7 @@ static int cycle(vmt_lint *l, struct lproc *P, struct vmt_rset_ent *e)
 	return 0;
 }
 
-static int recommit(vmt_lint *l, struct lproc *P, const struct vmt_event *ev, uint64_t a,
+static int recommit(van_lint *l, struct lproc *P, const struct vmt_event *ev, uint64_t a,
 		    uint64_t b, uint32_t prot, int noreserve)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
@@ -100,7 +100,7 @@ static int recommit(vmt_lint *l, struct lproc *P, const struct vmt_event *ev, ui
 	return vmt_rset_cut(&P->unc, a, b);
 }
 
-static int unmap(vmt_lint *l, struct lproc *P, uint64_t a, uint64_t b)
+static int unmap(van_lint *l, struct lproc *P, uint64_t a, uint64_t b)
 {
 	int rc;
 	for (size_t i = vmt_rset_first(&P->unc, a); i < P->unc.n && P->unc.e[i].start < b; i++) {
@@ -114,7 +114,7 @@ static int unmap(vmt_lint *l, struct lproc *P, uint64_t a, uint64_t b)
 	return vmt_rset_cut(&P->unc, a, b);
 }
 
-int lu_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
+int lu_after(van_lint *l, uint64_t index, const struct vmt_event *ev)
 {
 	if (ev->kind != VMT_EV_SYSCALL || ev->proc >= VMT_MAX_THREADS)
 		return 0;
@@ -144,7 +144,7 @@ int lu_after(vmt_lint *l, uint64_t index, const struct vmt_event *ev)
 	return 0;
 }
 
-void lu_end_proc(vmt_lint *l, uint32_t proc)
+void lu_end_proc(van_lint *l, uint32_t proc)
 {
 	if (proc >= l->nprc)
 		return;
@@ -159,7 +159,7 @@ void lu_end_proc(vmt_lint *l, uint32_t proc)
 	P->unc.n = 0;
 }
 
-void lu_free(vmt_lint *l)
+void lu_free(van_lint *l)
 {
 	for (size_t p = 0; p < l->nprc; p++)
 		vmt_rset_free(&l->prc[p].unc);

@@ -37,7 +37,7 @@ static uint64_t str_hash(const char *s)
 	return h;
 }
 
-const char *vmt_am_intern(struct vmt_asmodel *m, const char *s)
+const char *van_am_intern(struct van_asmodel *m, const char *s)
 {
 	if (!s || !*s)
 		return "";
@@ -78,7 +78,7 @@ const char *vmt_am_intern(struct vmt_asmodel *m, const char *s)
 
 /* ---- the treap ---------------------------------------------------------- */
 
-static uint32_t rnd(struct vmt_asmodel *m)
+static uint32_t rnd(struct van_asmodel *m)
 {
 	m->rng ^= m->rng << 13;
 	m->rng ^= m->rng >> 7;
@@ -141,7 +141,7 @@ static struct node *t_remove(struct node *t, const struct node *n)
 	return t;
 }
 
-struct node *vmt_am_first(const struct space *sp, uint64_t addr)
+struct node *van_am_first(const struct space *sp, uint64_t addr)
 {
 	struct node *t = sp ? sp->root : NULL, *cand = NULL;
 	while (t) {
@@ -155,9 +155,9 @@ struct node *vmt_am_first(const struct space *sp, uint64_t addr)
 	return cand;
 }
 
-struct node *vmt_am_next(const struct space *sp, const struct node *n)
+struct node *van_am_next(const struct space *sp, const struct node *n)
 {
-	return vmt_am_first(sp, n->v.end);
+	return van_am_first(sp, n->v.end);
 }
 
 static struct node *am_prev(const struct space *sp, const struct node *n)
@@ -176,10 +176,10 @@ static struct node *am_prev(const struct space *sp, const struct node *n)
 
 /* ---- counts ------------------------------------------------------------- */
 
-void vmt_am_account(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v, int sign)
+void van_am_account(struct van_asmodel *m, struct space *sp, const struct van_vma *v, int sign)
 {
 	uint64_t len = v->end - v->start;
-	uint64_t locked = (v->flags & VMT_VMA_LOCKED) ? len : 0;
+	uint64_t locked = (v->flags & VAN_VMA_LOCKED) ? len : 0;
 	if (sign > 0) {
 		sp->c.vmas++, sp->c.mapped_bytes += len, sp->c.locked_bytes += locked;
 		m->tot.vmas++, m->tot.mapped_bytes += len, m->tot.locked_bytes += locked;
@@ -191,7 +191,7 @@ void vmt_am_account(struct vmt_asmodel *m, struct space *sp, const struct vmt_vm
 
 /* ---- nodes -------------------------------------------------------------- */
 
-struct node *vmt_am_insert(struct vmt_asmodel *m, struct space *sp, const struct vmt_vma *v)
+struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct van_vma *v)
 {
 	struct node *n = m->free_nodes;
 	if (n) {
@@ -204,54 +204,54 @@ struct node *vmt_am_insert(struct vmt_asmodel *m, struct space *sp, const struct
 	n->l = n->r = NULL;
 	n->prio = rnd(m);
 	sp->root = t_insert(sp->root, n);
-	vmt_am_account(m, sp, &n->v, +1);
+	van_am_account(m, sp, &n->v, +1);
 	return n;
 }
 
-void vmt_am_remove(struct vmt_asmodel *m, struct space *sp, struct node *n)
+void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
 {
-	vmt_am_account(m, sp, &n->v, -1);
+	van_am_account(m, sp, &n->v, -1);
 	sp->root = t_remove(sp->root, n);
 	n->l = m->free_nodes;
 	m->free_nodes = n;
 }
 
-void vmt_am_split(struct vmt_asmodel *m, struct space *sp, uint64_t addr)
+void van_am_split(struct van_asmodel *m, struct space *sp, uint64_t addr)
 {
-	struct node *n = vmt_am_first(sp, addr);
+	struct node *n = van_am_first(sp, addr);
 	if (!n || n->v.start >= addr)
 		return; /* no VMA straddles addr */
-	struct vmt_vma hi = n->v;
+	struct van_vma hi = n->v;
 	hi.start = addr;
 	hi.offset += addr - n->v.start;
-	vmt_am_account(m, sp, &n->v, -1);
+	van_am_account(m, sp, &n->v, -1);
 	n->v.end = addr;
-	vmt_am_account(m, sp, &n->v, +1);
-	if (vmt_am_insert(m, sp, &hi))
+	van_am_account(m, sp, &n->v, +1);
+	if (van_am_insert(m, sp, &hi))
 		m->last.splits++;
 }
 
-uint64_t vmt_am_unmap(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+uint64_t van_am_unmap(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
 	uint64_t bytes = 0;
 	if (a >= b)
 		return 0;
-	vmt_am_split(m, sp, a);
-	vmt_am_split(m, sp, b);
-	struct node *n = vmt_am_first(sp, a);
+	van_am_split(m, sp, a);
+	van_am_split(m, sp, b);
+	struct node *n = van_am_first(sp, a);
 	while (n && n->v.start < b) {
-		struct node *next = vmt_am_next(sp, n);
+		struct node *next = van_am_next(sp, n);
 		bytes += n->v.end - n->v.start;
-		vmt_am_remove(m, sp, n);
+		van_am_remove(m, sp, n);
 		n = next;
 	}
 	return bytes;
 }
 
-uint64_t vmt_am_mapped_in(const struct space *sp, uint64_t a, uint64_t b)
+uint64_t van_am_mapped_in(const struct space *sp, uint64_t a, uint64_t b)
 {
 	uint64_t bytes = 0;
-	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
+	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n)) {
 		uint64_t s = n->v.start > a ? n->v.start : a;
 		uint64_t e = n->v.end < b ? n->v.end : b;
 		bytes += e - s;
@@ -270,11 +270,11 @@ static int anon_ok(uint64_t a, uint64_t b)
 	return a == b;
 }
 
-static int can_merge(const struct vmt_vma *p, const struct vmt_vma *n)
+static int can_merge(const struct van_vma *p, const struct van_vma *n)
 {
 	if (p->end != n->start)
 		return 0;
-	if ((p->flags | n->flags) & (VMT_VMA_SPECIAL | VMT_VMA_SYSV))
+	if ((p->flags | n->flags) & (VAN_VMA_SPECIAL | VAN_VMA_SYSV))
 		return 0;
 	if ((p->flags ^ n->flags) & ~VMA_NOCMP)
 		return 0;
@@ -287,11 +287,11 @@ static int can_merge(const struct vmt_vma *p, const struct vmt_vma *n)
 	return anon_ok(p->anon, n->anon);
 }
 
-void vmt_am_merge_window(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+void van_am_merge_window(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
-	struct node *p = vmt_am_first(sp, a ? a - 1 : 0);
+	struct node *p = van_am_first(sp, a ? a - 1 : 0);
 	while (p && p->v.start <= b) {
-		struct node *n = vmt_am_next(sp, p);
+		struct node *n = van_am_next(sp, p);
 		if (!n || n->v.start > b)
 			break;
 		if (!can_merge(&p->v, &n->v)) {
@@ -299,28 +299,28 @@ void vmt_am_merge_window(struct vmt_asmodel *m, struct space *sp, uint64_t a, ui
 			continue;
 		}
 		uint64_t anon = p->v.anon ? p->v.anon : n->v.anon;
-		uint32_t keep = (p->v.flags | n->v.flags) & VMT_VMA_HEAP;
+		uint32_t keep = (p->v.flags | n->v.flags) & VAN_VMA_HEAP;
 		uint64_t end = n->v.end;
-		vmt_am_remove(m, sp, n);
-		vmt_am_account(m, sp, &p->v, -1);
+		van_am_remove(m, sp, n);
+		van_am_account(m, sp, &p->v, -1);
 		p->v.end = end;
 		p->v.anon = anon;
 		p->v.flags |= keep;
-		vmt_am_account(m, sp, &p->v, +1);
+		van_am_account(m, sp, &p->v, +1);
 		m->last.merges++;
 	}
 }
 
 /* ---- anon_vma ----------------------------------------------------------- */
 
-uint64_t vmt_am_new_anon(struct vmt_asmodel *m)
+uint64_t van_am_new_anon(struct van_asmodel *m)
 {
 	return ++m->next_anon;
 }
 
 /* The kernel lets a VMA adopt its neighbour's anon_vma when the two
  * could merge but for their protection (anon_vma_compatible()). */
-static int anon_compatible(const struct vmt_vma *a, const struct vmt_vma *b)
+static int anon_compatible(const struct van_vma *a, const struct van_vma *b)
 {
 	return a->end == b->start && a->path == b->path && a->dev == b->dev &&
 	       a->ino == b->ino && a->pkey == b->pkey &&
@@ -328,26 +328,26 @@ static int anon_compatible(const struct vmt_vma *a, const struct vmt_vma *b)
 	       a->offset + (a->end - a->start) == b->offset;
 }
 
-void vmt_am_give_anon(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+void van_am_give_anon(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
-	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
-		if (n->v.anon || (n->v.flags & (VMT_VMA_SHARED | VMT_VMA_SPECIAL)))
+	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n)) {
+		if (n->v.anon || (n->v.flags & (VAN_VMA_SHARED | VAN_VMA_SPECIAL)))
 			continue;
 		uint64_t id = 0;
-		struct node *o = vmt_am_next(sp, n);
+		struct node *o = van_am_next(sp, n);
 		if (o && o->v.anon && !(o->v.anon & ANON_FORKED) && anon_compatible(&n->v, &o->v))
 			id = o->v.anon;
 		o = am_prev(sp, n);
 		if (!id && o && o->v.anon && !(o->v.anon & ANON_FORKED) &&
 		    anon_compatible(&o->v, &n->v))
 			id = o->v.anon;
-		n->v.anon = id ? id : vmt_am_new_anon(m);
+		n->v.anon = id ? id : van_am_new_anon(m);
 	}
 }
 
 /* ---- spaces ------------------------------------------------------------- */
 
-struct space *vmt_am_new_space(struct vmt_asmodel *m)
+struct space *van_am_new_space(struct van_asmodel *m)
 {
 	struct space *sp = calloc(1, sizeof(*sp));
 	if (!sp)
@@ -355,7 +355,7 @@ struct space *vmt_am_new_space(struct vmt_asmodel *m)
 	return sp;
 }
 
-static void free_tree(struct vmt_asmodel *m, struct node *t)
+static void free_tree(struct van_asmodel *m, struct node *t)
 {
 	if (!t)
 		return;
@@ -365,7 +365,7 @@ static void free_tree(struct vmt_asmodel *m, struct node *t)
 	m->free_nodes = t;
 }
 
-void vmt_am_clear_space(struct vmt_asmodel *m, struct space *sp)
+void van_am_clear_space(struct van_asmodel *m, struct space *sp)
 {
 	m->tot.vmas -= sp->c.vmas;
 	m->tot.mapped_bytes -= sp->c.mapped_bytes;
@@ -378,15 +378,15 @@ void vmt_am_clear_space(struct vmt_asmodel *m, struct space *sp)
 	sp->known = 0;
 }
 
-void vmt_am_drop_space(struct vmt_asmodel *m, struct space *sp)
+void van_am_drop_space(struct van_asmodel *m, struct space *sp)
 {
 	if (!sp || --sp->refs)
 		return;
-	vmt_am_clear_space(m, sp);
+	van_am_clear_space(m, sp);
 	free(sp);
 }
 
-void vmt_am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp)
+void van_am_set_space(struct van_asmodel *m, uint32_t proc, struct space *sp)
 {
 	if (proc >= m->cap_procs) {
 		uint32_t ncap = m->cap_procs ? m->cap_procs : 16;
@@ -395,7 +395,7 @@ void vmt_am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp)
 		struct space **n = realloc(m->procs, ncap * sizeof(*n));
 		if (!n) {
 			m->oom = 1;
-			vmt_am_drop_space(m, sp);
+			van_am_drop_space(m, sp);
 			return;
 		}
 		memset(n + m->cap_procs, 0, (ncap - m->cap_procs) * sizeof(*n));
@@ -406,19 +406,19 @@ void vmt_am_set_space(struct vmt_asmodel *m, uint32_t proc, struct space *sp)
 		m->nprocs = proc + 1;
 	if (sp)
 		sp->refs++;
-	vmt_am_drop_space(m, m->procs[proc]);
+	van_am_drop_space(m, m->procs[proc]);
 	m->procs[proc] = sp;
 }
 
-struct space *vmt_am_space(struct vmt_asmodel *m, uint32_t proc, int create)
+struct space *van_am_space(struct van_asmodel *m, uint32_t proc, int create)
 {
 	if (proc < m->nprocs && m->procs[proc])
 		return m->procs[proc];
 	if (!create || proc >= VMT_MAX_THREADS)
 		return NULL;
-	struct space *sp = vmt_am_new_space(m);
+	struct space *sp = van_am_new_space(m);
 	if (!sp)
 		return NULL;
-	vmt_am_set_space(m, proc, sp);
+	van_am_set_space(m, proc, sp);
 	return proc < m->cap_procs ? m->procs[proc] : NULL;
 }

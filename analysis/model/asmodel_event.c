@@ -10,25 +10,25 @@
 #include "asmodel_int.h"
 #include "vmtutil.h"
 
-static const struct space *cspace(const vmt_asmodel *m, uint32_t proc)
+static const struct space *cspace(const van_asmodel *m, uint32_t proc)
 {
 	return proc < m->nprocs ? m->procs[proc] : NULL;
 }
 
 /* fork/clone: the child gets the parent's VMAs except MADV_DONTFORK ones,
  * without mlock state (not inherited) and with anon_vmas of its own. */
-static void copy_space(struct vmt_asmodel *m, struct space *dst, const struct space *src)
+static void copy_space(struct van_asmodel *m, struct space *dst, const struct space *src)
 {
-	for (struct node *n = vmt_am_first(src, 0); n; n = vmt_am_next(src, n)) {
-		if (n->v.flags & VMT_VMA_DONTFORK)
+	for (struct node *n = van_am_first(src, 0); n; n = van_am_next(src, n)) {
+		if (n->v.flags & VAN_VMA_DONTFORK)
 			continue;
-		struct vmt_vma v = n->v;
-		v.flags &= ~(VMT_VMA_LOCKED | VMT_VMA_LOCKONFAULT);
-		if (v.flags & VMT_VMA_WIPEONFORK)
+		struct van_vma v = n->v;
+		v.flags &= ~(VAN_VMA_LOCKED | VAN_VMA_LOCKONFAULT);
+		if (v.flags & VAN_VMA_WIPEONFORK)
 			v.anon = 0;
 		else if (v.anon)
-			v.anon = vmt_am_new_anon(m) | ANON_FORKED;
-		if (!vmt_am_insert(m, dst, &v))
+			v.anon = van_am_new_anon(m) | ANON_FORKED;
+		if (!van_am_insert(m, dst, &v))
 			return;
 	}
 	dst->brk_start = src->brk_start;
@@ -36,23 +36,23 @@ static void copy_space(struct vmt_asmodel *m, struct space *dst, const struct sp
 	dst->known = src->known;
 }
 
-static void process_start(struct vmt_asmodel *m, const struct vmt_event *ev)
+static void process_start(struct van_asmodel *m, const struct vmt_event *ev)
 {
 	const struct vmt_process_start *ps = &ev->u.process_start;
 	struct space *parent = ps->parent_proc != VMT_NONE && ps->parent_proc != ev->proc
-				       ? vmt_am_space(m, ps->parent_proc, 0) : NULL;
+				       ? van_am_space(m, ps->parent_proc, 0) : NULL;
 	if (ps->how == VMT_PROC_VFORK && parent) {
-		vmt_am_set_space(m, ev->proc, parent);
+		van_am_set_space(m, ev->proc, parent);
 		return;
 	}
-	struct space *sp = vmt_am_new_space(m);
+	struct space *sp = van_am_new_space(m);
 	if (!sp)
 		return;
 	if (parent && (ps->how == VMT_PROC_FORK || ps->how == VMT_PROC_CLONE))
 		copy_space(m, sp, parent);
 	else if (ps->how == VMT_PROC_FORK || ps->how == VMT_PROC_CLONE || ps->how == VMT_PROC_VFORK)
 		m->last.inexact = 1; /* parent unknown */
-	vmt_am_set_space(m, ev->proc, sp);
+	van_am_set_space(m, ev->proc, sp);
 }
 
 /* ---- touches ------------------------------------------------------------ */
@@ -60,9 +60,9 @@ static void process_start(struct vmt_asmodel *m, const struct vmt_event *ev)
 /* Present pages of private memory mean the VMA has an anon_vma, except
  * read-only sharing of the zero page (where the kernel maps it) or of
  * file pages. */
-static void touch(struct vmt_asmodel *m, const struct vmt_event *ev)
+static void touch(struct van_asmodel *m, const struct vmt_event *ev)
 {
-	struct space *sp = vmt_am_space(m, ev->proc, 0);
+	struct space *sp = van_am_space(m, ev->proc, 0);
 	if (!sp)
 		return;
 	uint64_t a = ev->u.touch.start;
@@ -71,13 +71,13 @@ static void touch(struct vmt_asmodel *m, const struct vmt_event *ev)
 		uint64_t b = a + r->pages * m->page;
 		if (r->state == VMT_PAGE_WRITTEN || r->state == VMT_PAGE_PRESENT ||
 		    (r->state == VMT_PAGE_READ && m->no_zero_page)) {
-			for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b;
-			     n = vmt_am_next(sp, n)) {
-				if (n->v.anon || (n->v.flags & VMT_VMA_SHARED))
+			for (struct node *n = van_am_first(sp, a); n && n->v.start < b;
+			     n = van_am_next(sp, n)) {
+				if (n->v.anon || (n->v.flags & VAN_VMA_SHARED))
 					continue;
-				if (r->state != VMT_PAGE_WRITTEN && (n->v.flags & VMT_VMA_FILE))
+				if (r->state != VMT_PAGE_WRITTEN && (n->v.flags & VAN_VMA_FILE))
 					continue;
-				vmt_am_give_anon(m, sp, n->v.start, n->v.end);
+				van_am_give_anon(m, sp, n->v.start, n->v.end);
 			}
 		}
 		a = b;
@@ -87,30 +87,30 @@ static void touch(struct vmt_asmodel *m, const struct vmt_event *ev)
 /* A write fault on private memory gives the VMA its anon_vma; so does a
  * read fault on private anonymous memory where the kernel has no zero
  * page to map. */
-static void fault(struct vmt_asmodel *m, const struct vmt_event *ev)
+static void fault(struct van_asmodel *m, const struct vmt_event *ev)
 {
-	struct space *sp = vmt_am_space(m, ev->proc, 0);
+	struct space *sp = van_am_space(m, ev->proc, 0);
 	int write = (ev->u.fault.access & VMT_FAULT_WRITE) != 0;
 	if (!sp || (!write && !m->no_zero_page))
 		return;
 	uint64_t a = pg_down(m, ev->u.fault.addr);
-	struct node *n = vmt_am_first(sp, a);
-	if (!n || n->v.start > a || n->v.anon || (n->v.flags & VMT_VMA_SHARED))
+	struct node *n = van_am_first(sp, a);
+	if (!n || n->v.start > a || n->v.anon || (n->v.flags & VAN_VMA_SHARED))
 		return;
-	if (!write && (n->v.flags & VMT_VMA_FILE))
+	if (!write && (n->v.flags & VAN_VMA_FILE))
 		return; /* a page-cache page, mapped as it is */
-	vmt_am_give_anon(m, sp, n->v.start, n->v.end);
+	van_am_give_anon(m, sp, n->v.start, n->v.end);
 }
 
 /* ---- public API --------------------------------------------------------- */
 
-vmt_asmodel *vmt_asmodel_new(uint32_t page_size)
+van_asmodel *van_asmodel_new(uint32_t page_size)
 {
 	if (page_size == 0)
 		page_size = 4096;
 	if (page_size & (page_size - 1))
 		return NULL;
-	vmt_asmodel *m = calloc(1, sizeof(*m));
+	van_asmodel *m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
 	m->page = page_size;
@@ -120,26 +120,26 @@ vmt_asmodel *vmt_asmodel_new(uint32_t page_size)
 	return m;
 }
 
-vmt_asmodel *vmt_asmodel_for(const struct vmt_header *h)
+van_asmodel *van_asmodel_for(const struct vmt_header *h)
 {
 	uint32_t page = h && h->page_size && !(h->page_size & (h->page_size - 1)) ? h->page_size : 4096;
-	vmt_asmodel *m = vmt_asmodel_new(page);
+	van_asmodel *m = van_asmodel_new(page);
 	if (m)
-		vmt_asmodel_set_zero_page(m, vmt_header_zero_page(h));
+		van_asmodel_set_zero_page(m, vmt_header_zero_page(h));
 	return m;
 }
 
-void vmt_asmodel_set_zero_page(vmt_asmodel *m, int maps_zero_page)
+void van_asmodel_set_zero_page(van_asmodel *m, int maps_zero_page)
 {
 	m->no_zero_page = !maps_zero_page;
 }
 
-void vmt_asmodel_free(vmt_asmodel *m)
+void van_asmodel_free(van_asmodel *m)
 {
 	if (!m)
 		return;
 	for (uint32_t i = 0; i < m->nprocs; i++)
-		vmt_am_set_space(m, i, NULL);
+		van_am_set_space(m, i, NULL);
 	free(m->procs);
 	while (m->free_nodes) {
 		struct node *n = m->free_nodes;
@@ -153,7 +153,7 @@ void vmt_asmodel_free(vmt_asmodel *m)
 	free(m);
 }
 
-static void map_file(struct vmt_asmodel *m, const struct vmt_event *ev)
+static void map_file(struct van_asmodel *m, const struct vmt_event *ev)
 {
 	uint32_t t = ev->thread;
 	if (t >= VMT_MAX_THREADS)
@@ -167,14 +167,14 @@ static void map_file(struct vmt_asmodel *m, const struct vmt_event *ev)
 	p->dev = ev->u.file.dev;
 	p->ino = ev->u.file.ino;
 	p->size = ev->u.file.size;
-	p->path = vmt_am_intern(m, ev->u.file.path);
+	p->path = van_am_intern(m, ev->u.file.path);
 }
 
-int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
+int van_asmodel_apply(van_asmodel *m, const struct vmt_event *ev)
 {
 	if (m->oom)
 		return -ENOMEM;
-	struct vmt_as_counts before = { 0 }, after;
+	struct van_as_counts before = { 0 }, after;
 	const struct space *sp = cspace(m, ev->proc);
 	if (sp)
 		before = sp->c;
@@ -182,7 +182,7 @@ int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
 
 	switch (ev->kind) {
 	case VMT_EV_SYSCALL:
-		vmt_am_syscall(m, ev);
+		van_am_syscall(m, ev);
 		if (ev->thread < m->cap_pend)
 			m->pend[ev->thread].valid = 0;
 		break;
@@ -191,31 +191,31 @@ int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
 		break;
 	case VMT_EV_PROCESS_START:
 		process_start(m, ev);
-		before = (struct vmt_as_counts){ 0 };
+		before = (struct van_as_counts){ 0 };
 		break;
 	case VMT_EV_EXEC: {
 		/* A vfork child leaves the shared space; anyone else's space is
 		 * emptied.  The MAPS snapshot that follows fills it. */
-		struct space *s = vmt_am_space(m, ev->proc, 0);
+		struct space *s = van_am_space(m, ev->proc, 0);
 		if (s && s->refs > 1) {
-			vmt_am_set_space(m, ev->proc, vmt_am_new_space(m));
-			before = (struct vmt_as_counts){ 0 };
+			van_am_set_space(m, ev->proc, van_am_new_space(m));
+			before = (struct van_as_counts){ 0 };
 		} else if (s) {
-			vmt_am_clear_space(m, s);
+			van_am_clear_space(m, s);
 		} else {
-			vmt_am_space(m, ev->proc, 1);
+			van_am_space(m, ev->proc, 1);
 		}
 		m->last.changed = 1;
 		break;
 	}
 	case VMT_EV_PROCESS_EXIT:
 		if (ev->proc < m->nprocs && m->procs[ev->proc]) {
-			vmt_am_set_space(m, ev->proc, NULL);
+			van_am_set_space(m, ev->proc, NULL);
 			m->last.changed = 1;
 		}
 		break;
 	case VMT_EV_MAPS:
-		vmt_am_maps(m, ev);
+		van_am_maps(m, ev);
 		m->last.changed = 1;
 		break;
 	case VMT_EV_TOUCH:
@@ -227,7 +227,7 @@ int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
 	default:
 		break;
 	}
-	vmt_asmodel_counts(m, ev->proc, &after);
+	van_asmodel_counts(m, ev->proc, &after);
 	m->last.d_vmas = (int64_t)(after.vmas - before.vmas);
 	m->last.d_mapped = (int64_t)(after.mapped_bytes - before.mapped_bytes);
 	m->last.d_locked = (int64_t)(after.locked_bytes - before.locked_bytes);
@@ -239,7 +239,7 @@ int vmt_asmodel_apply(vmt_asmodel *m, const struct vmt_event *ev)
 	return m->oom ? -ENOMEM : 0;
 }
 
-void vmt_asmodel_counts(const vmt_asmodel *m, uint32_t proc, struct vmt_as_counts *c)
+void van_asmodel_counts(const van_asmodel *m, uint32_t proc, struct van_as_counts *c)
 {
 	const struct space *sp = cspace(m, proc);
 	if (sp)
@@ -248,44 +248,44 @@ void vmt_asmodel_counts(const vmt_asmodel *m, uint32_t proc, struct vmt_as_count
 		memset(c, 0, sizeof(*c));
 }
 
-void vmt_asmodel_totals(const vmt_asmodel *m, struct vmt_as_counts *c)
+void van_asmodel_totals(const van_asmodel *m, struct van_as_counts *c)
 {
 	*c = m->tot;
 }
 
-int vmt_asmodel_alive(const vmt_asmodel *m, uint32_t proc)
+int van_asmodel_alive(const van_asmodel *m, uint32_t proc)
 {
 	return cspace(m, proc) != NULL;
 }
 
-const struct vmt_vma *vmt_asmodel_first(const vmt_asmodel *m, uint32_t proc, uint64_t addr)
+const struct van_vma *van_asmodel_first(const van_asmodel *m, uint32_t proc, uint64_t addr)
 {
-	struct node *n = vmt_am_first(cspace(m, proc), addr);
+	struct node *n = van_am_first(cspace(m, proc), addr);
 	return n ? &n->v : NULL;
 }
 
-const struct vmt_vma *vmt_asmodel_next(const vmt_asmodel *m, uint32_t proc,
-				       const struct vmt_vma *v)
+const struct van_vma *van_asmodel_next(const van_asmodel *m, uint32_t proc,
+				       const struct van_vma *v)
 {
 	const struct space *sp = cspace(m, proc);
 	if (!sp || !v)
 		return NULL;
-	struct node *n = vmt_am_first(sp, v->end);
+	struct node *n = van_am_first(sp, v->end);
 	return n ? &n->v : NULL;
 }
 
-const struct vmt_vma *vmt_asmodel_lookup(const vmt_asmodel *m, uint32_t proc, uint64_t addr)
+const struct van_vma *van_asmodel_lookup(const van_asmodel *m, uint32_t proc, uint64_t addr)
 {
-	struct node *n = vmt_am_first(cspace(m, proc), addr);
+	struct node *n = van_am_first(cspace(m, proc), addr);
 	return n && n->v.start <= addr ? &n->v : NULL;
 }
 
-const struct vmt_as_effect *vmt_asmodel_last(const vmt_asmodel *m)
+const struct van_as_effect *van_asmodel_last(const van_asmodel *m)
 {
 	return &m->last;
 }
 
-uint64_t vmt_asmodel_inexact(const vmt_asmodel *m)
+uint64_t van_asmodel_inexact(const van_asmodel *m)
 {
 	return m->inexact;
 }

@@ -14,9 +14,9 @@
 #include "asmodel_int.h"
 #include "linux_abi.h"
 
-#define LOCK_MASK (VMT_VMA_LOCKED | VMT_VMA_LOCKONFAULT)
+#define LOCK_MASK (VAN_VMA_LOCKED | VAN_VMA_LOCKONFAULT)
 
-static void inexact(struct vmt_asmodel *m)
+static void inexact(struct van_asmodel *m)
 {
 	m->last.inexact = 1;
 }
@@ -25,24 +25,24 @@ static void inexact(struct vmt_asmodel *m)
  * fault does (the copy-on-write); a read fault only on anonymous memory
  * of a kernel without the zero page (a file's pages are the page
  * cache's). */
-static int faults_in_anon(const struct vmt_asmodel *m, const struct vmt_vma *v, int write)
+static int faults_in_anon(const struct van_asmodel *m, const struct van_vma *v, int write)
 {
-	if (v->anon || (v->flags & VMT_VMA_SHARED))
+	if (v->anon || (v->flags & VAN_VMA_SHARED))
 		return 0;
 	if (write)
 		return 1;
-	return m->no_zero_page && !(v->flags & VMT_VMA_FILE) && (v->prot & LX_PROT_RWX);
+	return m->no_zero_page && !(v->flags & VAN_VMA_FILE) && (v->prot & LX_PROT_RWX);
 }
 
 /* Populating private memory (mlock, MAP_POPULATE) faults it in: with a
  * write fault where it is writable, else with a read fault. */
-static void populate(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+static void populate(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
-	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
+	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n)) {
 		if (faults_in_anon(m, &n->v, (n->v.prot & VMT_PROT_W) != 0)) {
 			uint64_t s = n->v.start;
-			vmt_am_give_anon(m, sp, s, s + 1);
-			n = vmt_am_first(sp, s); /* still the same node */
+			van_am_give_anon(m, sp, s, s + 1);
+			n = van_am_first(sp, s); /* still the same node */
 		}
 	}
 }
@@ -50,11 +50,11 @@ static void populate(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64
 /* Populate the locked VMAs of [a, b).  mlock() stops at the first VMA it
  * cannot fault in (PROT_NONE: the EFAULT that mlock reports as ENOMEM);
  * the other callers (mmap, mremap, mlockall) skip such VMAs. */
-static void populate_locked_how(struct vmt_asmodel *m, struct space *sp, uint64_t a,
+static void populate_locked_how(struct van_asmodel *m, struct space *sp, uint64_t a,
 				uint64_t b, int stop_at_none)
 {
-	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n)) {
-		if ((n->v.flags & LOCK_MASK) != VMT_VMA_LOCKED)
+	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n)) {
+		if ((n->v.flags & LOCK_MASK) != VAN_VMA_LOCKED)
 			continue;
 		if (!(n->v.prot & LX_PROT_RWX)) {
 			if (stop_at_none)
@@ -65,7 +65,7 @@ static void populate_locked_how(struct vmt_asmodel *m, struct space *sp, uint64_
 	}
 }
 
-static void populate_locked(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
+static void populate_locked(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
 	populate_locked_how(m, sp, a, b, 0);
 }
@@ -75,10 +75,10 @@ static void populate_locked(struct vmt_asmodel *m, struct space *sp, uint64_t a,
 static int accountable(uint32_t prot, uint32_t flags)
 {
 	return (prot & VMT_PROT_W) &&
-	       !(flags & (VMT_VMA_SHARED | VMT_VMA_NORESERVE | VMT_VMA_HUGETLB));
+	       !(flags & (VAN_VMA_SHARED | VAN_VMA_NORESERVE | VAN_VMA_HUGETLB));
 }
 
-static void do_mmap(struct vmt_asmodel *m, struct space *sp, const struct vmt_event *ev,
+static void do_mmap(struct van_asmodel *m, struct space *sp, const struct vmt_event *ev,
 		    const struct pending_file *pf)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
@@ -87,24 +87,24 @@ static void do_mmap(struct vmt_asmodel *m, struct space *sp, const struct vmt_ev
 	uint64_t a = (uint64_t)sc->result;
 	if (!len)
 		return;
-	struct vmt_vma v = { .start = a, .end = a + len, .prot = (uint32_t)sc->args[2] & LX_PROT_RWX };
+	struct van_vma v = { .start = a, .end = a + len, .prot = (uint32_t)sc->args[2] & LX_PROT_RWX };
 	uint32_t type = mf & LX_MAP_TYPE;
 	if (type == LX_MAP_SHARED || type == LX_MAP_SHARED_VALIDATE)
-		v.flags |= VMT_VMA_SHARED;
+		v.flags |= VAN_VMA_SHARED;
 	if (mf & LX_MAP_GROWSDOWN)
-		v.flags |= VMT_VMA_GROWSDOWN;
+		v.flags |= VAN_VMA_GROWSDOWN;
 	if (mf & LX_MAP_LOCKED)
-		v.flags |= VMT_VMA_LOCKED;
+		v.flags |= VAN_VMA_LOCKED;
 	if (mf & LX_MAP_NORESERVE)
-		v.flags |= VMT_VMA_NORESERVE;
+		v.flags |= VAN_VMA_NORESERVE;
 	if (mf & LX_MAP_HUGETLB)
-		v.flags |= VMT_VMA_HUGETLB;
+		v.flags |= VAN_VMA_HUGETLB;
 	if (mf & LX_MAP_STACK)
-		v.flags |= VMT_VMA_NOHUGEPAGE; /* since Linux 6.7 */
+		v.flags |= VAN_VMA_NOHUGEPAGE; /* since Linux 6.7 */
 	v.flags |= sp->def_lock;
 	v.path = "";
 	if (!(mf & LX_MAP_ANONYMOUS)) {
-		v.flags |= VMT_VMA_FILE;
+		v.flags |= VAN_VMA_FILE;
 		v.offset = sc->args[5];
 		if (pf) {
 			v.dev = pf->dev, v.ino = pf->ino, v.path = pf->path;
@@ -114,22 +114,22 @@ static void do_mmap(struct vmt_asmodel *m, struct space *sp, const struct vmt_ev
 			v.ino = m->next_ino++;
 			inexact(m);
 		}
-	} else if ((v.flags & VMT_VMA_SHARED) || (v.flags & VMT_VMA_HUGETLB)) {
+	} else if ((v.flags & VAN_VMA_SHARED) || (v.flags & VAN_VMA_HUGETLB)) {
 		/* Shared anonymous memory is a shmem file of its own. */
-		v.flags |= VMT_VMA_FILE;
+		v.flags |= VAN_VMA_FILE;
 		v.ino = m->next_ino++;
-		v.path = vmt_am_intern(m, (v.flags & VMT_VMA_HUGETLB) ? "/anon_hugepage (deleted)"
+		v.path = van_am_intern(m, (v.flags & VAN_VMA_HUGETLB) ? "/anon_hugepage (deleted)"
 								   : "/dev/zero (deleted)");
 	} else {
 		v.offset = a; /* anonymous: pgoff is the address */
 	}
 	if (accountable(v.prot, v.flags))
-		v.flags |= VMT_VMA_ACCOUNT;
-	if (vmt_am_unmap(m, sp, v.start, v.end) && (!(mf & LX_MAP_FIXED) && !(mf & LX_MAP_FIXED_NOREPLACE)))
+		v.flags |= VAN_VMA_ACCOUNT;
+	if (van_am_unmap(m, sp, v.start, v.end) && (!(mf & LX_MAP_FIXED) && !(mf & LX_MAP_FIXED_NOREPLACE)))
 		inexact(m); /* not MAP_FIXED(_NOREPLACE), yet something was there */
-	if (!vmt_am_insert(m, sp, &v))
+	if (!van_am_insert(m, sp, &v))
 		return;
-	vmt_am_merge_window(m, sp, v.start, v.end);
+	van_am_merge_window(m, sp, v.start, v.end);
 	if (mf & LX_MAP_POPULATE)
 		populate(m, sp, v.start, v.end);
 	populate_locked(m, sp, v.start, v.end);
@@ -138,15 +138,15 @@ static void do_mmap(struct vmt_asmodel *m, struct space *sp, const struct vmt_ev
 /* ---- range changes ------------------------------------------------------ */
 
 /* A change to the attributes of one VMA; returns 0 to leave it alone. */
-typedef int (*change_fn)(struct vmt_vma *v, uint64_t arg);
+typedef int (*change_fn)(struct van_vma *v, uint64_t arg);
 
 /* Apply fn to [a, b) (only the mapped prefix of it when prefix is set),
  * splitting and merging around each VMA it changes.  Returns the bytes
  * changed. */
-typedef void (*post_fn)(struct vmt_asmodel *m, struct space *sp, uint64_t s, uint64_t e,
-			const struct vmt_vma *before, uint64_t arg);
+typedef void (*post_fn)(struct van_asmodel *m, struct space *sp, uint64_t s, uint64_t e,
+			const struct van_vma *before, uint64_t arg);
 
-static uint64_t change_range_post(struct vmt_asmodel *m, struct space *sp, uint64_t a,
+static uint64_t change_range_post(struct van_asmodel *m, struct space *sp, uint64_t a,
 				  uint64_t b, change_fn fn, uint64_t arg, int prefix, post_fn post)
 {
 	uint64_t done = 0;
@@ -154,47 +154,47 @@ static uint64_t change_range_post(struct vmt_asmodel *m, struct space *sp, uint6
 		return 0;
 	if (prefix) {
 		uint64_t e = a;
-		for (struct node *n = vmt_am_first(sp, a); n && n->v.start <= e && e < b;
-		     n = vmt_am_next(sp, n))
+		for (struct node *n = van_am_first(sp, a); n && n->v.start <= e && e < b;
+		     n = van_am_next(sp, n))
 			e = n->v.end;
 		b = e < b ? e : b;
 		if (b <= a)
 			return 0;
 	}
 	/* Split only VMAs that change, as the kernel does. */
-	for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b;) {
-		struct vmt_vma t = n->v, before = n->v;
+	for (struct node *n = van_am_first(sp, a); n && n->v.start < b;) {
+		struct van_vma t = n->v, before = n->v;
 		if (!fn(&t, arg)) {
-			n = vmt_am_next(sp, n);
+			n = van_am_next(sp, n);
 			continue;
 		}
 		uint64_t s = n->v.start < a ? a : n->v.start;
 		uint64_t e = n->v.end > b ? b : n->v.end;
-		vmt_am_split(m, sp, s);
-		vmt_am_split(m, sp, e);
-		n = vmt_am_first(sp, s);
-		vmt_am_account(m, sp, &n->v, -1);
+		van_am_split(m, sp, s);
+		van_am_split(m, sp, e);
+		n = van_am_first(sp, s);
+		van_am_account(m, sp, &n->v, -1);
 		fn(&n->v, arg);
-		vmt_am_account(m, sp, &n->v, +1);
+		van_am_account(m, sp, &n->v, +1);
 		done += e - s;
 		/* Like the kernel, try to merge each changed piece with its
 		 * neighbours at once; unchanged VMAs are not merged. */
-		vmt_am_merge_window(m, sp, s, e);
+		van_am_merge_window(m, sp, s, e);
 		if (post)
 			post(m, sp, s, e, &before, arg);
-		n = vmt_am_first(sp, e);
+		n = van_am_first(sp, e);
 	}
 	return done;
 }
 
-static uint64_t change_range(struct vmt_asmodel *m, struct space *sp, uint64_t a, uint64_t b,
+static uint64_t change_range(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b,
 			     change_fn fn, uint64_t arg, int prefix)
 {
 	return change_range_post(m, sp, a, b, fn, arg, prefix, NULL);
 }
 
 #define PROT_KEEP_PKEY 0xffffffffu
-static int ch_prot(struct vmt_vma *v, uint64_t arg)
+static int ch_prot(struct van_vma *v, uint64_t arg)
 {
 	uint32_t prot = (uint32_t)arg & LX_PROT_RWX;
 	int32_t pkey = (int32_t)(arg >> 32);
@@ -204,13 +204,13 @@ static int ch_prot(struct vmt_vma *v, uint64_t arg)
 	if (prot == v->prot && pkey == v->pkey)
 		return 0; /* the kernel leaves the VMA alone, VM_ACCOUNT too */
 	if (prot & VMT_PROT_W) {
-		if (!(fl & (VMT_VMA_ACCOUNT | VMT_VMA_SHARED | VMT_VMA_NORESERVE | VMT_VMA_HUGETLB)) &&
+		if (!(fl & (VAN_VMA_ACCOUNT | VAN_VMA_SHARED | VAN_VMA_NORESERVE | VAN_VMA_HUGETLB)) &&
 		    !(v->prot & VMT_PROT_W))
-			fl |= VMT_VMA_ACCOUNT;
-	} else if ((fl & VMT_VMA_ACCOUNT) && !(fl & VMT_VMA_FILE) && !v->anon) {
+			fl |= VAN_VMA_ACCOUNT;
+	} else if ((fl & VAN_VMA_ACCOUNT) && !(fl & VAN_VMA_FILE) && !v->anon) {
 		/* Linux 6.5+: an unfaulted anonymous VMA made read-only gives
 		 * its commit charge back. */
-		fl &= ~VMT_VMA_ACCOUNT;
+		fl &= ~VAN_VMA_ACCOUNT;
 	}
 	v->prot = prot, v->flags = fl, v->pkey = pkey;
 	return 1;
@@ -220,7 +220,7 @@ struct flagchg {
 	uint32_t set, clear, skip; /* skip: VMAs with these flags stay */
 	uint32_t stop; /* the kernel stops (EINVAL) at a VMA with these */
 };
-static int ch_flags(struct vmt_vma *v, uint64_t arg)
+static int ch_flags(struct van_vma *v, uint64_t arg)
 {
 	const struct flagchg *f = (const struct flagchg *)(uintptr_t)arg;
 	if (v->flags & (f->skip | f->stop))
@@ -234,20 +234,20 @@ static int ch_flags(struct vmt_vma *v, uint64_t arg)
 
 static int fully_mapped(const struct space *sp, uint64_t a, uint64_t b)
 {
-	return vmt_am_mapped_in(sp, a, b) == b - a;
+	return van_am_mapped_in(sp, a, b) == b - a;
 }
 
 /* A locked private mapping made writable is populated (COW broken). */
-static void post_mprotect(struct vmt_asmodel *m, struct space *sp, uint64_t s, uint64_t e,
-			  const struct vmt_vma *before, uint64_t arg)
+static void post_mprotect(struct van_asmodel *m, struct space *sp, uint64_t s, uint64_t e,
+			  const struct van_vma *before, uint64_t arg)
 {
-	if ((before->flags & (VMT_VMA_LOCKED | VMT_VMA_SHARED | VMT_VMA_LOCKONFAULT)) ==
-		    VMT_VMA_LOCKED &&
+	if ((before->flags & (VAN_VMA_LOCKED | VAN_VMA_SHARED | VAN_VMA_LOCKONFAULT)) ==
+		    VAN_VMA_LOCKED &&
 	    !(before->prot & VMT_PROT_W) && (arg & VMT_PROT_W))
 		populate(m, sp, s, e);
 }
 
-static void do_mprotect(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
+static void do_mprotect(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	uint64_t a = sc->args[0], b = a + pg_up(m, sc->args[1]);
 	uint32_t prot = (uint32_t)sc->args[2];
@@ -263,8 +263,8 @@ static void do_mprotect(struct vmt_asmodel *m, struct space *sp, const struct vm
 		inexact(m);
 	}
 	if (prot & LX_PROT_GROWSDOWN) {
-		struct node *n = vmt_am_first(sp, a);
-		if (n && n->v.start <= a && (n->v.flags & VMT_VMA_GROWSDOWN))
+		struct node *n = van_am_first(sp, a);
+		if (n && n->v.start <= a && (n->v.flags & VAN_VMA_GROWSDOWN))
 			a = n->v.start;
 	}
 	change_range_post(m, sp, a, b, ch_prot,
@@ -272,7 +272,7 @@ static void do_mprotect(struct vmt_asmodel *m, struct space *sp, const struct vm
 			  post_mprotect);
 }
 
-static void do_mlock(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
+static void do_mlock(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	uint64_t a = pg_down(m, sc->args[0]);
 	uint64_t b = pg_up(m, sc->args[0] + sc->args[1]);
@@ -286,8 +286,8 @@ static void do_mlock(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 		 * cannot be told apart; guess by what is in the range. */
 		if (fully_mapped(sp, a, b)) {
 			int none = 0;
-			for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b; n = vmt_am_next(sp, n))
-				none |= !(n->v.prot & LX_PROT_RWX) || (n->v.flags & VMT_VMA_FILE);
+			for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n))
+				none |= !(n->v.prot & LX_PROT_RWX) || (n->v.flags & VAN_VMA_FILE);
 			if (sc->op == VMT_OP_MUNLOCK || onfault || !none)
 				return;
 		} else {
@@ -296,18 +296,18 @@ static void do_mlock(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 	} else if (sc->result < 0) {
 		return;
 	}
-	struct flagchg f = { 0, LOCK_MASK, VMT_VMA_SPECIAL | VMT_VMA_HUGETLB, 0 };
+	struct flagchg f = { 0, LOCK_MASK, VAN_VMA_SPECIAL | VAN_VMA_HUGETLB, 0 };
 	if (sc->op != VMT_OP_MUNLOCK) {
-		f.set = VMT_VMA_LOCKED;
+		f.set = VAN_VMA_LOCKED;
 		if (onfault)
-			f.set |= VMT_VMA_LOCKONFAULT;
+			f.set |= VAN_VMA_LOCKONFAULT;
 	}
 	change_range(m, sp, a, b, ch_flags, (uint64_t)(uintptr_t)&f, prefix);
-	if (f.set == VMT_VMA_LOCKED && !prefix)
+	if (f.set == VAN_VMA_LOCKED && !prefix)
 		populate_locked_how(m, sp, a, b, 1);
 }
 
-static void do_mlockall(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
+static void do_mlockall(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	if (sc->result < 0)
 		return;
@@ -315,56 +315,56 @@ static void do_mlockall(struct vmt_asmodel *m, struct space *sp, const struct vm
 	uint64_t how = sc->op == VMT_OP_MLOCKALL ? sc->args[0] : 0;
 	sp->def_lock = 0;
 	if (how & LX_MCL_FUTURE)
-		sp->def_lock = VMT_VMA_LOCKED | ((how & LX_MCL_ONFAULT) ? VMT_VMA_LOCKONFAULT : 0);
+		sp->def_lock = VAN_VMA_LOCKED | ((how & LX_MCL_ONFAULT) ? VAN_VMA_LOCKONFAULT : 0);
 	if (sc->op == VMT_OP_MLOCKALL && !(how & LX_MCL_CURRENT))
 		return;
 	if (how & LX_MCL_CURRENT)
-		add = VMT_VMA_LOCKED | ((how & LX_MCL_ONFAULT) ? VMT_VMA_LOCKONFAULT : 0);
-	struct flagchg f = { add, LOCK_MASK, VMT_VMA_SPECIAL | VMT_VMA_HUGETLB, 0 };
+		add = VAN_VMA_LOCKED | ((how & LX_MCL_ONFAULT) ? VAN_VMA_LOCKONFAULT : 0);
+	struct flagchg f = { add, LOCK_MASK, VAN_VMA_SPECIAL | VAN_VMA_HUGETLB, 0 };
 	change_range(m, sp, 0, UINT64_MAX, ch_flags, (uint64_t)(uintptr_t)&f, 0);
-	if (add == VMT_VMA_LOCKED)
+	if (add == VAN_VMA_LOCKED)
 		populate_locked(m, sp, 0, UINT64_MAX);
 }
 
-static void do_madvise(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
+static void do_madvise(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	uint64_t a = sc->args[0], b = a + pg_up(m, sc->args[1]);
 	struct flagchg f = { 0, 0, 0, 0 };
 	switch (sc->args[2]) {
-	case LX_MADV_NORMAL: f.clear = VMT_VMA_SEQ_READ | VMT_VMA_RAND_READ; break;
-	case LX_MADV_RANDOM: f.clear = VMT_VMA_SEQ_READ; f.set = VMT_VMA_RAND_READ; break;
-	case LX_MADV_SEQUENTIAL: f.clear = VMT_VMA_RAND_READ; f.set = VMT_VMA_SEQ_READ; break;
-	case LX_MADV_DONTFORK: f.set = VMT_VMA_DONTFORK; break;
-	case LX_MADV_DOFORK: f.clear = VMT_VMA_DONTFORK; break;
-	case LX_MADV_WIPEONFORK: f.set = VMT_VMA_WIPEONFORK; f.stop = VMT_VMA_FILE | VMT_VMA_SHARED; break;
-	case LX_MADV_KEEPONFORK: f.clear = VMT_VMA_WIPEONFORK; break;
-	case LX_MADV_DONTDUMP: f.set = VMT_VMA_DONTDUMP; break;
-	case LX_MADV_DODUMP: f.clear = VMT_VMA_DONTDUMP; f.stop = VMT_VMA_SPECIAL; break;
-	case LX_MADV_HUGEPAGE: f.set = VMT_VMA_HUGEPAGE; f.clear = VMT_VMA_NOHUGEPAGE; break;
-	case LX_MADV_NOHUGEPAGE: f.set = VMT_VMA_NOHUGEPAGE; f.clear = VMT_VMA_HUGEPAGE; break;
+	case LX_MADV_NORMAL: f.clear = VAN_VMA_SEQ_READ | VAN_VMA_RAND_READ; break;
+	case LX_MADV_RANDOM: f.clear = VAN_VMA_SEQ_READ; f.set = VAN_VMA_RAND_READ; break;
+	case LX_MADV_SEQUENTIAL: f.clear = VAN_VMA_RAND_READ; f.set = VAN_VMA_SEQ_READ; break;
+	case LX_MADV_DONTFORK: f.set = VAN_VMA_DONTFORK; break;
+	case LX_MADV_DOFORK: f.clear = VAN_VMA_DONTFORK; break;
+	case LX_MADV_WIPEONFORK: f.set = VAN_VMA_WIPEONFORK; f.stop = VAN_VMA_FILE | VAN_VMA_SHARED; break;
+	case LX_MADV_KEEPONFORK: f.clear = VAN_VMA_WIPEONFORK; break;
+	case LX_MADV_DONTDUMP: f.set = VAN_VMA_DONTDUMP; break;
+	case LX_MADV_DODUMP: f.clear = VAN_VMA_DONTDUMP; f.stop = VAN_VMA_SPECIAL; break;
+	case LX_MADV_HUGEPAGE: f.set = VAN_VMA_HUGEPAGE; f.clear = VAN_VMA_NOHUGEPAGE; break;
+	case LX_MADV_NOHUGEPAGE: f.set = VAN_VMA_NOHUGEPAGE; f.clear = VAN_VMA_HUGEPAGE; break;
 	case LX_MADV_MERGEABLE:
-		f.set = VMT_VMA_MERGEABLE;
-		f.skip = VMT_VMA_SHARED | VMT_VMA_SPECIAL | VMT_VMA_HUGETLB;
+		f.set = VAN_VMA_MERGEABLE;
+		f.skip = VAN_VMA_SHARED | VAN_VMA_SPECIAL | VAN_VMA_HUGETLB;
 		break;
-	case LX_MADV_UNMERGEABLE: f.clear = VMT_VMA_MERGEABLE; break;
+	case LX_MADV_UNMERGEABLE: f.clear = VAN_VMA_MERGEABLE; break;
 	case LX_MADV_POPULATE_WRITE:
 	case LX_MADV_POPULATE_READ: {
 		/* Faults VMA after VMA until one is not writable (readable) or
 		 * a hole: even a failed call populated what came before. */
 		int write = sc->args[2] == LX_MADV_POPULATE_WRITE;
 		uint64_t e = a;
-		for (struct node *n = vmt_am_first(sp, a); n && n->v.start <= e && e < b;
-		     n = vmt_am_next(sp, n)) {
+		for (struct node *n = van_am_first(sp, a); n && n->v.start <= e && e < b;
+		     n = van_am_next(sp, n)) {
 			if (!(n->v.prot & (write ? VMT_PROT_W : VMT_PROT_R)))
 				break;
 			e = n->v.end;
 		}
-		for (struct node *n = vmt_am_first(sp, a); n && n->v.start < (e < b ? e : b);
-		     n = vmt_am_next(sp, n))
+		for (struct node *n = van_am_first(sp, a); n && n->v.start < (e < b ? e : b);
+		     n = van_am_next(sp, n))
 			if (faults_in_anon(m, &n->v, write)) {
 				uint64_t s = n->v.start;
-				vmt_am_give_anon(m, sp, s, s + 1);
-				n = vmt_am_first(sp, s);
+				van_am_give_anon(m, sp, s, s + 1);
+				n = van_am_first(sp, s);
 			}
 		return;
 	}
@@ -376,7 +376,7 @@ static void do_madvise(struct vmt_asmodel *m, struct space *sp, const struct vmt
 	 * EINVAL without such a VMA came before any change. */
 	struct node *stop = NULL;
 	if (f.stop)
-		for (struct node *n = vmt_am_first(sp, a); n && n->v.start < b && !stop; n = vmt_am_next(sp, n))
+		for (struct node *n = van_am_first(sp, a); n && n->v.start < b && !stop; n = van_am_next(sp, n))
 			if (n->v.flags & f.stop)
 				stop = n;
 	if (sc->result == -22) {
@@ -392,10 +392,10 @@ static void do_madvise(struct vmt_asmodel *m, struct space *sp, const struct vmt
 	change_range(m, sp, a, b, ch_flags, (uint64_t)(uintptr_t)&f, 0);
 }
 
-static void do_mseal(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
+static void do_mseal(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	uint64_t a = sc->args[0], b = a + pg_up(m, sc->args[1]);
-	struct flagchg f = { VMT_VMA_SEALED, 0, 0, 0 };
+	struct flagchg f = { VAN_VMA_SEALED, 0, 0, 0 };
 	if (sc->result < 0)
 		return;
 	change_range(m, sp, a, b, ch_flags, (uint64_t)(uintptr_t)&f, 0);
@@ -403,7 +403,7 @@ static void do_mseal(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 
 /* ---- mremap ------------------------------------------------------------- */
 
-static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
+static void do_mremap(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	uint64_t old = sc->args[0];
 	uint64_t olen = pg_up(m, sc->args[1]), nlen = pg_up(m, sc->args[2]);
@@ -413,35 +413,35 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 		return;
 	if (olen == 0) {
 		/* A second mapping of the same shared pages. */
-		struct node *n = vmt_am_first(sp, old);
+		struct node *n = van_am_first(sp, old);
 		if (!n || n->v.start > old) {
 			inexact(m);
 			return;
 		}
-		struct vmt_vma v = n->v;
+		struct van_vma v = n->v;
 		v.offset += old - n->v.start;
 		v.start = r, v.end = r + nlen;
 		v.anon = 0;
-		vmt_am_unmap(m, sp, v.start, v.end);
-		if (vmt_am_insert(m, sp, &v))
-			vmt_am_merge_window(m, sp, v.start, v.end);
+		van_am_unmap(m, sp, v.start, v.end);
+		if (van_am_insert(m, sp, &v))
+			van_am_merge_window(m, sp, v.start, v.end);
 		return;
 	}
 	if (r == old) {
 		if (nlen < olen) {
-			vmt_am_unmap(m, sp, old + nlen, old + olen);
+			van_am_unmap(m, sp, old + nlen, old + olen);
 		} else if (nlen > olen) {
-			struct node *n = vmt_am_first(sp, old + olen - 1);
+			struct node *n = van_am_first(sp, old + olen - 1);
 			if (!n || n->v.start > old + olen - 1 || n->v.end != old + olen) {
 				inexact(m);
 				return;
 			}
-			vmt_am_unmap(m, sp, old + olen, old + nlen); /* should be free */
-			n = vmt_am_first(sp, old + olen - 1);
-			vmt_am_account(m, sp, &n->v, -1);
+			van_am_unmap(m, sp, old + olen, old + nlen); /* should be free */
+			n = van_am_first(sp, old + olen - 1);
+			van_am_account(m, sp, &n->v, -1);
 			n->v.end = old + nlen;
-			vmt_am_account(m, sp, &n->v, +1);
-			vmt_am_merge_window(m, sp, old + olen, old + nlen);
+			van_am_account(m, sp, &n->v, +1);
+			van_am_merge_window(m, sp, old + olen, old + nlen);
 			populate_locked(m, sp, old + olen, old + nlen);
 		}
 		return;
@@ -452,7 +452,7 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 	 * offset. */
 	uint64_t mlen = olen < nlen ? olen : nlen;
 	if (olen > nlen)
-		vmt_am_unmap(m, sp, old + nlen, old + olen);
+		van_am_unmap(m, sp, old + nlen, old + olen);
 	if (!fully_mapped(sp, old, old + mlen))
 		inexact(m);
 	/* With MREMAP_DONTUNMAP the source is not unmapped, so not split
@@ -460,17 +460,17 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 	 * range) and, when moved whole, their anon_vma. */
 	int keep = (flags & LX_MREMAP_DONTUNMAP) != 0;
 	if (!keep) {
-		vmt_am_split(m, sp, old);
-		vmt_am_split(m, sp, old + mlen);
+		van_am_split(m, sp, old);
+		van_am_split(m, sp, old + mlen);
 	}
-	struct vmt_vma moved[64];
+	struct van_vma moved[64];
 	unsigned nm = 0;
-	for (struct node *n = vmt_am_first(sp, old); n && n->v.start < old + mlen; n = vmt_am_next(sp, n)) {
+	for (struct node *n = van_am_first(sp, old); n && n->v.start < old + mlen; n = van_am_next(sp, n)) {
 		if (nm == sizeof(moved) / sizeof(moved[0])) {
 			inexact(m);
 			break;
 		}
-		struct vmt_vma *v = &moved[nm++];
+		struct van_vma *v = &moved[nm++];
 		*v = n->v;
 		if (v->start < old) {
 			v->offset += old - v->start;
@@ -486,31 +486,31 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 	 * is unmapped (or, with MREMAP_DONTUNMAP, the VMA holding it loses
 	 * its lock and, if moved whole, its anon_vma). */
 	for (unsigned i = 0; i < nm; i++) {
-		struct vmt_vma v = moved[i];
+		struct van_vma v = moved[i];
 		v.start = r + (moved[i].start - old);
 		v.end = r + (moved[i].end - old);
 		if (i == nm - 1 && nlen > olen)
 			v.end += nlen - olen;
-		vmt_am_unmap(m, sp, v.start, v.end);
-		if (!(v.flags & VMT_VMA_FILE) && !v.anon)
+		van_am_unmap(m, sp, v.start, v.end);
+		if (!(v.flags & VAN_VMA_FILE) && !v.anon)
 			v.offset = v.start;
-		if (vmt_am_insert(m, sp, &v))
-			vmt_am_merge_window(m, sp, v.start, v.end);
+		if (van_am_insert(m, sp, &v))
+			van_am_merge_window(m, sp, v.start, v.end);
 		if (!keep) {
-			vmt_am_unmap(m, sp, moved[i].start, moved[i].end);
+			van_am_unmap(m, sp, moved[i].start, moved[i].end);
 			continue;
 		}
 		/* The copy may have merged with the VMA holding the source. */
-		struct node *n = vmt_am_first(sp, moved[i].start);
+		struct node *n = van_am_first(sp, moved[i].start);
 		if (!n || n->v.start > moved[i].start) {
 			inexact(m);
 			continue;
 		}
-		vmt_am_account(m, sp, &n->v, -1);
+		van_am_account(m, sp, &n->v, -1);
 		n->v.flags &= ~LOCK_MASK;
 		if (n->v.start == moved[i].start && n->v.end == moved[i].end)
 			n->v.anon = 0;
-		vmt_am_account(m, sp, &n->v, +1);
+		van_am_account(m, sp, &n->v, +1);
 	}
 	if (nlen > olen)
 		populate_locked(m, sp, r + olen, r + nlen);
@@ -518,7 +518,7 @@ static void do_mremap(struct vmt_asmodel *m, struct space *sp, const struct vmt_
 
 /* ---- brk, SysV, remap_file_pages -------------------------------------- */
 
-static void do_brk(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
+static void do_brk(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	uint64_t r = (uint64_t)sc->result;
 	if (sc->result <= 0)
@@ -531,30 +531,30 @@ static void do_brk(struct vmt_asmodel *m, struct space *sp, const struct vmt_sys
 	if (r < sp->brk_start)
 		return;
 	if (ne < oe) {
-		vmt_am_unmap(m, sp, ne, oe);
+		van_am_unmap(m, sp, ne, oe);
 	} else if (ne > oe) {
-		struct vmt_vma v = { .start = oe, .end = ne, .prot = VMT_PROT_R | VMT_PROT_W,
-				     .flags = VMT_VMA_HEAP | VMT_VMA_ACCOUNT | sp->def_lock,
-				     .offset = oe, .path = vmt_am_intern(m, "[heap]") };
-		if (vmt_am_unmap(m, sp, oe, ne))
+		struct van_vma v = { .start = oe, .end = ne, .prot = VMT_PROT_R | VMT_PROT_W,
+				     .flags = VAN_VMA_HEAP | VAN_VMA_ACCOUNT | sp->def_lock,
+				     .offset = oe, .path = van_am_intern(m, "[heap]") };
+		if (van_am_unmap(m, sp, oe, ne))
 			inexact(m);
-		if (vmt_am_insert(m, sp, &v)) {
-			vmt_am_merge_window(m, sp, oe, ne);
+		if (van_am_insert(m, sp, &v)) {
+			van_am_merge_window(m, sp, oe, ne);
 			populate_locked(m, sp, oe, ne);
 		}
 	}
 	sp->brk_cur = r;
 }
 
-static void do_shmat(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc,
+static void do_shmat(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc,
 		     const struct pending_file *pf)
 {
 	uint64_t a = (uint64_t)sc->result;
 	uint32_t shmflg = (uint32_t)sc->args[2];
 	if (sc->result < 0)
 		return;
-	struct vmt_vma v = { .start = a, .prot = VMT_PROT_R,
-			     .flags = VMT_VMA_SHARED | VMT_VMA_FILE | VMT_VMA_SYSV };
+	struct van_vma v = { .start = a, .prot = VMT_PROT_R,
+			     .flags = VAN_VMA_SHARED | VAN_VMA_FILE | VAN_VMA_SYSV };
 	if (!(shmflg & LX_SHM_RDONLY))
 		v.prot |= VMT_PROT_W;
 	if (shmflg & LX_SHM_EXEC)
@@ -565,64 +565,64 @@ static void do_shmat(struct vmt_asmodel *m, struct space *sp, const struct vmt_s
 	} else {
 		v.end = a + m->page; /* the segment's size is not in the trace */
 		v.ino = m->next_ino++;
-		v.path = vmt_am_intern(m, "SYSV");
+		v.path = van_am_intern(m, "SYSV");
 		inexact(m);
 	}
 	v.flags |= sp->def_lock;
-	vmt_am_unmap(m, sp, v.start, v.end);
-	vmt_am_insert(m, sp, &v);
+	van_am_unmap(m, sp, v.start, v.end);
+	van_am_insert(m, sp, &v);
 }
 
-static void do_shmdt(struct vmt_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
+static void do_shmdt(struct van_asmodel *m, struct space *sp, const struct vmt_syscall *sc)
 {
 	if (sc->result < 0)
 		return;
-	struct node *n = vmt_am_first(sp, sc->args[0]);
-	if (!n || n->v.start != sc->args[0] || !(n->v.flags & VMT_VMA_SYSV)) {
+	struct node *n = van_am_first(sp, sc->args[0]);
+	if (!n || n->v.start != sc->args[0] || !(n->v.flags & VAN_VMA_SYSV)) {
 		inexact(m);
 		return;
 	}
 	uint64_t dev = n->v.dev, ino = n->v.ino, base = n->v.start - n->v.offset;
-	while (n && (n->v.flags & VMT_VMA_SYSV) && n->v.dev == dev && n->v.ino == ino &&
+	while (n && (n->v.flags & VAN_VMA_SYSV) && n->v.dev == dev && n->v.ino == ino &&
 	       n->v.start - n->v.offset == base) {
-		struct node *next = vmt_am_next(sp, n);
-		vmt_am_remove(m, sp, n);
+		struct node *next = van_am_next(sp, n);
+		van_am_remove(m, sp, n);
 		n = next;
 	}
 }
 
-static void do_remap_file_pages(struct vmt_asmodel *m, struct space *sp,
+static void do_remap_file_pages(struct van_asmodel *m, struct space *sp,
 				const struct vmt_syscall *sc)
 {
 	uint64_t a = pg_down(m, sc->args[0]), b = a + pg_up(m, sc->args[1]);
 	if (sc->result < 0 || a >= b)
 		return;
-	struct node *n = vmt_am_first(sp, a);
+	struct node *n = van_am_first(sp, a);
 	if (!n || n->v.start > a) {
 		inexact(m);
 		return;
 	}
 	/* Emulated since Linux 4.0 as a fresh MAP_FIXED|MAP_SHARED mapping
 	 * of the same file at the new offset. */
-	struct vmt_vma v = n->v;
+	struct van_vma v = n->v;
 	v.start = a, v.end = b;
 	v.offset = sc->args[3] * m->page;
-	v.flags = (v.flags & (VMT_VMA_SHARED | VMT_VMA_FILE | VMT_VMA_LOCKED)) | sp->def_lock;
+	v.flags = (v.flags & (VAN_VMA_SHARED | VAN_VMA_FILE | VAN_VMA_LOCKED)) | sp->def_lock;
 	v.anon = 0;
-	vmt_am_unmap(m, sp, a, b);
-	if (vmt_am_insert(m, sp, &v))
-		vmt_am_merge_window(m, sp, a, b);
+	van_am_unmap(m, sp, a, b);
+	if (van_am_insert(m, sp, &v))
+		van_am_merge_window(m, sp, a, b);
 }
 
 
 /* [a, a + len) rounded to pages lies inside the user address space. */
-static int range_ok(const struct vmt_asmodel *m, uint64_t a, uint64_t len)
+static int range_ok(const struct van_asmodel *m, uint64_t a, uint64_t len)
 {
 	return a < VMT_ADDR_LIMIT && len < VMT_ADDR_LIMIT && a + pg_up(m, len) <= VMT_ADDR_LIMIT;
 }
 
 /* [a, a + len), or its end rounded up to a page, wraps around. */
-static int range_wraps(const struct vmt_asmodel *m, uint64_t a, uint64_t len)
+static int range_wraps(const struct van_asmodel *m, uint64_t a, uint64_t len)
 {
 	return a + len < a || pg_up(m, a + len) < a + len;
 }
@@ -635,7 +635,7 @@ static int range_wraps(const struct vmt_asmodel *m, uint64_t a, uint64_t len)
  * hole (the model does the same), but cannot succeed.  A success the
  * kernel could not have returned is not applied: it would make VMAs that
  * wrap or overlap. */
-static int ranges_ok(const struct vmt_asmodel *m, const struct vmt_syscall *sc,
+static int ranges_ok(const struct van_asmodel *m, const struct vmt_syscall *sc,
 		     const struct pending_file *pf)
 {
 	const struct vmt_op_info *oi = vmt_op_info(sc->op);
@@ -661,7 +661,7 @@ static int ranges_ok(const struct vmt_asmodel *m, const struct vmt_syscall *sc,
 	}
 }
 
-void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
+void van_am_syscall(struct van_asmodel *m, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	if (sc->flags & VMT_SC_NO_RESULT)
@@ -670,7 +670,7 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 	const struct vmt_op_info *oi = vmt_op_info(sc->op);
 	if (oi && ((oi->effects & VMT_OPE_QUERY) || oi->range == VMT_RANGE_NONE))
 		return;
-	struct space *sp = vmt_am_space(m, ev->proc, 1);
+	struct space *sp = van_am_space(m, ev->proc, 1);
 	if (!sp)
 		return;
 	if (!sp->known)
@@ -690,7 +690,7 @@ void vmt_am_syscall(struct vmt_asmodel *m, const struct vmt_event *ev)
 		break;
 	case VMT_OP_MUNMAP:
 		if (sc->result == 0) /* unmapping a hole is fine */
-			vmt_am_unmap(m, sp, sc->args[0], sc->args[0] + pg_up(m, sc->args[1]));
+			van_am_unmap(m, sp, sc->args[0], sc->args[0] + pg_up(m, sc->args[1]));
 		break;
 	case VMT_OP_MPROTECT: case VMT_OP_PKEY_MPROTECT:
 		do_mprotect(m, sp, sc);
@@ -740,45 +740,45 @@ static int is_special(const char *p)
 /* A snapshot replaces what the model had.  Flags /proc/PID/maps does not
  * show are guessed: private writable memory is accounted, anonymous and
  * written file memory already has pages (a running program's data). */
-void vmt_am_maps(struct vmt_asmodel *m, const struct vmt_event *ev)
+void van_am_maps(struct van_asmodel *m, const struct vmt_event *ev)
 {
-	struct space *sp = vmt_am_space(m, ev->proc, 1);
+	struct space *sp = van_am_space(m, ev->proc, 1);
 	if (!sp)
 		return;
 	uint32_t def_lock = sp->def_lock;
-	vmt_am_clear_space(m, sp);
+	van_am_clear_space(m, sp);
 	sp->def_lock = def_lock;
 	sp->known = 1;
 	for (uint32_t i = 0; i < ev->u.maps.count; i++) {
 		const struct vmt_map_entry *e = &ev->u.maps.entries[i];
-		struct vmt_vma v = { .start = e->start, .end = e->end, .prot = e->perms & LX_PROT_RWX,
-				     .flags = VMT_VMA_SNAPSHOT, .dev = e->dev, .ino = e->ino };
-		v.path = vmt_am_intern(m, e->path);
+		struct van_vma v = { .start = e->start, .end = e->end, .prot = e->perms & LX_PROT_RWX,
+				     .flags = VAN_VMA_SNAPSHOT, .dev = e->dev, .ino = e->ino };
+		v.path = van_am_intern(m, e->path);
 		if (e->perms & VMT_MAPS_SHARED)
-			v.flags |= VMT_VMA_SHARED;
+			v.flags |= VAN_VMA_SHARED;
 		if (is_special(v.path)) {
-			v.flags |= VMT_VMA_SPECIAL;
+			v.flags |= VAN_VMA_SPECIAL;
 		} else if (e->ino || v.path[0] == '/') {
-			v.flags |= VMT_VMA_FILE;
+			v.flags |= VAN_VMA_FILE;
 			v.offset = e->offset;
 			if (strncmp(v.path, "/SYSV", 5) == 0)
-				v.flags |= VMT_VMA_SYSV;
+				v.flags |= VAN_VMA_SYSV;
 		} else {
 			v.offset = e->start;
 		}
 		if (strcmp(v.path, "[stack]") == 0)
-			v.flags |= VMT_VMA_GROWSDOWN;
+			v.flags |= VAN_VMA_GROWSDOWN;
 		if (strcmp(v.path, "[heap]") == 0) {
-			v.flags |= VMT_VMA_HEAP;
+			v.flags |= VAN_VMA_HEAP;
 			if (!sp->brk_start)
 				sp->brk_start = e->start;
 			sp->brk_cur = e->end;
 		}
-		if (!(v.flags & (VMT_VMA_SHARED | VMT_VMA_SPECIAL)) && (v.prot & VMT_PROT_W)) {
-			v.flags |= VMT_VMA_ACCOUNT;
-			v.anon = vmt_am_new_anon(m);
+		if (!(v.flags & (VAN_VMA_SHARED | VAN_VMA_SPECIAL)) && (v.prot & VMT_PROT_W)) {
+			v.flags |= VAN_VMA_ACCOUNT;
+			v.anon = van_am_new_anon(m);
 		}
-		if (!vmt_am_insert(m, sp, &v))
+		if (!van_am_insert(m, sp, &v))
 			return;
 	}
 }

@@ -16,8 +16,8 @@
  * calls by stack and names the sites when it is done.  Library code: 0 or
  * -ENOMEM, no prints.
  */
-#ifndef VMT_CALLSITE_INT_H
-#define VMT_CALLSITE_INT_H
+#ifndef VAN_CALLSITE_INT_H
+#define VAN_CALLSITE_INT_H
 
 #include <stdint.h>
 #include "vmtutil.h"

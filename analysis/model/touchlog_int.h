@@ -5,8 +5,8 @@
  * MADV_DONTNEED found present.  For rule free-before-dontneed and its finding
  * free-before-dontneed.  Library code: 0 or -ENOMEM, no prints.
  */
-#ifndef VMT_TOUCHLOG_INT_H
-#define VMT_TOUCHLOG_INT_H
+#ifndef VAN_TOUCHLOG_INT_H
+#define VAN_TOUCHLOG_INT_H
 
 #include <stddef.h>
 #include <stdint.h>

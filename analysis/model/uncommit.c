@@ -43,21 +43,21 @@ int uc_is_commit(const struct vmt_syscall *sc, uint64_t page_mask, uint32_t *pro
 	return 1;
 }
 
-int uc_committed(const vmt_asmodel *m, uint32_t proc, uint64_t a, uint64_t b, uint32_t *prot,
+int uc_committed(const van_asmodel *m, uint32_t proc, uint64_t a, uint64_t b, uint32_t *prot,
 		 uint32_t *flags)
 {
 	uint64_t at = a;
 	*flags = 0;
 	*prot = 0;
-	for (const struct vmt_vma *v = vmt_asmodel_first(m, proc, a); v && v->start < b;
-	     v = vmt_asmodel_next(m, proc, v)) {
-		uint32_t nr = (v->flags & VMT_VMA_NORESERVE) ? UC_NORESERVE : 0;
+	for (const struct van_vma *v = van_asmodel_first(m, proc, a); v && v->start < b;
+	     v = van_asmodel_next(m, proc, v)) {
+		uint32_t nr = (v->flags & VAN_VMA_NORESERVE) ? UC_NORESERVE : 0;
 		if (v->start > at || !v->prot || (at > a && v->prot != *prot) || (v->flags & UC_BAD) ||
 		    v->pkey || v->dev || v->ino)
 			return 0;
 		if (at > a && nr != (*flags & UC_NORESERVE))
 			*flags |= UC_MIXED;
-		*flags |= nr | ((v->flags & VMT_VMA_ACCOUNT) ? UC_CHARGED : 0);
+		*flags |= nr | ((v->flags & VAN_VMA_ACCOUNT) ? UC_CHARGED : 0);
 		*prot = v->prot;
 		at = v->end;
 		if (at >= b)

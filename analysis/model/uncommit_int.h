@@ -15,19 +15,19 @@
  * A commit re-commits an uncommitted range when it restores its
  * protection (and, for an mmap, the MAP_NORESERVE all of the range had).
  */
-#ifndef VMT_UNCOMMIT_INT_H
-#define VMT_UNCOMMIT_INT_H
+#ifndef VAN_UNCOMMIT_INT_H
+#define VAN_UNCOMMIT_INT_H
 
 #include <stdint.h>
 #include "asmodel.h"
 #include "vmtutil.h"
 #include "vmtrace.h"
 
-#define UC_BAD (VMT_VMA_LOCKED | VMT_VMA_LOCKONFAULT | VMT_VMA_GROWSDOWN | VMT_VMA_DONTFORK | \
-		VMT_VMA_WIPEONFORK | VMT_VMA_DONTDUMP | VMT_VMA_HUGEPAGE | VMT_VMA_NOHUGEPAGE | \
-		VMT_VMA_MERGEABLE | VMT_VMA_SEQ_READ | VMT_VMA_RAND_READ | VMT_VMA_SEALED |   \
-		VMT_VMA_HUGETLB | VMT_VMA_SPECIAL | VMT_VMA_HEAP | VMT_VMA_SYSV |             \
-		VMT_VMA_SNAPSHOT | VMT_VMA_SHARED | VMT_VMA_FILE)
+#define UC_BAD (VAN_VMA_LOCKED | VAN_VMA_LOCKONFAULT | VAN_VMA_GROWSDOWN | VAN_VMA_DONTFORK | \
+		VAN_VMA_WIPEONFORK | VAN_VMA_DONTDUMP | VAN_VMA_HUGEPAGE | VAN_VMA_NOHUGEPAGE | \
+		VAN_VMA_MERGEABLE | VAN_VMA_SEQ_READ | VAN_VMA_RAND_READ | VAN_VMA_SEALED |   \
+		VAN_VMA_HUGETLB | VAN_VMA_SPECIAL | VAN_VMA_HEAP | VAN_VMA_SYSV |             \
+		VAN_VMA_SNAPSHOT | VAN_VMA_SHARED | VAN_VMA_FILE)
 
 /* What committed() finds about a range (rs_ent.flags of the ranges the
  * rule and the finding follow). */
@@ -44,7 +44,7 @@ int uc_is_commit(const struct vmt_syscall *sc, uint64_t page_mask, uint32_t *pro
 
 /* The model shows [a, b) of proc as committed memory an uncommit may give
  * back with madvise: 1 with *prot and *flags (UC_*) set, else 0. */
-int uc_committed(const vmt_asmodel *m, uint32_t proc, uint64_t a, uint64_t b, uint32_t *prot,
+int uc_committed(const van_asmodel *m, uint32_t proc, uint64_t a, uint64_t b, uint32_t *prot,
 		 uint32_t *flags);
 
 /* A commit with protection prot and noreserve (as uc_is_commit sets it)

@@ -27,28 +27,28 @@
 #define RW_MAX_QUEUE (1u << 17)
 #define RW_MAX_QBYTES ((size_t)128 << 20)
 
-struct vmt_rewrite {
+struct van_rewrite {
 	unsigned nst;
 	vmt_symtab *syms;      /* the input's stacks and symbols (call sites) */
-	vmt_asmodel *min, *mout; /* both sides, for the counts' in and out */
+	van_asmodel *min, *mout; /* both sides, for the counts' in and out */
 	struct rw_stage st[RW_MAX_RULES];
-	struct vmt_rewrite_count count[RW_MAX_RULES];
-	struct vmt_rewrite_counts c;
-	char list[VMT_REWRITE_MAX_LIST];
+	struct van_rewrite_count count[RW_MAX_RULES];
+	struct van_rewrite_counts c;
+	char list[VAN_REWRITE_MAX_LIST];
 	uint32_t page_size;
 	int zero_page; /* the recording kernel's (vmt_header_zero_page) */
 	int started, finished, err;
-	vmt_rewrite_emit_fn emit;
+	van_rewrite_emit_fn emit;
 	void *arg;
 };
 
-vmt_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err, size_t errlen)
+van_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err, size_t errlen)
 {
 	if (n > RW_MAX_RULES) {
 		vmt_errf(err, errlen, -EINVAL, "more than %d rewrite rules", RW_MAX_RULES);
 		return NULL;
 	}
-	vmt_rewrite *rw = calloc(1, sizeof(*rw));
+	van_rewrite *rw = calloc(1, sizeof(*rw));
 	if (!rw) {
 		vmt_errf(err, errlen, -ENOMEM, "out of memory");
 		return NULL;
@@ -74,7 +74,7 @@ vmt_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err
 		s->st = r[i]->create(s);
 		if (!s->st) {
 			rw->nst = i; /* free only what was made */
-			vmt_rewrite_free(rw);
+			van_rewrite_free(rw);
 			vmt_errf(err, errlen, -ENOMEM, "out of memory");
 			return NULL;
 		}
@@ -84,12 +84,12 @@ vmt_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err
 	return rw;
 }
 
-const char *vmt_rewrite_list(const vmt_rewrite *rw)
+const char *van_rewrite_list(const van_rewrite *rw)
 {
 	return rw->list;
 }
 
-int vmt_rewrite_start(vmt_rewrite *rw, const struct vmt_header *h)
+int van_rewrite_start(van_rewrite *rw, const struct vmt_header *h)
 {
 	if (rw->started)
 		return VMT_E_STATE;
@@ -108,25 +108,25 @@ int vmt_rewrite_start(vmt_rewrite *rw, const struct vmt_header *h)
 }
 
 /* Models are made at the first push, when the page size is known. */
-static int begin(vmt_rewrite *rw)
+static int begin(van_rewrite *rw)
 {
 	rw->started = 1;
-	if (!(rw->min = vmt_asmodel_new(rw->page_size)) || !(rw->mout = vmt_asmodel_new(rw->page_size)))
+	if (!(rw->min = van_asmodel_new(rw->page_size)) || !(rw->mout = van_asmodel_new(rw->page_size)))
 		return -ENOMEM;
-	vmt_asmodel_set_zero_page(rw->min, rw->zero_page);
-	vmt_asmodel_set_zero_page(rw->mout, rw->zero_page);
+	van_asmodel_set_zero_page(rw->min, rw->zero_page);
+	van_asmodel_set_zero_page(rw->mout, rw->zero_page);
 	for (unsigned i = 0; i < rw->nst; i++) {
 		struct rw_stage *s = &rw->st[i];
 		s->page_mask = rw->page_size - 1;
-		if (s->rule->needs_model && !(s->model = vmt_asmodel_new(rw->page_size)))
+		if (s->rule->needs_model && !(s->model = van_asmodel_new(rw->page_size)))
 			return -ENOMEM;
 		if (s->model)
-			vmt_asmodel_set_zero_page(s->model, rw->zero_page);
+			van_asmodel_set_zero_page(s->model, rw->zero_page);
 	}
 	return 0;
 }
 
-void vmt_rewrite_free(vmt_rewrite *rw)
+void van_rewrite_free(van_rewrite *rw)
 {
 	if (!rw)
 		return;
@@ -134,19 +134,19 @@ void vmt_rewrite_free(vmt_rewrite *rw)
 		struct rw_stage *s = &rw->st[i];
 		if (s->st && s->rule->destroy)
 			s->rule->destroy(s->st);
-		vmt_asmodel_free(s->model);
+		van_asmodel_free(s->model);
 		cs_tally_free(&s->sites);
 		for (size_t k = 0; k < s->qlen; k++)
 			free(s->q[(s->qhead + k) % s->qcap].ev);
 		free(s->q);
 	}
 	vmt_symtab_free(rw->syms);
-	vmt_asmodel_free(rw->min);
-	vmt_asmodel_free(rw->mout);
+	van_asmodel_free(rw->min);
+	van_asmodel_free(rw->mout);
 	free(rw);
 }
 
-const struct vmt_rewrite_counts *vmt_rewrite_counts(const vmt_rewrite *rw)
+const struct van_rewrite_counts *van_rewrite_counts(const van_rewrite *rw)
 {
 	return &rw->c;
 }
@@ -237,7 +237,7 @@ static int stage_input(struct rw_stage *s, const struct vmt_event *ev);
 /* To the next stage, or out. */
 static int forward(struct rw_stage *s, const struct vmt_event *ev)
 {
-	vmt_rewrite *rw = s->rw;
+	van_rewrite *rw = s->rw;
 	if (s->index + 1 < rw->nst)
 		return stage_input(&rw->st[s->index + 1], ev);
 	int rc = rw->emit(rw->arg, ev);
@@ -337,7 +337,7 @@ static int stage_input(struct rw_stage *s, const struct vmt_event *ev)
 	s->in++;
 	int rc = s->rule->event(s, ev);
 	if (!rc && s->model)
-		rc = vmt_asmodel_apply(s->model, ev);
+		rc = van_asmodel_apply(s->model, ev);
 	/* Bounded look-ahead: the rule decides on its oldest held event
 	 * now.  The front of the queue is held (else it would have been
 	 * passed on). */
@@ -351,13 +351,13 @@ static int stage_input(struct rw_stage *s, const struct vmt_event *ev)
 	return rc;
 }
 
-static void set_emit(vmt_rewrite *rw, vmt_rewrite_emit_fn emit, void *arg)
+static void set_emit(van_rewrite *rw, van_rewrite_emit_fn emit, void *arg)
 {
 	rw->emit = emit;
 	rw->arg = arg;
 }
 
-int vmt_rewrite_push(vmt_rewrite *rw, const struct vmt_event *ev, vmt_rewrite_emit_fn emit,
+int van_rewrite_push(van_rewrite *rw, const struct vmt_event *ev, van_rewrite_emit_fn emit,
 		     void *arg)
 {
 	if (rw->err)
@@ -380,14 +380,14 @@ int vmt_rewrite_push(vmt_rewrite *rw, const struct vmt_event *ev, vmt_rewrite_em
 	return rc;
 }
 
-_Static_assert(sizeof(((struct vmt_rewrite_site *)0)->site) == CS_SITE_TEXT, "site text sizes");
+_Static_assert(sizeof(((struct van_rewrite_site *)0)->site) == CS_SITE_TEXT, "site text sizes");
 
 /* The call sites of stage s's applications, into its counts. */
-static int name_sites(vmt_rewrite *rw, struct rw_stage *s)
+static int name_sites(van_rewrite *rw, struct rw_stage *s)
 {
-	struct cs_site site[VMT_REWRITE_MAX_SITES];
-	struct vmt_rewrite_count *c = s->count;
-	int n = cs_tally_sites(&s->sites, rw->syms, site, VMT_REWRITE_MAX_SITES, &c->sites_rest);
+	struct cs_site site[VAN_REWRITE_MAX_SITES];
+	struct van_rewrite_count *c = s->count;
+	int n = cs_tally_sites(&s->sites, rw->syms, site, VAN_REWRITE_MAX_SITES, &c->sites_rest);
 	if (n < 0)
 		return n;
 	c->nsites = (uint32_t)n;
@@ -399,7 +399,7 @@ static int name_sites(vmt_rewrite *rw, struct rw_stage *s)
 	return 0;
 }
 
-int vmt_rewrite_finish(vmt_rewrite *rw, vmt_rewrite_emit_fn emit, void *arg)
+int van_rewrite_finish(van_rewrite *rw, van_rewrite_emit_fn emit, void *arg)
 {
 	if (rw->err)
 		return rw->err;
@@ -432,11 +432,11 @@ int rw_model_range(const struct rw_stage *s, uint32_t proc, uint64_t a, uint64_t
 		   uint32_t prot, uint32_t bad)
 {
 	uint64_t at = a;
-	bad |= VMT_VMA_SHARED | VMT_VMA_FILE;
+	bad |= VAN_VMA_SHARED | VAN_VMA_FILE;
 	if (a >= b)
 		return 0;
-	for (const struct vmt_vma *v = vmt_asmodel_first(s->model, proc, a); v && v->start < b;
-	     v = vmt_asmodel_next(s->model, proc, v)) {
+	for (const struct van_vma *v = van_asmodel_first(s->model, proc, a); v && v->start < b;
+	     v = van_asmodel_next(s->model, proc, v)) {
 		if (v->start > at)
 			return 0; /* a hole */
 		if ((prot != UINT32_MAX && v->prot != prot) || (v->flags & bad) || v->pkey ||
@@ -489,8 +489,8 @@ int rw_applied(struct rw_stage *s, const struct vmt_event *ev)
 
 void rw_detail(struct rw_stage *s, const char *what, uint64_t n)
 {
-	struct vmt_rewrite_count *c = s->count;
-	if (c->ndetails < VMT_REWRITE_MAX_DETAILS) {
+	struct van_rewrite_count *c = s->count;
+	if (c->ndetails < VAN_REWRITE_MAX_DETAILS) {
 		c->details[c->ndetails].what = what;
 		c->details[c->ndetails++].n = n;
 	}

@@ -1,12 +1,12 @@
 /*
  * rewrite_calls.c - what the calls of a trace cost the address space, for
- * the before/after counts of a rewrite (vmt_rewrite_counts.in/.out):
+ * the before/after counts of a rewrite (van_rewrite_counts.in/.out):
  * which calls take mmap_lock for writing, and which change VMAs.
  */
 #include "linux_abi.h"
 #include "rewrite_int.h"
 
-int vmt_op_write_locked(uint32_t op)
+int van_op_write_locked(uint32_t op)
 {
 	switch (op) {
 	case VMT_OP_MMAP:
@@ -32,9 +32,9 @@ int vmt_op_write_locked(uint32_t op)
 	}
 }
 
-int vmt_sc_write_locked(const struct vmt_syscall *sc)
+int van_sc_write_locked(const struct vmt_syscall *sc)
 {
-	int w = vmt_op_write_locked(sc->op);
+	int w = van_op_write_locked(sc->op);
 	if (w >= 0)
 		return w;
 	/* mm/madvise.c: the advice that only walks pages takes the lock for
@@ -64,7 +64,7 @@ int vmt_sc_write_locked(const struct vmt_syscall *sc)
  * remove or change a VMA.  (The model's own effect flags count changes
  * of the VMA count, size and merges; a prot change in place or a
  * MAP_FIXED that replaces a VMA by an equal one counts here too.) */
-static int changes_vmas(const vmt_asmodel *m, uint32_t proc, const struct vmt_syscall *sc,
+static int changes_vmas(const van_asmodel *m, uint32_t proc, const struct vmt_syscall *sc,
 			uint64_t page)
 {
 	struct vmt_range r[2];
@@ -79,8 +79,8 @@ static int changes_vmas(const vmt_asmodel *m, uint32_t proc, const struct vmt_sy
 	case VMT_OP_PKEY_MPROTECT:
 		if (vmt_sc_ranges(sc, page, r) != 1)
 			return -1;
-		for (const struct vmt_vma *v = vmt_asmodel_first(m, proc, r[0].start);
-		     v && v->start < r[0].end; v = vmt_asmodel_next(m, proc, v))
+		for (const struct van_vma *v = van_asmodel_first(m, proc, r[0].start);
+		     v && v->start < r[0].end; v = van_asmodel_next(m, proc, v))
 			if (sc->op == VMT_OP_MUNMAP || v->prot != (sc->args[2] & LX_PROT_RWX) ||
 			    (sc->op == VMT_OP_PKEY_MPROTECT && v->pkey != (int32_t)sc->args[3]))
 				return 1;
@@ -90,19 +90,19 @@ static int changes_vmas(const vmt_asmodel *m, uint32_t proc, const struct vmt_sy
 	}
 }
 
-int rw_calls_apply(vmt_asmodel *m, struct vmt_rewrite_calls *c, const struct vmt_event *ev,
+int rw_calls_apply(van_asmodel *m, struct van_rewrite_calls *c, const struct vmt_event *ev,
 		   uint64_t page)
 {
 	int ok = ev->kind == VMT_EV_SYSCALL && rw_sc_ok(&ev->u.sc), ch = -1;
 	if (ok)
 		ch = changes_vmas(m, ev->proc, &ev->u.sc, page);
-	int rc = vmt_asmodel_apply(m, ev);
+	int rc = van_asmodel_apply(m, ev);
 	if (rc || ev->kind != VMT_EV_SYSCALL)
 		return rc;
 	c->calls++;
 	if (!ok)
 		return 0;
-	c->write_locked += vmt_sc_write_locked(&ev->u.sc) != 0;
-	c->vma_changes += ch < 0 ? vmt_asmodel_last(m)->changed != 0 : ch;
+	c->write_locked += van_sc_write_locked(&ev->u.sc) != 0;
+	c->vma_changes += ch < 0 ? van_asmodel_last(m)->changed != 0 : ch;
 	return 0;
 }

@@ -40,7 +40,7 @@ static void writer_msg(const struct out *o, char *err, size_t errlen)
 		vmt_errf(err, errlen, o->werr, "writing: %s", vmt_strerror(o->werr));
 }
 
-int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t errlen)
+int van_rewrite_trace(van_rewrite *rw, int infd, int outfd, char *err, size_t errlen)
 {
 	char rmsg[256] = "";
 	int e = 0;
@@ -51,7 +51,7 @@ int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t er
 	}
 	const struct vmt_header *h = vmt_reader_header(r);
 	struct vmt_header oh = *h;
-	const char *list = vmt_rewrite_list(rw);
+	const char *list = van_rewrite_list(rw);
 	size_t olen = strlen(h->options) + strlen(list) + 16;
 	char *opts = malloc(olen);
 	if (!opts) {
@@ -61,7 +61,7 @@ int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t er
 	snprintf(opts, olen, "%s%srewrite=%s", h->options, *h->options ? " " : "", list);
 	oh.options = opts;
 
-	int rc = vmt_rewrite_start(rw, h);
+	int rc = van_rewrite_start(rw, h);
 	if (rc) {
 		vmt_errf(err, errlen, rc, "reading: page size %u is not a power of two",
 			 h->page_size);
@@ -81,12 +81,12 @@ int vmt_rewrite_trace(vmt_rewrite *rw, int infd, int outfd, char *err, size_t er
 	int rd;
 	rc = 0;
 	while ((rd = vmt_reader_next(r, &ev)) == 1)
-		if ((rc = vmt_rewrite_push(rw, &ev, write_event, &o)) < 0)
+		if ((rc = van_rewrite_push(rw, &ev, write_event, &o)) < 0)
 			break;
 	/* The events before damage in the input still make a valid
 	 * output: finish it, then report the damage. */
 	if (!rc)
-		rc = vmt_rewrite_finish(rw, write_event, &o);
+		rc = van_rewrite_finish(rw, write_event, &o);
 	int frc = vmt_writer_finish(o.w);
 	if (!rc && frc < 0) {
 		o.werr = frc;

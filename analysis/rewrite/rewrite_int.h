@@ -12,8 +12,8 @@
  * stage's input; it is applied after rule->event returns, so a rule sees
  * the state from before the event.
  */
-#ifndef VMT_REWRITE_INT_H
-#define VMT_REWRITE_INT_H
+#ifndef VAN_REWRITE_INT_H
+#define VAN_REWRITE_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,7 +35,7 @@ struct rw_rule {
 	 * state, return any non-NULL pointer). */
 	void *(*create)(struct rw_stage *s);
 	void (*destroy)(void *st);
-	/* The trace's header, before the first event (vmt_rewrite_start).
+	/* The trace's header, before the first event (van_rewrite_start).
 	 * May be NULL.  0 or -err. */
 	int (*start)(struct rw_stage *s, const struct vmt_header *h);
 	/* Handle one input event: emit, drop or hold it.  0 or -err. */
@@ -60,7 +60,7 @@ extern const struct rw_rule rw_rule_free_before_dontneed;
 
 /* A rewriter running rules r[0..n) in that order (rules.c parses a list
  * into it).  NULL with a message on failure. */
-struct vmt_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err,
+struct van_rewrite *rw_engine_new(const struct rw_rule *const *r, unsigned n, char *err,
 				  size_t errlen);
 
 struct rw_qent {
@@ -70,13 +70,13 @@ struct rw_qent {
 };
 
 struct rw_stage {
-	vmt_rewrite *rw;
+	van_rewrite *rw;
 	unsigned index;
 	const struct rw_rule *rule;
 	void *st;
-	vmt_asmodel *model; /* of this stage's input; NULL unless needed */
+	van_asmodel *model; /* of this stage's input; NULL unless needed */
 	uint64_t page_mask; /* page size - 1 */
-	struct vmt_rewrite_count *count; /* this rule's counts */
+	struct van_rewrite_count *count; /* this rule's counts */
 	struct cs_tally sites;	/* the applications by stack */
 	char note[400];		/* rw_note's */
 	uint64_t in;	    /* events this stage has seen */
@@ -112,7 +112,7 @@ static inline uint64_t rw_end(const struct rw_stage *s, uint64_t a, uint64_t len
 
 /* 1 if every page of [a, b) of process proc is mapped in s's model by VMAs
  * with protection `prot` (or any protection when prot is UINT32_MAX),
- * private, anonymous, protection key 0 and none of the VMT_VMA_* bits in
+ * private, anonymous, protection key 0 and none of the VAN_VMA_* bits in
  * `bad`.  The model must exist. */
 int rw_model_range(const struct rw_stage *s, uint32_t proc, uint64_t a, uint64_t b,
 		   uint32_t prot, uint32_t bad);
@@ -154,7 +154,7 @@ void rw_note(struct rw_stage *s, const char *fmt, ...) __attribute__((format(pri
 
 /* Apply ev to m, a model of one side of the rewrite (pages of `page`
  * bytes), and count the call into c (rewrite_calls.c).  0 or -ENOMEM. */
-int rw_calls_apply(vmt_asmodel *m, struct vmt_rewrite_calls *c, const struct vmt_event *ev,
+int rw_calls_apply(van_asmodel *m, struct van_rewrite_calls *c, const struct vmt_event *ev,
 		   uint64_t page);
 
 /* ---- when a rule's view of a process goes stale ---------------------------

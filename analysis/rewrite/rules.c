@@ -18,11 +18,11 @@ static const struct rw_rule *const all_rules[] = {
 #define NRULES (sizeof(all_rules) / sizeof(all_rules[0]))
 _Static_assert(NRULES <= RW_MAX_RULES, "RW_MAX_RULES is too small");
 
-const struct vmt_rewrite_rule_info *vmt_rewrite_rules(size_t *n)
+const struct van_rewrite_rule_info *van_rewrite_rules(size_t *n)
 {
-	static struct vmt_rewrite_rule_info info[NRULES];
+	static struct van_rewrite_rule_info info[NRULES];
 	for (size_t i = 0; i < NRULES; i++)
-		info[i] = (struct vmt_rewrite_rule_info){ all_rules[i]->name, all_rules[i]->summary };
+		info[i] = (struct van_rewrite_rule_info){ all_rules[i]->name, all_rules[i]->summary };
 	*n = NRULES;
 	return info;
 }
@@ -32,11 +32,11 @@ static int parse(const char *rules, const struct rw_rule **out, unsigned *n, cha
 		 size_t errlen)
 {
 	if (!rules || !*rules)
-		rules = VMT_REWRITE_DEFAULT;
-	if (strlen(rules) >= VMT_REWRITE_MAX_LIST) {
+		rules = VAN_REWRITE_DEFAULT;
+	if (strlen(rules) >= VAN_REWRITE_MAX_LIST) {
 		return vmt_errf(err, errlen, -EINVAL,
 				"rewrite rule list too long (%zu bytes, at most %d)", strlen(rules),
-				VMT_REWRITE_MAX_LIST - 1);
+				VAN_REWRITE_MAX_LIST - 1);
 	}
 	*n = 0;
 	for (const char *p = rules;;) {
@@ -83,14 +83,14 @@ static int parse(const char *rules, const struct rw_rule **out, unsigned *n, cha
 	return 0;
 }
 
-int vmt_rewrite_check(const char *rules, char *err, size_t errlen)
+int van_rewrite_check(const char *rules, char *err, size_t errlen)
 {
 	const struct rw_rule *r[NRULES + 1];
 	unsigned n;
 	return parse(rules, r, &n, err, errlen);
 }
 
-vmt_rewrite *vmt_rewrite_new(const char *rules, char *err, size_t errlen)
+van_rewrite *van_rewrite_new(const char *rules, char *err, size_t errlen)
 {
 	const struct rw_rule *r[NRULES + 1];
 	unsigned n;

@@ -196,7 +196,7 @@ static uint32_t discard_kind(const struct vmt_syscall *sc)
 	return 0;
 }
 
-#define DR_BAD (VMT_VMA_HUGETLB | VMT_VMA_SPECIAL | VMT_VMA_SYSV | VMT_VMA_LOCKED)
+#define DR_BAD (VAN_VMA_HUGETLB | VAN_VMA_SPECIAL | VAN_VMA_SYSV | VAN_VMA_LOCKED)
 
 static int hold(struct rw_stage *s, struct dr_proc *P, struct dr_tq *q, const struct vmt_event *ev,
 		uint64_t a, uint64_t b, uint32_t kind)
@@ -277,7 +277,7 @@ static int fbd_syscall(struct rw_stage *s, struct dr_proc *P, struct dr_tq *q,
 		return rc;
 	}
 	if (kind == LX_MADV_FREE &&
-	    rw_model_range(s, ev->proc, a, b, UINT32_MAX, DR_BAD | VMT_VMA_LOCKONFAULT))
+	    rw_model_range(s, ev->proc, a, b, UINT32_MAX, DR_BAD | VAN_VMA_LOCKONFAULT))
 		return hold(s, P, q, ev, a, b, kind);
 	return rw_emit(s, ev);
 }

@@ -25,7 +25,7 @@ static void *no_state(struct rw_stage *s)
  * old data until reclaim takes the page; that is the trade the rule lets
  * one measure.
  */
-#define MADV_BAD (VMT_VMA_LOCKED | VMT_VMA_HUGETLB | VMT_VMA_SPECIAL | VMT_VMA_SYSV)
+#define MADV_BAD (VAN_VMA_LOCKED | VAN_VMA_HUGETLB | VAN_VMA_SPECIAL | VAN_VMA_SYSV)
 
 static int madv_swap(struct rw_stage *s, const struct vmt_event *ev, uint64_t from, uint64_t to)
 {

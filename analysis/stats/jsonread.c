@@ -53,9 +53,9 @@ static void skip_ws(struct parser *p)
 		p->s++;
 }
 
-static struct vmt_json *node(struct parser *p, int type)
+static struct van_json *node(struct parser *p, int type)
 {
-	struct vmt_json *v = calloc(1, sizeof(*v));
+	struct van_json *v = calloc(1, sizeof(*v));
 	if (!v)
 		return fail(p, "out of memory");
 	v->type = type;
@@ -214,12 +214,12 @@ static int number(struct parser *p, double *out)
 	return 0;
 }
 
-static struct vmt_json *value(struct parser *p, int depth);
+static struct van_json *value(struct parser *p, int depth);
 
 /* Array or object: the elements (and keys) after the opening bracket. */
-static struct vmt_json *container(struct parser *p, int depth, int object)
+static struct van_json *container(struct parser *p, int depth, int object)
 {
-	struct vmt_json *v = node(p, object ? VMT_JSON_OBJECT : VMT_JSON_ARRAY), **tail;
+	struct van_json *v = node(p, object ? VAN_JSON_OBJECT : VAN_JSON_ARRAY), **tail;
 	char close = object ? '}' : ']';
 	if (!v)
 		return NULL;
@@ -235,26 +235,26 @@ static struct vmt_json *container(struct parser *p, int depth, int object)
 		skip_ws(p);
 		if (object) {
 			if (p->s >= p->end || *p->s != '"') {
-				vmt_json_free(v);
+				van_json_free(v);
 				return fail(p, "expected a member name");
 			}
 			key = string(p);
 			if (!key) {
-				vmt_json_free(v);
+				van_json_free(v);
 				return NULL;
 			}
 			skip_ws(p);
 			if (p->s >= p->end || *p->s != ':') {
 				free(key);
-				vmt_json_free(v);
+				van_json_free(v);
 				return fail(p, "expected ':'");
 			}
 			p->s++;
 		}
-		struct vmt_json *e = value(p, depth + 1);
+		struct van_json *e = value(p, depth + 1);
 		if (!e) {
 			free(key);
-			vmt_json_free(v);
+			van_json_free(v);
 			return NULL;
 		}
 		e->key = key;
@@ -270,18 +270,18 @@ static struct vmt_json *container(struct parser *p, int depth, int object)
 			p->s++;
 			return v;
 		}
-		vmt_json_free(v);
+		van_json_free(v);
 		return fail(p, object ? "expected ',' or '}'" : "expected ',' or ']'");
 	}
 }
 
-static struct vmt_json *value(struct parser *p, int depth)
+static struct van_json *value(struct parser *p, int depth)
 {
 	static const struct { const char *word; int type; } words[] = {
-		{ "null", VMT_JSON_NULL }, { "false", VMT_JSON_FALSE }, { "true", VMT_JSON_TRUE },
+		{ "null", VAN_JSON_NULL }, { "false", VAN_JSON_FALSE }, { "true", VAN_JSON_TRUE },
 	};
-	if (depth > VMT_JSON_MAX_DEPTH)
-		return fail(p, "nested more than %d deep", VMT_JSON_MAX_DEPTH);
+	if (depth > VAN_JSON_MAX_DEPTH)
+		return fail(p, "nested more than %d deep", VAN_JSON_MAX_DEPTH);
 	skip_ws(p);
 	if (p->s >= p->end)
 		return fail(p, "unexpected end of the text");
@@ -290,7 +290,7 @@ static struct vmt_json *value(struct parser *p, int depth)
 		return container(p, depth, c == '{');
 	if (c == '"') {
 		char *s = string(p);
-		struct vmt_json *v = s ? node(p, VMT_JSON_STRING) : NULL;
+		struct van_json *v = s ? node(p, VAN_JSON_STRING) : NULL;
 		if (!v) {
 			free(s);
 			return NULL;
@@ -307,7 +307,7 @@ static struct vmt_json *value(struct parser *p, int depth)
 	}
 	double d;
 	if (number(p, &d) == 0) {
-		struct vmt_json *v = node(p, VMT_JSON_NUMBER);
+		struct van_json *v = node(p, VAN_JSON_NUMBER);
 		if (v)
 			v->num = d;
 		return v;
@@ -315,25 +315,25 @@ static struct vmt_json *value(struct parser *p, int depth)
 	return fail(p, "expected a value");
 }
 
-struct vmt_json *vmt_json_parse(const char *text, size_t len, char *err, size_t errlen)
+struct van_json *van_json_parse(const char *text, size_t len, char *err, size_t errlen)
 {
 	struct parser p = { text, text + len, text, err, errlen, 0 };
-	struct vmt_json *v = value(&p, 0);
+	struct van_json *v = value(&p, 0);
 	if (!v)
 		return NULL;
 	skip_ws(&p);
 	if (p.s != p.end) {
-		vmt_json_free(v);
+		van_json_free(v);
 		return fail(&p, "unexpected text after the value");
 	}
 	return v;
 }
 
-void vmt_json_free(struct vmt_json *v)
+void van_json_free(struct van_json *v)
 {
 	while (v) {
-		struct vmt_json *next = v->next;
-		vmt_json_free(v->child);
+		struct van_json *next = v->next;
+		van_json_free(v->child);
 		free(v->str);
 		free(v->key);
 		free(v);
@@ -341,24 +341,24 @@ void vmt_json_free(struct vmt_json *v)
 	}
 }
 
-const struct vmt_json *vmt_json_get(const struct vmt_json *v, const char *key)
+const struct van_json *van_json_get(const struct van_json *v, const char *key)
 {
-	if (!v || v->type != VMT_JSON_OBJECT)
+	if (!v || v->type != VAN_JSON_OBJECT)
 		return NULL;
-	for (const struct vmt_json *m = v->child; m; m = m->next)
+	for (const struct van_json *m = v->child; m; m = m->next)
 		if (strcmp(m->key, key) == 0)
 			return m;
 	return NULL;
 }
 
-double vmt_json_num(const struct vmt_json *v, const char *key, double dflt)
+double van_json_num(const struct van_json *v, const char *key, double dflt)
 {
-	const struct vmt_json *m = vmt_json_get(v, key);
-	return m && m->type == VMT_JSON_NUMBER ? m->num : dflt;
+	const struct van_json *m = van_json_get(v, key);
+	return m && m->type == VAN_JSON_NUMBER ? m->num : dflt;
 }
 
-const char *vmt_json_str(const struct vmt_json *v, const char *key)
+const char *van_json_str(const struct van_json *v, const char *key)
 {
-	const struct vmt_json *m = vmt_json_get(v, key);
-	return m && m->type == VMT_JSON_STRING ? m->str : NULL;
+	const struct van_json *m = van_json_get(v, key);
+	return m && m->type == VAN_JSON_STRING ? m->str : NULL;
 }

@@ -74,7 +74,7 @@ static int counters(struct vmt_htab *t, const struct vmt_event *ev)
 	return rc;
 }
 
-int vmt_recrun_read(vmt_reader *r, struct vmt_recrun *out)
+int van_recrun_read(vmt_reader *r, struct van_recrun *out)
 {
 	struct vmt_htab t;
 	struct vmt_event ev;

@@ -8,13 +8,13 @@
  *
  * Conventions as in the other engines: 0 or a negative errno, no printing.
  */
-#ifndef VMT_RECRUN_H
-#define VMT_RECRUN_H
+#ifndef VAN_RECRUN_H
+#define VAN_RECRUN_H
 
 #include <stdint.h>
 #include "vmtrace.h"
 
-struct vmt_recrun {
+struct van_recrun {
 	uint64_t counters;	 /* COUNTERS records (0: a trace without them) */
 	uint32_t procs;		 /* processes of the trace */
 	uint32_t procs_missing;	 /* of those, without counters (left out) */
@@ -28,6 +28,6 @@ struct vmt_recrun {
 
 /* Read every event of r (from where it is) into *out.  Returns 0, -ENOMEM,
  * or the reader's error (its message says where). */
-int vmt_recrun_read(vmt_reader *r, struct vmt_recrun *out);
+int van_recrun_read(vmt_reader *r, struct van_recrun *out);
 
 #endif

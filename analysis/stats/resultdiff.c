@@ -21,7 +21,7 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-double vmt_median(double *v, size_t n)
+double van_median(double *v, size_t n)
 {
 	if (!n)
 		return 0;
@@ -31,7 +31,7 @@ double vmt_median(double *v, size_t n)
 	return v[n / 2 - 1] + floor((v[n / 2] - v[n / 2 - 1]) / 2);
 }
 
-double vmt_mwu_min_p(size_t na, size_t nb)
+double van_mwu_min_p(size_t na, size_t nb)
 {
 	/* 2 / C(na + nb, na), computed without overflow. */
 	double c = 1;
@@ -55,7 +55,7 @@ static int cmp_ranked(const void *x, const void *y)
 	return cmp_double(&((const struct ranked *)x)->v, &((const struct ranked *)y)->v);
 }
 
-int vmt_mann_whitney(const double *a, size_t na, const double *b, size_t nb, struct vmt_mwu *r)
+int van_mann_whitney(const double *a, size_t na, const double *b, size_t nb, struct van_mwu *r)
 {
 	memset(r, 0, sizeof(*r));
 	if (!na || !nb)
@@ -94,7 +94,7 @@ int vmt_mann_whitney(const double *a, size_t na, const double *b, size_t nb, str
 			wobs += w[i];
 	long wa = small ? (long)(n * (n + 1)) - wobs : wobs; /* a's doubled rank sum */
 	r->u = (double)wa / 2 - (double)na * (double)(na + 1) / 2;
-	r->p_min = vmt_mwu_min_p(na, nb);
+	r->p_min = van_mwu_min_p(na, nb);
 	long mean2 = (long)(k * (n + 1)); /* expected doubled rank sum of k values */
 	long dev = labs(wobs - mean2);
 
@@ -142,7 +142,7 @@ int vmt_mann_whitney(const double *a, size_t na, const double *b, size_t nb, str
 
 /* ---- result files ---------------------------------------------------------- */
 
-int vmt_result_sniff(const char *text, size_t len)
+int van_result_sniff(const char *text, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')
@@ -158,20 +158,20 @@ static const char *const run_keys[] = {
 };
 static const char *const op_keys[] = { "count", "errors", "p50_ns", "p99_ns" };
 
-static struct vmt_rmetric *metric(struct vmt_result *r, const char *name, size_t *cap)
+static struct van_rmetric *metric(struct van_result *r, const char *name, size_t *cap)
 {
 	for (size_t i = 0; i < r->nmetrics; i++)
 		if (strcmp(r->m[i].name, name) == 0)
 			return &r->m[i];
 	if (r->nmetrics == *cap) {
 		size_t nc = *cap ? 2 * *cap : 32;
-		struct vmt_rmetric *m = realloc(r->m, nc * sizeof(*m));
+		struct van_rmetric *m = realloc(r->m, nc * sizeof(*m));
 		if (!m)
 			return NULL;
 		r->m = m;
 		*cap = nc;
 	}
-	struct vmt_rmetric *m = &r->m[r->nmetrics];
+	struct van_rmetric *m = &r->m[r->nmetrics];
 	memset(m, 0, sizeof(*m));
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	size_t l = strlen(m->name);
@@ -195,35 +195,35 @@ static int bad(char *msg, size_t msglen, const char *why)
 }
 
 /* Run i's first copy's threads: their own counts, summed. */
-static void own_of(const struct vmt_json *run, struct vmt_result *r, unsigned i)
+static void own_of(const struct van_json *run, struct van_result *r, unsigned i)
 {
-	static const char *const keys[VMT_OWN__N] = {
+	static const char *const keys[VAN_OWN__N] = {
 		"minor_faults", "major_faults", "voluntary_cs", "involuntary_cs", "call_off_cpu_ns",
 	};
-	const struct vmt_json *ths = vmt_json_get(run, "threads");
+	const struct van_json *ths = van_json_get(run, "threads");
 	int any = 0;
-	for (const struct vmt_json *th = ths && ths->type == VMT_JSON_ARRAY ? ths->child : NULL; th;
+	for (const struct van_json *th = ths && ths->type == VAN_JSON_ARRAY ? ths->child : NULL; th;
 	     th = th->next) {
-		if (th->type != VMT_JSON_OBJECT || vmt_json_num(th, "copy", 0) != 0)
+		if (th->type != VAN_JSON_OBJECT || van_json_num(th, "copy", 0) != 0)
 			continue;
 		any = 1;
-		for (int k = 0; k < VMT_OWN__N; k++)
-			r->own[k][i] += vmt_json_num(th, keys[k], 0);
-		const struct vmt_json *w = vmt_json_get(th, "call_off_cpu_ns");
-		if (!w || w->type != VMT_JSON_NUMBER)
+		for (int k = 0; k < VAN_OWN__N; k++)
+			r->own[k][i] += van_json_num(th, keys[k], 0);
+		const struct van_json *w = van_json_get(th, "call_off_cpu_ns");
+		if (!w || w->type != VAN_JSON_NUMBER)
 			r->own_waits = 0;
 	}
 	if (!any)
 		r->own_waits = 0;
 }
 
-int vmt_result_parse(const char *text, size_t len, struct vmt_result *r, char *msg,
+int van_result_parse(const char *text, size_t len, struct van_result *r, char *msg,
 		     size_t msglen)
 {
 	char err[160];
 	memset(r, 0, sizeof(*r));
 	r->trace_events = -1;
-	struct vmt_json *root = vmt_json_parse(text, len, err, sizeof(err));
+	struct van_json *root = van_json_parse(text, len, err, sizeof(err));
 	if (!root) {
 		if (strcmp(err, "out of memory") == 0)
 			return -ENOMEM;
@@ -231,22 +231,22 @@ int vmt_result_parse(const char *text, size_t len, struct vmt_result *r, char *m
 		return -EINVAL;
 	}
 	int rc = -EINVAL;
-	const struct vmt_json *runs = vmt_json_get(root, "runs");
-	if (root->type != VMT_JSON_OBJECT) {
+	const struct van_json *runs = van_json_get(root, "runs");
+	if (root->type != VAN_JSON_OBJECT) {
 		bad(msg, msglen, "not a vmreplay result: not a JSON object");
 		goto out;
 	}
-	if (!runs && vmt_json_get(root, "baseline") && vmt_json_get(root, "rewritten")) {
+	if (!runs && van_json_get(root, "baseline") && van_json_get(root, "rewritten")) {
 		bad(msg, msglen, "a vmreplay --compare result (baseline and rewritten sides);"
 				 " diff compares the results of two plain replays");
 		goto out;
 	}
-	if (!runs && vmt_json_str(root, "error")) {
+	if (!runs && van_json_str(root, "error")) {
 		/* vmreplay's file for a kernel of several that gave no results */
-		snprintf(msg, msglen, "no results: %.200s", vmt_json_str(root, "error"));
+		snprintf(msg, msglen, "no results: %.200s", van_json_str(root, "error"));
 		goto out;
 	}
-	if (!runs || runs->type != VMT_JSON_ARRAY || !vmt_json_get(root, "median")) {
+	if (!runs || runs->type != VAN_JSON_ARRAY || !van_json_get(root, "median")) {
 		bad(msg, msglen, "not a vmreplay result: no \"runs\" and \"median\"");
 		goto out;
 	}
@@ -254,21 +254,21 @@ int vmt_result_parse(const char *text, size_t len, struct vmt_result *r, char *m
 		bad(msg, msglen, "a vmreplay result without runs");
 		goto out;
 	}
-	const struct vmt_json *vm = vmt_json_get(root, "vm");
-	r->trace = strdup(vmt_json_str(root, "trace") ? vmt_json_str(root, "trace") : "");
-	r->kernel = dup_or_null(vmt_json_str(root, "kernel"));
-	r->accel = dup_or_null(vmt_json_str(vm, "accel"));
-	r->cpus = (int)vmt_json_num(root, "cpus", 0);
-	r->trace_events = vmt_json_num(root, "trace_events", -1);
+	const struct van_json *vm = van_json_get(root, "vm");
+	r->trace = strdup(van_json_str(root, "trace") ? van_json_str(root, "trace") : "");
+	r->kernel = dup_or_null(van_json_str(root, "kernel"));
+	r->accel = dup_or_null(van_json_str(vm, "accel"));
+	r->cpus = (int)van_json_num(root, "cpus", 0);
+	r->trace_events = van_json_num(root, "trace_events", -1);
 	r->nruns = (unsigned)runs->n;
-	r->speed = vmt_json_num(root, "speed", 0);
+	r->speed = van_json_num(root, "speed", 0);
 	rc = -ENOMEM;
-	for (int k = 0; k < VMT_OWN__N; k++)
+	for (int k = 0; k < VAN_OWN__N; k++)
 		if (!(r->own[k] = calloc(r->nruns, sizeof(double))))
 			goto out;
 	r->own_waits = 1;
-	if (!r->trace || (vmt_json_str(root, "kernel") && !r->kernel) ||
-	    (vmt_json_str(vm, "accel") && !r->accel))
+	if (!r->trace || (van_json_str(root, "kernel") && !r->kernel) ||
+	    (van_json_str(vm, "accel") && !r->accel))
 		goto out;
 	size_t cap = 0;
 	/* The run metrics first, in their order, whether or not present. */
@@ -276,38 +276,38 @@ int vmt_result_parse(const char *text, size_t len, struct vmt_result *r, char *m
 		if (!metric(r, run_keys[i], &cap))
 			goto out;
 	unsigned i = 0;
-	for (const struct vmt_json *run = runs->child; run; run = run->next, i++) {
-		if (run->type != VMT_JSON_OBJECT) {
+	for (const struct van_json *run = runs->child; run; run = run->next, i++) {
+		if (run->type != VAN_JSON_OBJECT) {
 			rc = bad(msg, msglen, "not a vmreplay result: a run is not an object");
 			goto out;
 		}
 		for (size_t k = 0; k < sizeof(run_keys) / sizeof(run_keys[0]); k++)
-			r->m[k].v[i] = vmt_json_num(run, run_keys[k], 0);
+			r->m[k].v[i] = van_json_num(run, run_keys[k], 0);
 		own_of(run, r, i);
-		const struct vmt_json *ops = vmt_json_get(run, "ops");
-		for (const struct vmt_json *op = ops && ops->type == VMT_JSON_OBJECT ? ops->child : NULL;
+		const struct van_json *ops = van_json_get(run, "ops");
+		for (const struct van_json *op = ops && ops->type == VAN_JSON_OBJECT ? ops->child : NULL;
 		     op; op = op->next) {
 			for (size_t k = 0; k < sizeof(op_keys) / sizeof(op_keys[0]); k++) {
 				char name[64];
 				snprintf(name, sizeof(name), "ops.%.40s.%s", op->key, op_keys[k]);
-				struct vmt_rmetric *m = metric(r, name, &cap);
+				struct van_rmetric *m = metric(r, name, &cap);
 				if (!m)
 					goto out;
-				m->v[i] = vmt_json_num(op, op_keys[k], 0);
+				m->v[i] = van_json_num(op, op_keys[k], 0);
 			}
 		}
 	}
 	rc = 0;
 out:
-	vmt_json_free(root);
+	van_json_free(root);
 	if (rc < 0)
-		vmt_result_free(r);
+		van_result_free(r);
 	return rc;
 }
 
-void vmt_result_free(struct vmt_result *r)
+void van_result_free(struct van_result *r)
 {
-	for (int k = 0; k < VMT_OWN__N; k++)
+	for (int k = 0; k < VAN_OWN__N; k++)
 		free(r->own[k]);
 	for (size_t i = 0; i < r->nmetrics; i++)
 		free(r->m[i].v);
@@ -320,7 +320,7 @@ void vmt_result_free(struct vmt_result *r)
 
 /* ---- rows ---------------------------------------------------------------- */
 
-static const struct vmt_rmetric *find(const struct vmt_result *r, const char *name)
+static const struct van_rmetric *find(const struct van_result *r, const char *name)
 {
 	for (size_t i = 0; i < r->nmetrics; i++)
 		if (strcmp(r->m[i].name, name) == 0)
@@ -329,23 +329,23 @@ static const struct vmt_rmetric *find(const struct vmt_result *r, const char *na
 }
 
 /* Summary of one side: median, min, max (values copied, then sorted). */
-static int side(const struct vmt_result *r, const struct vmt_rmetric *m, double *v, double *med,
+static int side(const struct van_result *r, const struct van_rmetric *m, double *v, double *med,
 		double *lo, double *hi)
 {
 	for (unsigned i = 0; i < r->nruns; i++)
 		v[i] = m ? m->v[i] : 0;
-	*med = vmt_median(v, r->nruns);
+	*med = van_median(v, r->nruns);
 	*lo = v[0];
 	*hi = v[r->nruns - 1];
 	return 0;
 }
 
-static int fill(struct vmt_rrow *row, const char *name, int timing, const struct vmt_result *a,
-		const struct vmt_rmetric *ma, const struct vmt_result *b, const struct vmt_rmetric *mb,
+static int fill(struct van_rrow *row, const char *name, int timing, const struct van_result *a,
+		const struct van_rmetric *ma, const struct van_result *b, const struct van_rmetric *mb,
 		double alpha)
 {
 	double *va = malloc(a->nruns * sizeof(double)), *vb = malloc(b->nruns * sizeof(double));
-	struct vmt_mwu t;
+	struct van_mwu t;
 	int rc = -ENOMEM;
 	if (!va || !vb)
 		goto out;
@@ -361,32 +361,32 @@ static int fill(struct vmt_rrow *row, const char *name, int timing, const struct
 		row->change_pct = row->new_ > 0 ? INFINITY : -INFINITY;
 	else
 		row->change_pct = (row->new_ - row->base) / fabs(row->base) * 100;
-	rc = vmt_mann_whitney(va, a->nruns, vb, b->nruns, &t);
+	rc = van_mann_whitney(va, a->nruns, vb, b->nruns, &t);
 	if (rc < 0)
 		goto out;
 	row->p = t.p;
-	row->sig = t.p_min >= alpha ? VMT_SIG_FEW : t.p < alpha ? VMT_SIG_YES : VMT_SIG_NO;
+	row->sig = t.p_min >= alpha ? VAN_SIG_FEW : t.p < alpha ? VAN_SIG_YES : VAN_SIG_NO;
 out:
 	free(va), free(vb);
 	return rc;
 }
 
-int vmt_result_compare(const struct vmt_result *a, const struct vmt_result *b, double alpha,
-		       struct vmt_rrow **rows, size_t *n)
+int van_result_compare(const struct van_result *a, const struct van_result *b, double alpha,
+		       struct van_rrow **rows, size_t *n)
 {
-	struct vmt_rrow *out = calloc(a->nmetrics + b->nmetrics + 1, sizeof(*out));
+	struct van_rrow *out = calloc(a->nmetrics + b->nmetrics + 1, sizeof(*out));
 	size_t k = 0;
 	*rows = NULL;
 	*n = 0;
 	if (!out)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->nmetrics; i++) {
-		const struct vmt_rmetric *ma = &a->m[i];
+		const struct van_rmetric *ma = &a->m[i];
 		if (fill(&out[k++], ma->name, ma->timing, a, ma, b, find(b, ma->name), alpha) < 0)
 			goto oom;
 	}
 	for (size_t i = 0; i < b->nmetrics; i++) {
-		const struct vmt_rmetric *mb = &b->m[i];
+		const struct van_rmetric *mb = &b->m[i];
 		if (!find(a, mb->name) &&
 		    fill(&out[k++], mb->name, mb->timing, a, NULL, b, mb, alpha) < 0)
 			goto oom;

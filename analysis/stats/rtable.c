@@ -43,7 +43,7 @@ static char *first_word(const char *s)
  * copy or NULL when the words do not say. */
 static int mm_words(const char *words, char **out)
 {
-	for (size_t i = 0; i < VMT_RCOL_MM; i++) {
+	for (size_t i = 0; i < VAN_RCOL_MM; i++) {
 		const char *key = vmt_mm_key(i);
 		char v[64];
 		out[i] = NULL;
@@ -56,10 +56,10 @@ static int mm_words(const char *words, char **out)
 }
 
 /* A metric of its own, added to c->r, one value per run. */
-static double *add_metric(struct vmt_rcol *c, const char *name, int timing)
+static double *add_metric(struct van_rcol *c, const char *name, int timing)
 {
-	struct vmt_result *r = &c->r;
-	struct vmt_rmetric *m = realloc(r->m, (r->nmetrics + 1) * sizeof(*m));
+	struct van_result *r = &c->r;
+	struct van_rmetric *m = realloc(r->m, (r->nmetrics + 1) * sizeof(*m));
 	if (!m)
 		return NULL;
 	r->m = m;
@@ -77,7 +77,7 @@ static double *add_metric(struct vmt_rcol *c, const char *name, int timing)
  * watch themselves): summed over the threads of each run.  The time off
  * CPU inside calls and the sleeps there are where mmap_lock contention
  * shows; a run none of whose threads could watch gives no such rows. */
-static int call_metrics(struct vmt_rcol *c, const struct vmt_json *runs)
+static int call_metrics(struct van_rcol *c, const struct van_json *runs)
 {
 	static const struct {
 		const char *key, *name;
@@ -90,14 +90,14 @@ static int call_metrics(struct vmt_rcol *c, const struct vmt_json *runs)
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		double *v = NULL;
 		unsigned i = 0;
-		for (const struct vmt_json *run = runs->child; run && i < c->r.nruns;
+		for (const struct van_json *run = runs->child; run && i < c->r.nruns;
 		     run = run->next, i++) {
-			const struct vmt_json *th = vmt_json_get(run, "threads");
-			if (!th || th->type != VMT_JSON_ARRAY)
+			const struct van_json *th = van_json_get(run, "threads");
+			if (!th || th->type != VAN_JSON_ARRAY)
 				continue;
-			for (const struct vmt_json *t = th->child; t; t = t->next) {
-				const struct vmt_json *x = vmt_json_get(t, keys[k].key);
-				if (!x || x->type != VMT_JSON_NUMBER)
+			for (const struct van_json *t = th->child; t; t = t->next) {
+				const struct van_json *x = van_json_get(t, keys[k].key);
+				if (!x || x->type != VAN_JSON_NUMBER)
 					continue;
 				if (!v && !(v = add_metric(c, keys[k].name, keys[k].timing)))
 					return -ENOMEM;
@@ -110,13 +110,13 @@ static int call_metrics(struct vmt_rcol *c, const struct vmt_json *runs)
 
 /* The facts of the column besides its runs: where it ran, its settings,
  * the noise around it. */
-static int col_facts(struct vmt_rcol *c, const struct vmt_json *root)
+static int col_facts(struct van_rcol *c, const struct van_json *root)
 {
-	const struct vmt_json *vm = vmt_json_get(root, "vm"), *mx = vmt_json_get(root, "matrix");
-	const char *accel = vmt_json_str(vm, "accel");
-	const char *label = vmt_json_str(mx, "label");
-	const char *kernel = vmt_json_str(root, "kernel");
-	const char *ver = vmt_json_str(vm, "image_version");
+	const struct van_json *vm = van_json_get(root, "vm"), *mx = van_json_get(root, "matrix");
+	const char *accel = van_json_str(vm, "accel");
+	const char *label = van_json_str(mx, "label");
+	const char *kernel = van_json_str(root, "kernel");
+	const char *ver = van_json_str(vm, "image_version");
 	const char *path = strrchr(c->path, '/') ? strrchr(c->path, '/') + 1 : c->path;
 	if (label && *label)
 		c->label = clean_dup(label, 60);
@@ -129,20 +129,20 @@ static int col_facts(struct vmt_rcol *c, const struct vmt_json *root)
 	c->where = strdup(!vm ? "host" : accel && !strcmp(accel, "kvm") ? "kvm" : "tcg");
 	if (!c->label || !c->where)
 		return -ENOMEM;
-	c->cpus = (int)vmt_json_num(vm ? vm : root, "cpus", 0);
+	c->cpus = (int)van_json_num(vm ? vm : root, "cpus", 0);
 	if (c->cpus < 0 || c->cpus > 100000)
 		c->cpus = 0;
-	c->memory = vmt_json_num(vm ? vm : mx, "memory_bytes", 0);
+	c->memory = van_json_num(vm ? vm : mx, "memory_bytes", 0);
 	if (!(c->memory >= 0))
 		c->memory = 0;
-	if (mm_words(vmt_json_str(root, "mm"), c->mm) < 0 ||
-	    mm_words(vmt_json_str(root, "recorded_mm"), c->mm_rec) < 0)
+	if (mm_words(van_json_str(root, "mm"), c->mm) < 0 ||
+	    mm_words(van_json_str(root, "recorded_mm"), c->mm_rec) < 0)
 		return -ENOMEM;
-	const char *unset = vmt_json_str(vm, "mm_unset");
+	const char *unset = van_json_str(vm, "mm_unset");
 	if (unset && *unset && !(c->unset = clean_dup(unset, 400)))
 		return -ENOMEM;
-	c->host_noise = vmt_json_num(mx, "host_noise_pct", -1);
-	c->guest_noise = vmt_json_num(vmt_json_get(vm, "noise"), "others_pct", -1);
+	c->host_noise = van_json_num(mx, "host_noise_pct", -1);
+	c->guest_noise = van_json_num(van_json_get(vm, "noise"), "others_pct", -1);
 	if (!(c->host_noise >= 0 && c->host_noise <= 100))
 		c->host_noise = -1;
 	if (!(c->guest_noise >= 0 && c->guest_noise <= 100))
@@ -150,13 +150,13 @@ static int col_facts(struct vmt_rcol *c, const struct vmt_json *root)
 	return 0;
 }
 
-int vmt_rcol_parse(const char *text, size_t len, const char *path, struct vmt_rcol *c,
+int van_rcol_parse(const char *text, size_t len, const char *path, struct van_rcol *c,
 		   char *msg, size_t msglen)
 {
 	char err[160];
 	memset(c, 0, sizeof(*c));
 	c->host_noise = c->guest_noise = -1;
-	struct vmt_json *root = vmt_json_parse(text, len, err, sizeof(err));
+	struct van_json *root = van_json_parse(text, len, err, sizeof(err));
 	if (!root) {
 		if (!strcmp(err, "out of memory"))
 			return -ENOMEM;
@@ -166,49 +166,49 @@ int vmt_rcol_parse(const char *text, size_t len, const char *path, struct vmt_rc
 	int rc = -ENOMEM;
 	if (!(c->path = strdup(path ? path : "")))
 		goto out;
-	const char *error = vmt_json_str(root, "error");
-	if (root->type == VMT_JSON_OBJECT && error && !vmt_json_get(root, "runs")) {
+	const char *error = van_json_str(root, "error");
+	if (root->type == VAN_JSON_OBJECT && error && !van_json_get(root, "runs")) {
 		/* vmreplay's file for a kernel that gave no results */
 		if (!(c->error = clean_dup(*error ? error : "no results", 600)))
 			goto out;
-	} else if ((rc = vmt_result_parse(text, len, &c->r, msg, msglen)) < 0) {
+	} else if ((rc = van_result_parse(text, len, &c->r, msg, msglen)) < 0) {
 		goto out;
-	} else if ((rc = call_metrics(c, vmt_json_get(root, "runs"))) < 0) {
+	} else if ((rc = call_metrics(c, van_json_get(root, "runs"))) < 0) {
 		goto out;
 	}
 	rc = col_facts(c, root);
 out:
-	vmt_json_free(root);
+	van_json_free(root);
 	if (rc < 0)
-		vmt_rcol_free(c);
+		van_rcol_free(c);
 	return rc;
 }
 
-void vmt_rcol_free(struct vmt_rcol *c)
+void van_rcol_free(struct van_rcol *c)
 {
 	free(c->label);
 	free(c->path);
 	free(c->error);
 	free(c->where);
 	free(c->unset);
-	for (size_t i = 0; i < VMT_RCOL_MM; i++)
+	for (size_t i = 0; i < VAN_RCOL_MM; i++)
 		free(c->mm[i]), free(c->mm_rec[i]);
 	if (c->r.m || c->r.trace)
-		vmt_result_free(&c->r);
+		van_result_free(&c->r);
 	memset(c, 0, sizeof(*c));
 }
 
 /* ---- cells ------------------------------------------------------------------- */
 
-unsigned vmt_runs_needed(double alpha)
+unsigned van_runs_needed(double alpha)
 {
 	unsigned n = 1;
-	while (n < 1000 && vmt_mwu_min_p(n, n) >= alpha)
+	while (n < 1000 && van_mwu_min_p(n, n) >= alpha)
 		n++;
 	return n;
 }
 
-static const struct vmt_rmetric *find(const struct vmt_result *r, const char *name)
+static const struct van_rmetric *find(const struct van_result *r, const char *name)
 {
 	for (size_t i = 0; i < r->nmetrics; i++)
 		if (!strcmp(r->m[i].name, name))
@@ -218,14 +218,14 @@ static const struct vmt_rmetric *find(const struct vmt_result *r, const char *na
 
 /* The runs of column c for metric name (0 in each where it lacks it),
  * into v (room for its runs). */
-static void values(const struct vmt_rcol *c, const char *name, double *v)
+static void values(const struct van_rcol *c, const char *name, double *v)
 {
-	const struct vmt_rmetric *m = find(&c->r, name);
+	const struct van_rmetric *m = find(&c->r, name);
 	for (unsigned i = 0; i < c->r.nruns; i++)
 		v[i] = m ? m->v[i] : 0;
 }
 
-static void describe(struct vmt_rcell *x, double *v, unsigned n)
+static void describe(struct van_rcell *x, double *v, unsigned n)
 {
 	double sum = 0, ss = 0;
 	for (unsigned i = 0; i < n; i++)
@@ -235,7 +235,7 @@ static void describe(struct vmt_rcell *x, double *v, unsigned n)
 		ss += (v[i] - x->mean) * (v[i] - x->mean);
 	x->sd = n > 1 ? sqrt(ss / (n - 1)) : 0;
 	x->cv = x->mean != 0 ? x->sd / fabs(x->mean) * 100 : 0;
-	x->median = vmt_median(v, n); /* sorts v */
+	x->median = van_median(v, n); /* sorts v */
 	x->min = v[0];
 	x->max = v[n - 1];
 	x->have = 1;
@@ -246,13 +246,13 @@ static void describe(struct vmt_rcell *x, double *v, unsigned n)
  * time off CPU: emulated under TCG, but the mmap_lock story), first. */
 static int section_of(const char *name, int timing)
 {
-	return timing && strncmp(name, "calls.", 6) ? VMT_RS_TIMES : VMT_RS_COUNTS;
+	return timing && strncmp(name, "calls.", 6) ? VAN_RS_TIMES : VAN_RS_COUNTS;
 }
 
-static int row_cells(const struct vmt_rtable *t, struct vmt_rtrow *row, double **v)
+static int row_cells(const struct van_rtable *t, struct van_rtrow *row, double **v)
 {
 	for (size_t c = 0; c < t->ncols; c++) {
-		const struct vmt_rcol *col = &t->cols[c];
+		const struct van_rcol *col = &t->cols[c];
 		if (col->error || !col->r.nruns)
 			continue;
 		values(col, row->name, v[c]);
@@ -266,11 +266,11 @@ static int row_cells(const struct vmt_rtable *t, struct vmt_rtrow *row, double *
 			row->mean = 1;
 	if (t->base == t->ncols)
 		return 0;
-	const struct vmt_rcol *bc = &t->cols[t->base];
-	const struct vmt_rcell *b = &row->cell[t->base];
+	const struct van_rcol *bc = &t->cols[t->base];
+	const struct van_rcell *b = &row->cell[t->base];
 	double bs = row->mean ? b->mean : b->median;
 	for (size_t c = 0; c < t->ncols; c++) {
-		struct vmt_rcell *x = &row->cell[c];
+		struct van_rcell *x = &row->cell[c];
 		if (!x->have)
 			continue;
 		if (c == t->base) {
@@ -288,30 +288,30 @@ static int row_cells(const struct vmt_rtable *t, struct vmt_rtrow *row, double *
 		else
 			x->change_pct = (s - bs) / fabs(bs) * 100;
 		/* (v holds each column's runs, sorted: the test needs no order) */
-		struct vmt_mwu w;
-		if (vmt_mann_whitney(v[t->base], bc->r.nruns, v[c], t->cols[c].r.nruns, &w) < 0)
+		struct van_mwu w;
+		if (van_mann_whitney(v[t->base], bc->r.nruns, v[c], t->cols[c].r.nruns, &w) < 0)
 			return -ENOMEM;
 		x->p = w.p;
-		x->sig = w.p_min >= t->alpha ? VMT_SIG_FEW : w.p < t->alpha ? VMT_SIG_YES : VMT_SIG_NO;
+		x->sig = w.p_min >= t->alpha ? VAN_SIG_FEW : w.p < t->alpha ? VAN_SIG_YES : VAN_SIG_NO;
 	}
 	return 0;
 }
 
 /* Add a row for metric m unless the table has it. */
-static int add_row(struct vmt_rtable *t, const struct vmt_rmetric *m, size_t *cap)
+static int add_row(struct van_rtable *t, const struct van_rmetric *m, size_t *cap)
 {
 	for (size_t i = 0; i < t->nrows; i++)
 		if (!strcmp(t->rows[i].name, m->name))
 			return 0;
 	if (t->nrows == *cap) {
 		size_t nc = *cap ? 2 * *cap : 64;
-		struct vmt_rtrow *r = realloc(t->rows, nc * sizeof(*r));
+		struct van_rtrow *r = realloc(t->rows, nc * sizeof(*r));
 		if (!r)
 			return -ENOMEM;
 		t->rows = r;
 		*cap = nc;
 	}
-	struct vmt_rtrow *row = &t->rows[t->nrows];
+	struct van_rtrow *row = &t->rows[t->nrows];
 	memset(row, 0, sizeof(*row));
 	row->name = m->name;
 	row->timing = m->timing;
@@ -322,7 +322,7 @@ static int add_row(struct vmt_rtable *t, const struct vmt_rmetric *m, size_t *ca
 	return 0;
 }
 
-int vmt_rtable_build(const struct vmt_rcol *cols, size_t n, double alpha, struct vmt_rtable *t)
+int van_rtable_build(const struct van_rcol *cols, size_t n, double alpha, struct van_rtable *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->cols = cols;
@@ -344,7 +344,7 @@ int vmt_rtable_build(const struct vmt_rcol *cols, size_t n, double alpha, struct
 	}
 	/* The counts first, then the times; in each, the first column's
 	 * order, then what the others add. */
-	for (int sec = VMT_RS_COUNTS; sec <= VMT_RS_TIMES; sec++)
+	for (int sec = VAN_RS_COUNTS; sec <= VAN_RS_TIMES; sec++)
 		for (size_t c = 0; c < n; c++)
 			for (size_t i = 0; v[c] && i < cols[c].r.nmetrics; i++)
 				if (section_of(cols[c].r.m[i].name, cols[c].r.m[i].timing) == sec &&
@@ -359,11 +359,11 @@ out:
 		free(v[c]);
 	free(v);
 	if (rc < 0)
-		vmt_rtable_free(t);
+		van_rtable_free(t);
 	return rc;
 }
 
-void vmt_rtable_free(struct vmt_rtable *t)
+void van_rtable_free(struct van_rtable *t)
 {
 	for (size_t i = 0; i < t->nrows; i++)
 		free(t->rows[i].cell);
@@ -371,7 +371,7 @@ void vmt_rtable_free(struct vmt_rtable *t)
 	memset(t, 0, sizeof(*t));
 }
 
-int vmt_rtable_shown(const struct vmt_rtable *t, const struct vmt_rtrow *row, int all)
+int van_rtable_shown(const struct van_rtable *t, const struct van_rtrow *row, int all)
 {
 	if (all)
 		return 1;

@@ -15,7 +15,7 @@
 #define GAP "  "
 #define WRAP_LINES 6
 
-static double stat_of(const struct vmt_rtrow *row, const struct vmt_rcell *x)
+static double stat_of(const struct van_rtrow *row, const struct van_rcell *x)
 {
 	return row->mean ? x->mean : x->median;
 }
@@ -54,7 +54,7 @@ static void fmt_ratio(char *b, size_t n, double r)
 
 static char sig_mark(int sig)
 {
-	return sig == VMT_SIG_YES ? '*' : sig == VMT_SIG_FEW ? '?' : ' ';
+	return sig == VAN_SIG_YES ? '*' : sig == VAN_SIG_FEW ? '?' : ' ';
 }
 
 static void group(struct vmt_buf *o, const char *s)
@@ -62,10 +62,10 @@ static void group(struct vmt_buf *o, const char *s)
 	vmt_buf_printf(o, GAP "%-*.*s", GROUP_W, GROUP_W, s);
 }
 
-static void cell_text(struct vmt_buf *o, const struct vmt_rtable *t, const struct vmt_rtrow *row,
+static void cell_text(struct vmt_buf *o, const struct van_rtable *t, const struct van_rtrow *row,
 		      size_t c)
 {
-	const struct vmt_rcell *x = &row->cell[c];
+	const struct van_rcell *x = &row->cell[c];
 	char val[40], cv[16], ratio[16];
 	if (!x->have) {
 		vmt_buf_printf(o, GAP "%11s %-*s", "-", GROUP_W - 12, "");
@@ -88,9 +88,9 @@ static void cell_text(struct vmt_buf *o, const struct vmt_rtable *t, const struc
 }
 
 /* One row of the header: key, then each column's text. */
-typedef void (*col_text_fn)(const struct vmt_rtable *t, size_t c, size_t arg, char *b, size_t n);
+typedef void (*col_text_fn)(const struct van_rtable *t, size_t c, size_t arg, char *b, size_t n);
 
-static void header_row(struct vmt_buf *o, const struct vmt_rtable *t, int namew, const char *key,
+static void header_row(struct vmt_buf *o, const struct van_rtable *t, int namew, const char *key,
 		       col_text_fn fn, size_t arg)
 {
 	char b[160];
@@ -104,21 +104,21 @@ static void header_row(struct vmt_buf *o, const struct vmt_rtable *t, int namew,
 	vmt_buf_puts(o, "\n");
 }
 
-static void h_label(const struct vmt_rtable *t, size_t c, size_t arg, char *b, size_t n)
+static void h_label(const struct van_rtable *t, size_t c, size_t arg, char *b, size_t n)
 {
 	snprintf(b, n, "%s", t->cols[c].label);
 }
 
-static void h_where(const struct vmt_rtable *t, size_t c, size_t arg, char *b, size_t n)
+static void h_where(const struct van_rtable *t, size_t c, size_t arg, char *b, size_t n)
 {
 	const char *w = t->cols[c].where;
 	snprintf(b, n, "%s", !strcmp(w, "host") ? "this machine" : !strcmp(w, "kvm") ? "qemu kvm"
 			     : "qemu tcg (emulated)");
 }
 
-static void h_size(const struct vmt_rtable *t, size_t c, size_t arg, char *b, size_t n)
+static void h_size(const struct van_rtable *t, size_t c, size_t arg, char *b, size_t n)
 {
-	const struct vmt_rcol *col = &t->cols[c];
+	const struct van_rcol *col = &t->cols[c];
 	char mem[32] = "";
 	if (col->memory > 0)
 		vmt_format_bytes(mem, sizeof(mem), (uint64_t)col->memory);
@@ -130,32 +130,32 @@ static void h_size(const struct vmt_rtable *t, size_t c, size_t arg, char *b, si
 		snprintf(b, n, "%s", mem[0] ? mem : "-");
 }
 
-static void h_runs(const struct vmt_rtable *t, size_t c, size_t arg, char *b, size_t n)
+static void h_runs(const struct van_rtable *t, size_t c, size_t arg, char *b, size_t n)
 {
-	const struct vmt_rcol *col = &t->cols[c];
+	const struct van_rcol *col = &t->cols[c];
 	if (col->error) {
 		snprintf(b, n, "-");
 		return;
 	}
 	int few = t->base < t->ncols && c != t->base &&
-		  vmt_mwu_min_p(t->cols[t->base].r.nruns, col->r.nruns) >= t->alpha;
+		  van_mwu_min_p(t->cols[t->base].r.nruns, col->r.nruns) >= t->alpha;
 	snprintf(b, n, "%u%s", col->r.nruns, few ? " (too few runs)" : "");
 }
 
-static void h_mm(const struct vmt_rtable *t, size_t c, size_t arg, char *b, size_t n)
+static void h_mm(const struct van_rtable *t, size_t c, size_t arg, char *b, size_t n)
 {
-	const struct vmt_rcol *col = &t->cols[c];
+	const struct van_rcol *col = &t->cols[c];
 	const char *v = col->mm[arg], *r = col->mm_rec[arg];
 	snprintf(b, n, "%s%s", v ? v : "-", v && r && strcmp(v, r) ? " !" : "");
 }
 
-static void h_noise_host(const struct vmt_rtable *t, size_t c, size_t arg, char *b, size_t n)
+static void h_noise_host(const struct van_rtable *t, size_t c, size_t arg, char *b, size_t n)
 {
 	double v = t->cols[c].host_noise;
 	snprintf(b, n, v < 0 ? "-" : "%.1f%%", v);
 }
 
-static void h_noise_guest(const struct vmt_rtable *t, size_t c, size_t arg, char *b, size_t n)
+static void h_noise_guest(const struct van_rtable *t, size_t c, size_t arg, char *b, size_t n)
 {
 	double v = t->cols[c].guest_noise;
 	snprintf(b, n, v < 0 ? "-" : "%.1f%%", v);
@@ -163,7 +163,7 @@ static void h_noise_guest(const struct vmt_rtable *t, size_t c, size_t arg, char
 
 /* The status row: "ok", or why there are no results, wrapped over a few
  * lines of the column's width.  Returns whether some text was cut. */
-static int status_rows(struct vmt_buf *o, const struct vmt_rtable *t, int namew)
+static int status_rows(struct vmt_buf *o, const struct van_rtable *t, int namew)
 {
 	const char *pos[64];
 	size_t nc = t->ncols < 64 ? t->ncols : 64;
@@ -213,7 +213,7 @@ static int status_rows(struct vmt_buf *o, const struct vmt_rtable *t, int namew)
 	return cut;
 }
 
-static void sub_header(struct vmt_buf *o, const struct vmt_rtable *t, int namew, const char *title)
+static void sub_header(struct vmt_buf *o, const struct van_rtable *t, int namew, const char *title)
 {
 	vmt_buf_printf(o, "\n%-*s", namew, title);
 	for (size_t c = 0; c < t->ncols; c++)
@@ -223,11 +223,11 @@ static void sub_header(struct vmt_buf *o, const struct vmt_rtable *t, int namew,
 	vmt_buf_puts(o, "\n");
 }
 
-static void rows_text(struct vmt_buf *o, const struct vmt_rtable *t, int namew, int sec, int all)
+static void rows_text(struct vmt_buf *o, const struct van_rtable *t, int namew, int sec, int all)
 {
 	for (size_t i = 0; i < t->nrows; i++) {
-		const struct vmt_rtrow *row = &t->rows[i];
-		if (row->section != sec || !vmt_rtable_shown(t, row, all))
+		const struct van_rtrow *row = &t->rows[i];
+		if (row->section != sec || !van_rtable_shown(t, row, all))
 			continue;
 		char name[80];
 		snprintf(name, sizeof(name), "%s%s", row->name, row->mean ? " (mean)" : "");
@@ -241,20 +241,20 @@ static void rows_text(struct vmt_buf *o, const struct vmt_rtable *t, int namew, 
 }
 
 /* The legend, and what the header could not hold. */
-static void notes(struct vmt_buf *o, const struct vmt_rtable *t, int cut)
+static void notes(struct vmt_buf *o, const struct van_rtable *t, int cut)
 {
 	int tcg = 0, few = 0, differs = 0, means = 0;
 	size_t fa = 0, fb = 0;
 	for (size_t c = 0; c < t->ncols; c++) {
-		const struct vmt_rcol *col = &t->cols[c];
+		const struct van_rcol *col = &t->cols[c];
 		tcg |= !strcmp(col->where, "tcg") && !col->error;
 		if (t->base < t->ncols && c != t->base && !col->error &&
-		    vmt_mwu_min_p(t->cols[t->base].r.nruns, col->r.nruns) >= t->alpha && !few) {
+		    van_mwu_min_p(t->cols[t->base].r.nruns, col->r.nruns) >= t->alpha && !few) {
 			few = 1;
 			fa = t->cols[t->base].r.nruns;
 			fb = col->r.nruns;
 		}
-		for (size_t k = 0; k < VMT_RCOL_MM; k++)
+		for (size_t k = 0; k < VAN_RCOL_MM; k++)
 			differs |= col->mm[k] && col->mm_rec[k] && strcmp(col->mm[k], col->mm_rec[k]);
 	}
 	for (size_t i = 0; i < t->nrows; i++)
@@ -268,18 +268,18 @@ static void notes(struct vmt_buf *o, const struct vmt_rtable *t, int cut)
 	if (few)
 		vmt_buf_printf(o, ";\n ?: too few runs to tell: with %zu and %zu runs no difference can"
 				  " be significant; give each at least %u (vmreplay --repeat=%u)",
-			       fa, fb, vmt_runs_needed(t->alpha), vmt_runs_needed(t->alpha));
+			       fa, fb, van_runs_needed(t->alpha), van_runs_needed(t->alpha));
 	if (tcg)
 		vmt_buf_puts(o, ";\n ~: a time on a processor that TCG emulates: compare those"
 				" columns' counts and ratios, not their times with the others'");
 	if (differs) {
-		const struct vmt_rcol *rc = NULL;
+		const struct van_rcol *rc = NULL;
 		for (size_t c = 0; c < t->ncols && !rc; c++)
-			for (size_t k = 0; k < VMT_RCOL_MM && !rc; k++)
+			for (size_t k = 0; k < VAN_RCOL_MM && !rc; k++)
 				if (t->cols[c].mm_rec[k])
 					rc = &t->cols[c];
 		vmt_buf_puts(o, ";\n !: a setting not as recorded (the recording's:");
-		for (size_t k = 0; rc && k < VMT_RCOL_MM; k++)
+		for (size_t k = 0; rc && k < VAN_RCOL_MM; k++)
 			if (rc->mm_rec[k])
 				vmt_buf_printf(o, " %s=%s", vmt_mm_key(k), rc->mm_rec[k]);
 		vmt_buf_puts(o, "; zeropage is a boot parameter of some hypervisors' guests, which"
@@ -287,7 +287,7 @@ static void notes(struct vmt_buf *o, const struct vmt_rtable *t, int cut)
 	}
 	vmt_buf_puts(o, ")\n");
 	for (size_t c = 0; c < t->ncols; c++) {
-		const struct vmt_rcol *col = &t->cols[c];
+		const struct van_rcol *col = &t->cols[c];
 		if (col->error && cut)
 			vmt_buf_printf(o, "%s: failed: %s\n", col->label, col->error);
 		if (col->unset)
@@ -295,11 +295,11 @@ static void notes(struct vmt_buf *o, const struct vmt_rtable *t, int cut)
 	}
 }
 
-void vmt_rtable_text(const struct vmt_rtable *t, int all, struct vmt_buf *o)
+void van_rtable_text(const struct van_rtable *t, int all, struct vmt_buf *o)
 {
 	int namew = 26;
 	for (size_t i = 0; i < t->nrows; i++)
-		if (vmt_rtable_shown(t, &t->rows[i], all)) {
+		if (van_rtable_shown(t, &t->rows[i], all)) {
 			int w = (int)strlen(t->rows[i].name) + (t->rows[i].mean ? 7 : 0);
 			if (w > namew)
 				namew = w;
@@ -308,7 +308,7 @@ void vmt_rtable_text(const struct vmt_rtable *t, int all, struct vmt_buf *o)
 	header_row(o, t, namew, "ran on", h_where, 0);
 	header_row(o, t, namew, "cpus, memory", h_size, 0);
 	header_row(o, t, namew, "runs", h_runs, 0);
-	for (size_t k = 0; k < VMT_RCOL_MM && vmt_mm_key(k); k++) {
+	for (size_t k = 0; k < VAN_RCOL_MM && vmt_mm_key(k); k++) {
 		int any = 0;
 		for (size_t c = 0; c < t->ncols; c++)
 			any |= t->cols[c].mm[k] != NULL;
@@ -331,9 +331,9 @@ void vmt_rtable_text(const struct vmt_rtable *t, int all, struct vmt_buf *o)
 		tcg |= !strcmp(t->cols[c].where, "tcg") && !t->cols[c].error;
 	if (t->base < t->ncols) {
 		sub_header(o, t, namew, "counts");
-		rows_text(o, t, namew, VMT_RS_COUNTS, all);
+		rows_text(o, t, namew, VAN_RS_COUNTS, all);
 		sub_header(o, t, namew, tcg ? "times (~: emulated)" : "times");
-		rows_text(o, t, namew, VMT_RS_TIMES, all);
+		rows_text(o, t, namew, VAN_RS_TIMES, all);
 	} else {
 		vmt_buf_puts(o, "\n(no column has results)\n");
 	}
@@ -346,7 +346,7 @@ static void json_settings(struct vmt_buf *o, char *const *mm)
 {
 	int first = 1;
 	vmt_buf_puts(o, "{");
-	for (size_t k = 0; k < VMT_RCOL_MM && vmt_mm_key(k); k++) {
+	for (size_t k = 0; k < VAN_RCOL_MM && vmt_mm_key(k); k++) {
 		if (!mm[k])
 			continue;
 		vmt_buf_printf(o, "%s\"%s\":", first ? "" : ",", vmt_mm_key(k));
@@ -356,9 +356,9 @@ static void json_settings(struct vmt_buf *o, char *const *mm)
 	vmt_buf_puts(o, "}");
 }
 
-static void json_col(struct vmt_buf *o, const struct vmt_rtable *t, size_t c)
+static void json_col(struct vmt_buf *o, const struct van_rtable *t, size_t c)
 {
-	const struct vmt_rcol *col = &t->cols[c];
+	const struct van_rcol *col = &t->cols[c];
 	vmt_buf_puts(o, "{\"label\":");
 	vmt_buf_json_str(o, col->label);
 	vmt_buf_puts(o, ",\"file\":");
@@ -386,13 +386,13 @@ static void json_col(struct vmt_buf *o, const struct vmt_rtable *t, size_t c)
 
 static const char *sig_name(int sig)
 {
-	return sig == VMT_SIG_YES ? "yes" : sig == VMT_SIG_FEW ? "too few runs" : "no";
+	return sig == VAN_SIG_YES ? "yes" : sig == VAN_SIG_FEW ? "too few runs" : "no";
 }
 
-static void json_cell(struct vmt_buf *o, const struct vmt_rtable *t, const struct vmt_rtrow *row,
+static void json_cell(struct vmt_buf *o, const struct van_rtable *t, const struct van_rtrow *row,
 		      size_t c)
 {
-	const struct vmt_rcell *x = &row->cell[c];
+	const struct van_rcell *x = &row->cell[c];
 	if (!x->have) {
 		vmt_buf_puts(o, "null");
 		return;
@@ -417,7 +417,7 @@ static void json_cell(struct vmt_buf *o, const struct vmt_rtable *t, const struc
 	vmt_buf_printf(o, ",\"significant\":\"%s\"}", sig_name(x->sig));
 }
 
-void vmt_rtable_json(const struct vmt_rtable *t, int all, struct vmt_buf *o)
+void van_rtable_json(const struct van_rtable *t, int all, struct vmt_buf *o)
 {
 	vmt_buf_printf(o, "\"kind\":\"results-table\",\"alpha\":%g,\"base\":", t->alpha);
 	if (t->base < t->ncols)
@@ -433,13 +433,13 @@ void vmt_rtable_json(const struct vmt_rtable *t, int all, struct vmt_buf *o)
 	vmt_buf_puts(o, "],\"metrics\":[");
 	int first = 1;
 	for (size_t i = 0; i < t->nrows; i++) {
-		const struct vmt_rtrow *row = &t->rows[i];
-		if (!vmt_rtable_shown(t, row, all))
+		const struct van_rtrow *row = &t->rows[i];
+		if (!van_rtable_shown(t, row, all))
 			continue;
 		vmt_buf_printf(o, "%s{\"name\":", first ? "" : ",");
 		vmt_buf_json_str(o, row->name);
 		vmt_buf_printf(o, ",\"section\":\"%s\",\"timing\":%s,\"stat\":\"%s\",\"cells\":[",
-			       row->section == VMT_RS_TIMES ? "times" : "counts",
+			       row->section == VAN_RS_TIMES ? "times" : "counts",
 			       row->timing ? "true" : "false", row->mean ? "mean" : "median");
 		for (size_t c = 0; c < t->ncols; c++) {
 			if (c)

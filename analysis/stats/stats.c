@@ -15,8 +15,8 @@ struct stack_count {
 	uint64_t op_count[VMT_OP__COUNT];
 };
 
-struct vmt_stats_priv {
-	vmt_asmodel *model;
+struct van_stats_priv {
+	van_asmodel *model;
 	vmt_symtab *syms;
 	uint64_t page;
 	struct stack_count *stacks; /* indexed by stack id */
@@ -25,30 +25,30 @@ struct vmt_stats_priv {
 	uint32_t nstrs;
 };
 
-int vmt_stats_init(struct vmt_stats *s, const struct vmt_header *h)
+int van_stats_init(struct van_stats *s, const struct vmt_header *h)
 {
 	memset(s, 0, sizeof(*s));
 	s->priv = calloc(1, sizeof(*s->priv));
 	if (!s->priv)
 		return -ENOMEM;
 	uint32_t page = h && h->page_size && !(h->page_size & (h->page_size - 1)) ? h->page_size : 4096;
-	s->priv->model = vmt_asmodel_for(h);
+	s->priv->model = van_asmodel_for(h);
 	s->priv->page = page;
 	s->priv->syms = vmt_symtab_new();
 	if (!s->priv->model || !s->priv->syms) {
-		vmt_stats_free(s);
+		van_stats_free(s);
 		return -ENOMEM;
 	}
 	s->start_ns = h ? h->start_mono_ns : 0;
 	return 0;
 }
 
-void vmt_stats_free(struct vmt_stats *s)
+void van_stats_free(struct van_stats *s)
 {
 	if (!s)
 		return;
 	if (s->priv) {
-		vmt_asmodel_free(s->priv->model);
+		van_asmodel_free(s->priv->model);
 		vmt_symtab_free(s->priv->syms);
 		free(s->priv->stacks);
 		for (uint32_t i = 0; i < s->priv->nstrs; i++)
@@ -65,14 +65,14 @@ void vmt_stats_free(struct vmt_stats *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static struct vmt_proc_stats *proc_of(struct vmt_stats *s, uint32_t p)
+static struct van_proc_stats *proc_of(struct van_stats *s, uint32_t p)
 {
 	size_t n = s->nprocs;
 	if (p >= VMT_MAX_THREADS)
 		return NULL;
 	if (p >= n && vmt_grow(&s->procs, &s->nprocs, (size_t)p + 1, sizeof(*s->procs)))
 		return NULL;
-	struct vmt_proc_stats *ps = &s->procs[p];
+	struct van_proc_stats *ps = &s->procs[p];
 	if (!ps->seen) {
 		ps->seen = 1;
 		ps->parent = VMT_NONE;
@@ -82,13 +82,13 @@ static struct vmt_proc_stats *proc_of(struct vmt_stats *s, uint32_t p)
 	return ps;
 }
 
-static struct vmt_thread_stats *thread_of(struct vmt_stats *s, uint32_t t, uint32_t p)
+static struct van_thread_stats *thread_of(struct van_stats *s, uint32_t t, uint32_t p)
 {
 	if (t >= VMT_MAX_THREADS)
 		return NULL;
 	if (t >= s->nthreads && vmt_grow(&s->thread, &s->nthreads, (size_t)t + 1, sizeof(*s->thread)))
 		return NULL;
-	struct vmt_thread_stats *ts = &s->thread[t];
+	struct van_thread_stats *ts = &s->thread[t];
 	if (!ts->seen) {
 		ts->seen = 1;
 		ts->proc = p;
@@ -97,7 +97,7 @@ static struct vmt_thread_stats *thread_of(struct vmt_stats *s, uint32_t t, uint3
 	return ts;
 }
 
-static struct vmt_op_stats *advice_of(struct vmt_stats *s, uint64_t adv)
+static struct van_op_stats *advice_of(struct van_stats *s, uint64_t adv)
 {
 	uint32_t lo = 0, hi = s->nadvice;
 	while (lo < hi) {
@@ -109,7 +109,7 @@ static struct vmt_op_stats *advice_of(struct vmt_stats *s, uint64_t adv)
 	}
 	if (lo < s->nadvice && s->advice[lo].advice == adv)
 		return &s->advice[lo].s;
-	struct vmt_advice_stats *n = realloc(s->advice, (s->nadvice + 1) * sizeof(*n));
+	struct van_advice_stats *n = realloc(s->advice, (s->nadvice + 1) * sizeof(*n));
 	if (!n)
 		return NULL;
 	memmove(n + lo + 1, n + lo, (s->nadvice - lo) * sizeof(*n));
@@ -120,14 +120,14 @@ static struct vmt_op_stats *advice_of(struct vmt_stats *s, uint64_t adv)
 	return &n[lo].s;
 }
 
-static uint64_t rel(const struct vmt_stats *s, uint64_t ts)
+static uint64_t rel(const struct van_stats *s, uint64_t ts)
 {
 	return ts > s->start_ns ? ts - s->start_ns : 0;
 }
 
 /* Bytes an op addressed (successful calls only); brk/shmat/shmdt get the
  * size of the change from the model. */
-static uint64_t op_bytes(const struct vmt_syscall *sc, const struct vmt_as_effect *fx)
+static uint64_t op_bytes(const struct vmt_syscall *sc, const struct van_as_effect *fx)
 {
 	const struct vmt_op_info *oi = vmt_op_info(sc->op);
 	if (!oi) /* an op of a newer format version */
@@ -144,13 +144,13 @@ static uint64_t op_bytes(const struct vmt_syscall *sc, const struct vmt_as_effec
 	}
 }
 
-static int add_syscall(struct vmt_stats *s, const struct vmt_event *ev)
+static int add_syscall(struct van_stats *s, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	uint32_t op = sc->op < VMT_OP__COUNT ? sc->op : 0;
 	int err = !(sc->flags & VMT_SC_NO_RESULT) && sc->result < 0;
-	struct vmt_op_stats *o = &s->ops[op];
-	const struct vmt_as_effect *fx = vmt_asmodel_last(s->priv->model);
+	struct van_op_stats *o = &s->ops[op];
+	const struct van_as_effect *fx = van_asmodel_last(s->priv->model);
 
 	s->syscalls++;
 	o->count++;
@@ -163,7 +163,7 @@ static int add_syscall(struct vmt_stats *s, const struct vmt_event *ev)
 	if (sc->exit_ns > ev->ts_ns && !(sc->flags & VMT_SC_NO_RESULT))
 		o->time_ns += sc->exit_ns - ev->ts_ns;
 	if (op == VMT_OP_MADVISE) {
-		struct vmt_op_stats *a = advice_of(s, sc->args[2]);
+		struct van_op_stats *a = advice_of(s, sc->args[2]);
 		if (!a)
 			return -ENOMEM;
 		a->count++;
@@ -172,15 +172,15 @@ static int add_syscall(struct vmt_stats *s, const struct vmt_event *ev)
 		else
 			a->bytes += sc->args[1];
 	}
-	struct vmt_proc_stats *ps = proc_of(s, ev->proc);
-	struct vmt_thread_stats *ts = thread_of(s, ev->thread, ev->proc);
+	struct van_proc_stats *ps = proc_of(s, ev->proc);
+	struct van_thread_stats *ts = thread_of(s, ev->thread, ev->proc);
 	if (!ps || !ts)
 		return -ENOMEM;
 	ps->ops++, ts->ops++;
 	if (err)
 		ps->errors++, ts->errors++;
 	if (sc->stack_id != VMT_NONE) {
-		struct vmt_stats_priv *p = s->priv;
+		struct van_stats_priv *p = s->priv;
 		s->has_stacks = 1;
 		if (sc->stack_id >= (1u << 26))
 			return VMT_E_CORRUPT;
@@ -196,11 +196,11 @@ static int add_syscall(struct vmt_stats *s, const struct vmt_event *ev)
 	return 0;
 }
 
-static void update_peaks(struct vmt_stats *s, const struct vmt_event *ev)
+static void update_peaks(struct van_stats *s, const struct vmt_event *ev)
 {
-	struct vmt_as_counts c;
-	vmt_asmodel_counts(s->priv->model, ev->proc, &c);
-	struct vmt_proc_stats *ps = ev->proc < s->nprocs && s->procs[ev->proc].seen ? &s->procs[ev->proc] : NULL;
+	struct van_as_counts c;
+	van_asmodel_counts(s->priv->model, ev->proc, &c);
+	struct van_proc_stats *ps = ev->proc < s->nprocs && s->procs[ev->proc].seen ? &s->procs[ev->proc] : NULL;
 	if (ps) {
 		if (c.vmas > ps->peak_vmas)
 			ps->peak_vmas = c.vmas;
@@ -220,7 +220,7 @@ static void update_peaks(struct vmt_stats *s, const struct vmt_event *ev)
 /* Present pages, split into file pages (page cache: how many are mapped
  * depends on the cache and on fault-around, not only on the program) and
  * the others (anonymous or written). */
-static void add_touch(struct vmt_stats *s, const struct vmt_event *ev)
+static void add_touch(struct van_stats *s, const struct vmt_event *ev)
 {
 	uint64_t a = ev->u.touch.start, ps = s->priv->page;
 	for (uint32_t i = 0; i < ev->u.touch.nruns; i++) {
@@ -232,9 +232,9 @@ static void add_touch(struct vmt_stats *s, const struct vmt_event *ev)
 			if (r->state == VMT_PAGE_WRITTEN)
 				s->touched_written_pages += r->pages;
 			else
-				for (const struct vmt_vma *v = vmt_asmodel_first(s->priv->model, ev->proc, a);
-				     v && v->start < b; v = vmt_asmodel_next(s->priv->model, ev->proc, v))
-					if (v->flags & VMT_VMA_FILE)
+				for (const struct van_vma *v = van_asmodel_first(s->priv->model, ev->proc, a);
+				     v && v->start < b; v = van_asmodel_next(s->priv->model, ev->proc, v))
+					if (v->flags & VAN_VMA_FILE)
 						file += ((v->end < b ? v->end : b) - (v->start > a ? v->start : a)) / ps;
 			s->touched_file_pages += file;
 		}
@@ -242,9 +242,9 @@ static void add_touch(struct vmt_stats *s, const struct vmt_event *ev)
 	}
 }
 
-static const char *own(struct vmt_stats *s, const char *str)
+static const char *own(struct van_stats *s, const char *str)
 {
-	struct vmt_stats_priv *p = s->priv;
+	struct van_stats_priv *p = s->priv;
 	char **n = realloc(p->strs, (p->nstrs + 1) * sizeof(*n));
 	if (!n)
 		return "";
@@ -254,7 +254,7 @@ static const char *own(struct vmt_stats *s, const char *str)
 	return n[p->nstrs++];
 }
 
-int vmt_stats_add(struct vmt_stats *s, const struct vmt_event *ev)
+int van_stats_add(struct van_stats *s, const struct vmt_event *ev)
 {
 	int rc = 0;
 	if (!s->events)
@@ -265,7 +265,7 @@ int vmt_stats_add(struct vmt_stats *s, const struct vmt_event *ev)
 	if (ev->kind < VMT_EV__COUNT)
 		s->by_kind[ev->kind]++;
 
-	if (vmt_asmodel_apply(s->priv->model, ev))
+	if (van_asmodel_apply(s->priv->model, ev))
 		return -ENOMEM;
 
 	switch (ev->kind) {
@@ -273,7 +273,7 @@ int vmt_stats_add(struct vmt_stats *s, const struct vmt_event *ev)
 		rc = add_syscall(s, ev);
 		break;
 	case VMT_EV_PROCESS_START: {
-		struct vmt_proc_stats *ps = proc_of(s, ev->proc);
+		struct van_proc_stats *ps = proc_of(s, ev->proc);
 		if (!ps)
 			return -ENOMEM;
 		ps->pid = ev->u.process_start.os_pid;
@@ -285,21 +285,21 @@ int vmt_stats_add(struct vmt_stats *s, const struct vmt_event *ev)
 		break;
 	}
 	case VMT_EV_THREAD_START: {
-		struct vmt_thread_stats *ts = thread_of(s, ev->thread, ev->proc);
+		struct van_thread_stats *ts = thread_of(s, ev->thread, ev->proc);
 		if (!ts || !proc_of(s, ev->proc))
 			return -ENOMEM;
 		ts->tid = ev->u.thread_start.os_tid;
 		break;
 	}
 	case VMT_EV_EXEC: {
-		struct vmt_proc_stats *ps = proc_of(s, ev->proc);
+		struct van_proc_stats *ps = proc_of(s, ev->proc);
 		if (!ps)
 			return -ENOMEM;
 		ps->path = own(s, ev->u.exec.path);
 		break;
 	}
 	case VMT_EV_PROCESS_EXIT: {
-		struct vmt_proc_stats *ps = proc_of(s, ev->proc);
+		struct van_proc_stats *ps = proc_of(s, ev->proc);
 		if (!ps)
 			return -ENOMEM;
 		ps->exited = 1;
@@ -337,7 +337,7 @@ int vmt_stats_add(struct vmt_stats *s, const struct vmt_event *ev)
 		if (!proc_of(s, ev->proc) || !thread_of(s, ev->thread, ev->proc))
 			return -ENOMEM;
 	}
-	if (vmt_asmodel_last(s->priv->model)->changed)
+	if (van_asmodel_last(s->priv->model)->changed)
 		update_peaks(s, ev);
 	return rc;
 }
@@ -379,19 +379,19 @@ static void frame_name(const vmt_symtab *t, uint64_t ip, struct vmt_buf *out, in
 
 static int site_cmp(const void *a, const void *b)
 {
-	const struct vmt_site *x = a, *y = b;
+	const struct van_site *x = a, *y = b;
 	if (x->count != y->count)
 		return x->count < y->count ? 1 : -1;
 	return strcmp(x->name, y->name);
 }
 
-int vmt_stats_finish(struct vmt_stats *s)
+int van_stats_finish(struct van_stats *s)
 {
-	struct vmt_stats_priv *p = s->priv;
+	struct van_stats_priv *p = s->priv;
 	struct vmt_buf name = { 0 };
 	int rc = 0;
 	s->duration_ns = s->last_ns > s->first_ns ? s->last_ns - s->first_ns : 0;
-	s->model_inexact = vmt_asmodel_inexact(p->model);
+	s->model_inexact = van_asmodel_inexact(p->model);
 	for (uint32_t id = 0; id < p->nstacks && !rc; id++) {
 		struct stack_count *c = &p->stacks[id];
 		if (!c->count)
@@ -417,12 +417,12 @@ int vmt_stats_finish(struct vmt_stats *s)
 			break;
 		}
 		/* Merge stacks with the same site (linear: sites are few). */
-		struct vmt_site *site = NULL;
+		struct van_site *site = NULL;
 		for (uint32_t i = 0; i < s->nsites && !site; i++)
 			if (strcmp(s->sites[i].name, name.data) == 0)
 				site = &s->sites[i];
 		if (!site) {
-			struct vmt_site *n = realloc(s->sites, (s->nsites + 1) * sizeof(*n));
+			struct van_site *n = realloc(s->sites, (s->nsites + 1) * sizeof(*n));
 			if (!n) {
 				rc = -ENOMEM;
 				break;
@@ -447,24 +447,24 @@ int vmt_stats_finish(struct vmt_stats *s)
 	return rc;
 }
 
-int vmt_stats_read(struct vmt_stats *s, vmt_reader *r)
+int van_stats_read(struct van_stats *s, vmt_reader *r)
 {
 	struct vmt_event ev;
-	int rc, err = vmt_stats_init(s, vmt_reader_header(r));
+	int rc, err = van_stats_init(s, vmt_reader_header(r));
 	if (err)
 		return err;
 	while ((rc = vmt_reader_next(r, &ev)) == 1) {
-		err = vmt_stats_add(s, &ev);
+		err = van_stats_add(s, &ev);
 		if (err == -ENOMEM)
 			return err;
 	}
-	err = vmt_stats_finish(s);
+	err = van_stats_finish(s);
 	return rc < 0 ? rc : err;
 }
 
 /* ---- metrics ------------------------------------------------------------ */
 
-const char *vmt_advice_name(uint64_t advice, char *buf, size_t len)
+const char *van_advice_name(uint64_t advice, char *buf, size_t len)
 {
 	for (const struct vmt_flag_name *f = vmt_madv_names; f->name; f++)
 		if (f->value == advice)
@@ -474,7 +474,7 @@ const char *vmt_advice_name(uint64_t advice, char *buf, size_t len)
 }
 
 struct mlist {
-	struct vmt_metric *m;
+	struct van_metric *m;
 	size_t n, cap;
 	int oom;
 };
@@ -485,7 +485,7 @@ static void put(struct mlist *l, double v, uint32_t flags, const char *fmt, ...)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 128;
-		struct vmt_metric *n = realloc(l->m, cap * sizeof(*n));
+		struct van_metric *n = realloc(l->m, cap * sizeof(*n));
 		if (!n) {
 			l->oom = 1;
 			return;
@@ -493,7 +493,7 @@ static void put(struct mlist *l, double v, uint32_t flags, const char *fmt, ...)
 		l->m = n;
 		l->cap = cap;
 	}
-	struct vmt_metric *m = &l->m[l->n++];
+	struct van_metric *m = &l->m[l->n++];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(m->name, sizeof(m->name), fmt, ap);
@@ -502,10 +502,10 @@ static void put(struct mlist *l, double v, uint32_t flags, const char *fmt, ...)
 	m->flags = flags;
 }
 
-struct vmt_metric *vmt_stats_metrics(const struct vmt_stats *s, size_t *n)
+struct van_metric *van_stats_metrics(const struct van_stats *s, size_t *n)
 {
 	struct mlist l = { 0 };
-	const uint32_t T = VMT_METRIC_TIMING, E = VMT_METRIC_ENV;
+	const uint32_t T = VAN_METRIC_TIMING, E = VAN_METRIC_ENV;
 	put(&l, (double)s->events, 0, "events");
 	put(&l, (double)s->processes, 0, "processes");
 	put(&l, (double)s->threads, 0, "threads");
@@ -516,7 +516,7 @@ struct vmt_metric *vmt_stats_metrics(const struct vmt_stats *s, size_t *n)
 	    "ops_per_sec");
 	for (uint32_t op = 1; op < VMT_OP__COUNT; op++) {
 		const char *name = vmt_op_name(op);
-		const struct vmt_op_stats *o = &s->ops[op];
+		const struct van_op_stats *o = &s->ops[op];
 		put(&l, (double)o->count, 0, "ops.%s.count", name);
 		put(&l, (double)o->errors, 0, "ops.%s.errors", name);
 		put(&l, (double)o->bytes, 0, "ops.%s.bytes", name);
@@ -524,7 +524,7 @@ struct vmt_metric *vmt_stats_metrics(const struct vmt_stats *s, size_t *n)
 	}
 	/* Every known advice (zero when unused), then unknown ones seen. */
 	for (const struct vmt_flag_name *f = vmt_madv_names; f->name; f++) {
-		struct vmt_op_stats z = { 0 }, *o = &z;
+		struct van_op_stats z = { 0 }, *o = &z;
 		for (uint32_t i = 0; i < s->nadvice; i++)
 			if (s->advice[i].advice == f->value)
 				o = &s->advice[i].s;
@@ -534,7 +534,7 @@ struct vmt_metric *vmt_stats_metrics(const struct vmt_stats *s, size_t *n)
 	}
 	for (uint32_t i = 0; i < s->nadvice; i++) {
 		char buf[32];
-		const char *an = vmt_advice_name(s->advice[i].advice, buf, sizeof(buf));
+		const char *an = van_advice_name(s->advice[i].advice, buf, sizeof(buf));
 		if (an != buf)
 			continue;
 		put(&l, (double)s->advice[i].s.count, 0, "madvise.%s.count", an);

@@ -2,21 +2,21 @@
  * stats.h - the summary metrics of a trace, shared by `vmtrace stat` and
  * `vmtrace diff` (and usable by any other analysis).
  *
- * Feed every event in order to vmt_stats_add(), call vmt_stats_finish(),
- * then read the fields of struct vmt_stats, or the flat metric list of
- * vmt_stats_metrics() (names such as "ops.mmap.count", "peak_vmas") that
+ * Feed every event in order to van_stats_add(), call van_stats_finish(),
+ * then read the fields of struct van_stats, or the flat metric list of
+ * van_stats_metrics() (names such as "ops.mmap.count", "peak_vmas") that
  * diff compares.  Memory does not grow with the length of the trace, only
  * with the number of processes, threads and distinct call stacks.
  *
  * Conventions as in vmtrace.h: 0 or -errno, no printing.
  */
-#ifndef VMT_STATS_H
-#define VMT_STATS_H
+#ifndef VAN_STATS_H
+#define VAN_STATS_H
 
 #include <stdint.h>
 #include "vmtrace.h"
 
-struct vmt_op_stats {
+struct van_op_stats {
 	uint64_t count;
 	uint64_t errors;  /* result < 0 */
 	uint64_t bytes;	  /* length of successful calls: the len argument
@@ -26,12 +26,12 @@ struct vmt_op_stats {
 };
 
 /* madvise by advice: one entry per advice seen. */
-struct vmt_advice_stats {
+struct van_advice_stats {
 	uint64_t advice; /* MADV_* value */
-	struct vmt_op_stats s;
+	struct van_op_stats s;
 };
 
-struct vmt_proc_stats {
+struct van_proc_stats {
 	int seen;
 	int32_t pid;		/* 0 if no PROCESS_START */
 	uint32_t parent;	/* VMT_NONE for a root */
@@ -43,7 +43,7 @@ struct vmt_proc_stats {
 	int32_t exit_status;	/* raw wait status */
 };
 
-struct vmt_thread_stats {
+struct van_thread_stats {
 	int seen;
 	int32_t tid;
 	uint32_t proc;
@@ -53,15 +53,15 @@ struct vmt_thread_stats {
 /* A call site: the first frame of a stack outside the C library and the
  * dynamic loader (the leaf when every frame is inside them), named by
  * function and module so two recordings match despite ASLR. */
-struct vmt_site {
+struct van_site {
 	char *name;	     /* "func (module)", "module+0x1234" or "0x..." */
 	uint64_t count, errors;
 	uint64_t op_count[VMT_OP__COUNT];
 };
 
-struct vmt_stats_priv;
+struct van_stats_priv;
 
-struct vmt_stats {
+struct van_stats {
 	uint64_t events;
 	uint64_t by_kind[VMT_EV__COUNT];
 	uint32_t processes, threads; /* distinct indices seen */
@@ -69,8 +69,8 @@ struct vmt_stats {
 	uint64_t first_ns, last_ns;  /* timestamps of first/last event */
 	uint64_t duration_ns;	     /* last - first */
 	uint64_t syscalls, errors;
-	struct vmt_op_stats ops[VMT_OP__COUNT];
-	struct vmt_advice_stats *advice; /* sorted by advice value */
+	struct van_op_stats ops[VMT_OP__COUNT];
+	struct van_advice_stats *advice; /* sorted by advice value */
 	uint32_t nadvice;
 	/* Peaks of any one process's address space (the kernel's limits and
 	 * costs are per process), and when they were first reached (ns
@@ -86,50 +86,50 @@ struct vmt_stats {
 	uint64_t faults, faults_read, faults_write, faults_exec, faults_other;
 	uint64_t lost_faults, lost_events;
 	uint64_t model_inexact;	/* events the VMA model had to guess */
-	struct vmt_proc_stats *procs; /* [nprocs], indexed by proc */
+	struct van_proc_stats *procs; /* [nprocs], indexed by proc */
 	size_t nprocs;
-	struct vmt_thread_stats *thread; /* [nthreads], indexed by thread */
+	struct van_thread_stats *thread; /* [nthreads], indexed by thread */
 	size_t nthreads;
 	int has_stacks;		/* some syscall had a stack */
-	struct vmt_site *sites;	/* after finish: by count, descending */
+	struct van_site *sites;	/* after finish: by count, descending */
 	uint32_t nsites;
-	struct vmt_stats_priv *priv;
+	struct van_stats_priv *priv;
 };
 
 /* Start collecting for a trace with header h (page size, start time).
  * Returns 0 or -ENOMEM. */
-int vmt_stats_init(struct vmt_stats *s, const struct vmt_header *h);
+int van_stats_init(struct van_stats *s, const struct vmt_header *h);
 /* Take in one event.  Returns 0, -ENOMEM, or VMT_E_CORRUPT for a bad
  * symbol table entry. */
-int vmt_stats_add(struct vmt_stats *s, const struct vmt_event *ev);
+int van_stats_add(struct van_stats *s, const struct vmt_event *ev);
 /* Compute what needs the whole trace (call sites).  Returns 0/-ENOMEM. */
-int vmt_stats_finish(struct vmt_stats *s);
-void vmt_stats_free(struct vmt_stats *s);
+int van_stats_finish(struct van_stats *s);
+void van_stats_free(struct van_stats *s);
 
 /* Read every event of r into s (init, add..., finish).  Returns 0 at the
  * clean end, or the reader's negative error (s then holds the events
  * before the damage, finished), or -ENOMEM. */
-int vmt_stats_read(struct vmt_stats *s, vmt_reader *r);
+int van_stats_read(struct van_stats *s, vmt_reader *r);
 
 /* ---- flat metrics ------------------------------------------------------- */
 
-#define VMT_METRIC_TIMING 0x1u /* depends on timing: not deterministic */
-#define VMT_METRIC_ENV 0x2u    /* depends on the machine's state (page
+#define VAN_METRIC_TIMING 0x1u /* depends on timing: not deterministic */
+#define VAN_METRIC_ENV 0x2u    /* depends on the machine's state (page
 				  cache): not deterministic either */
-#define VMT_METRIC_NOISY (VMT_METRIC_TIMING | VMT_METRIC_ENV)
+#define VAN_METRIC_NOISY (VAN_METRIC_TIMING | VAN_METRIC_ENV)
 
-struct vmt_metric {
+struct van_metric {
 	char name[48];	/* "ops.mmap.count", "madvise.MADV_FREE.bytes", ... */
 	double value;
-	uint32_t flags;	/* VMT_METRIC_* */
+	uint32_t flags;	/* VAN_METRIC_* */
 };
 
 /* Every metric of s, in a fixed order (the same names for every trace,
  * except that madvise.<ADVICE>.* exist only for known advice values).
  * Returns a malloc'd array and its length in *n, or NULL on -ENOMEM. */
-struct vmt_metric *vmt_stats_metrics(const struct vmt_stats *s, size_t *n);
+struct van_metric *van_stats_metrics(const struct van_stats *s, size_t *n);
 
 /* Name of an advice value ("MADV_DONTNEED"), or "MADV_<n>" in buf. */
-const char *vmt_advice_name(uint64_t advice, char *buf, size_t len);
+const char *van_advice_name(uint64_t advice, char *buf, size_t len);
 
 #endif

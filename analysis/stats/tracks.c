@@ -20,9 +20,9 @@ struct tthread {
 	uint32_t proc;
 };
 
-struct vmt_tracks {
+struct van_tracks {
 	const struct vmt_header *h;
-	vmt_asmodel *model;
+	van_asmodel *model;
 	struct tproc *p;
 	uint32_t np;
 	size_t capp;
@@ -31,7 +31,7 @@ struct vmt_tracks {
 	size_t capt;
 };
 
-static struct tproc *proc_at(vmt_tracks *t, uint32_t i)
+static struct tproc *proc_at(van_tracks *t, uint32_t i)
 {
 	if (i >= VMT_MAX_THREADS || vmt_grow(&t->p, &t->capp, (size_t)i + 1, sizeof(*t->p)))
 		return NULL;
@@ -40,7 +40,7 @@ static struct tproc *proc_at(vmt_tracks *t, uint32_t i)
 	return &t->p[i];
 }
 
-static struct tthread *thread_at(vmt_tracks *t, uint32_t i)
+static struct tthread *thread_at(van_tracks *t, uint32_t i)
 {
 	size_t old = t->capt;
 	if (i >= VMT_MAX_THREADS || vmt_grow(&t->t, &t->capt, (size_t)i + 1, sizeof(*t->t)))
@@ -63,13 +63,13 @@ static void set_name(struct tproc *p, const char *path)
 	p->name[n] = 0;
 }
 
-vmt_tracks *vmt_tracks_new(const struct vmt_header *h)
+van_tracks *van_tracks_new(const struct vmt_header *h)
 {
-	vmt_tracks *t = calloc(1, sizeof(*t));
+	van_tracks *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->h = h;
-	t->model = vmt_asmodel_for(h);
+	t->model = van_asmodel_for(h);
 	if (!t->model) {
 		free(t);
 		return NULL;
@@ -77,17 +77,17 @@ vmt_tracks *vmt_tracks_new(const struct vmt_header *h)
 	return t;
 }
 
-void vmt_tracks_free(vmt_tracks *t)
+void van_tracks_free(van_tracks *t)
 {
 	if (!t)
 		return;
-	vmt_asmodel_free(t->model);
+	van_asmodel_free(t->model);
 	free(t->p);
 	free(t->t);
 	free(t);
 }
 
-int vmt_tracks_apply(vmt_tracks *t, const struct vmt_event *ev, unsigned *changed)
+int van_tracks_apply(van_tracks *t, const struct vmt_event *ev, unsigned *changed)
 {
 	unsigned ch = 0;
 	struct tproc *p = proc_at(t, ev->proc);
@@ -105,63 +105,63 @@ int vmt_tracks_apply(vmt_tracks *t, const struct vmt_event *ev, unsigned *change
 			memcpy(p->name, t->p[s->parent_proc].name, sizeof(p->name));
 		else if (t->h && t->h->argc > 0)
 			set_name(p, t->h->argv[0]);
-		ch |= VMT_TRK_NAMES;
+		ch |= VAN_TRK_NAMES;
 		break;
 	}
 	case VMT_EV_THREAD_START:
 		th->os_tid = ev->u.thread_start.os_tid;
-		ch |= VMT_TRK_NAMES;
+		ch |= VAN_TRK_NAMES;
 		break;
 	case VMT_EV_EXEC:
 		set_name(p, ev->u.exec.path);
-		ch |= VMT_TRK_NAMES;
+		ch |= VAN_TRK_NAMES;
 		break;
 	case VMT_EV_TOUCH:
 		for (uint32_t i = 0; i < ev->u.touch.nruns; i++)
 			if (ev->u.touch.runs[i].state != VMT_PAGE_ABSENT)
 				p->touched += ev->u.touch.runs[i].pages;
-		ch |= VMT_TRK_TOUCHED;
+		ch |= VAN_TRK_TOUCHED;
 		break;
 	case VMT_EV_FAULT:
 		p->touched++;
-		ch |= VMT_TRK_TOUCHED;
+		ch |= VAN_TRK_TOUCHED;
 		break;
 	case VMT_EV_SYSCALL:
 		p->syscalls++;
-		ch |= VMT_TRK_SYSCALL;
+		ch |= VAN_TRK_SYSCALL;
 		break;
 	default:
 		break;
 	}
-	int rc = vmt_asmodel_apply(t->model, ev);
+	int rc = van_asmodel_apply(t->model, ev);
 	if (rc)
 		return rc;
-	const struct vmt_as_effect *eff = vmt_asmodel_last(t->model);
+	const struct van_as_effect *eff = van_asmodel_last(t->model);
 	if (eff->changed || ev->kind == VMT_EV_PROCESS_EXIT || ev->kind == VMT_EV_EXEC ||
 	    ev->kind == VMT_EV_MAPS || ev->kind == VMT_EV_PROCESS_START)
-		ch |= VMT_TRK_SPACE;
+		ch |= VAN_TRK_SPACE;
 	if (changed)
 		*changed = ch;
 	return 0;
 }
 
-uint32_t vmt_tracks_nprocs(const vmt_tracks *t)
+uint32_t van_tracks_nprocs(const van_tracks *t)
 {
 	return t->np;
 }
 
-uint32_t vmt_tracks_nthreads(const vmt_tracks *t)
+uint32_t van_tracks_nthreads(const van_tracks *t)
 {
 	return t->nt;
 }
 
-void vmt_tracks_get(const vmt_tracks *t, uint32_t p, struct vmt_track_vals *v)
+void van_tracks_get(const van_tracks *t, uint32_t p, struct van_track_vals *v)
 {
 	memset(v, 0, sizeof(*v));
 	if (p >= t->np)
 		return;
-	struct vmt_as_counts c;
-	vmt_asmodel_counts(t->model, p, &c);
+	struct van_as_counts c;
+	van_asmodel_counts(t->model, p, &c);
 	v->vmas = c.vmas;
 	v->mapped_bytes = c.mapped_bytes;
 	v->locked_bytes = c.locked_bytes;
@@ -169,32 +169,32 @@ void vmt_tracks_get(const vmt_tracks *t, uint32_t p, struct vmt_track_vals *v)
 	v->syscalls = t->p[p].syscalls;
 }
 
-const char *vmt_tracks_proc_name(const vmt_tracks *t, uint32_t p)
+const char *van_tracks_proc_name(const van_tracks *t, uint32_t p)
 {
 	return p < t->np ? t->p[p].name : "";
 }
 
-uint32_t vmt_tracks_parent(const vmt_tracks *t, uint32_t p)
+uint32_t van_tracks_parent(const van_tracks *t, uint32_t p)
 {
 	return p < t->np && t->p[p].parent1 ? t->p[p].parent1 - 1 : VMT_NONE;
 }
 
-int32_t vmt_tracks_os_pid(const vmt_tracks *t, uint32_t p)
+int32_t van_tracks_os_pid(const van_tracks *t, uint32_t p)
 {
 	return p < t->np ? t->p[p].os_pid : 0;
 }
 
-int32_t vmt_tracks_os_tid(const vmt_tracks *t, uint32_t thread)
+int32_t van_tracks_os_tid(const van_tracks *t, uint32_t thread)
 {
 	return thread < t->nt ? t->t[thread].os_tid : 0;
 }
 
-uint32_t vmt_tracks_thread_proc(const vmt_tracks *t, uint32_t thread)
+uint32_t van_tracks_thread_proc(const van_tracks *t, uint32_t thread)
 {
 	return thread < t->nt ? t->t[thread].proc : VMT_NONE;
 }
 
-uint64_t vmt_tracks_rel_ns(const vmt_tracks *t, uint64_t ts_ns)
+uint64_t van_tracks_rel_ns(const van_tracks *t, uint64_t ts_ns)
 {
 	uint64_t base = t->h ? t->h->start_mono_ns : 0;
 	return ts_ns > base ? ts_ns - base : 0;

@@ -47,7 +47,7 @@ int rp_load_rewritten(const char *path, const char *rules, const struct rp_optio
 	}
 	msg[0] = 0;
 	*is_input_error = 1;
-	vmt_rewrite *rw = vmt_rewrite_new(rules, msg, msglen);
+	van_rewrite *rw = van_rewrite_new(rules, msg, msglen);
 	if (!rw)
 		return -EINVAL;
 	in = open(path, O_RDONLY | O_CLOEXEC);
@@ -64,15 +64,15 @@ int rp_load_rewritten(const char *path, const char *rules, const struct rp_optio
 			 strerror(errno));
 		goto out;
 	}
-	rc = vmt_rewrite_trace(rw, in, tmp, msg, msglen);
+	rc = van_rewrite_trace(rw, in, tmp, msg, msglen);
 	if (rc < 0) {
 		/* "reading: ..." is the trace's fault; anything else (a rule
 		 * that made an invalid event, no space) is ours. */
 		*is_input_error = !strncmp(msg, "reading", 7);
 		goto out;
 	}
-	snprintf(info->rules, sizeof(info->rules), "%s", vmt_rewrite_list(rw));
-	const struct vmt_rewrite_counts *cnt = vmt_rewrite_counts(rw);
+	snprintf(info->rules, sizeof(info->rules), "%s", van_rewrite_list(rw));
+	const struct van_rewrite_counts *cnt = van_rewrite_counts(rw);
 	info->nrules = cnt->nrules < RP_MAX_RULES ? cnt->nrules : RP_MAX_RULES;
 	for (uint32_t i = 0; i < info->nrules; i++) {
 		snprintf(info->rule[i].name, sizeof(info->rule[i].name), "%s", cnt->rules[i].name);
@@ -98,7 +98,7 @@ out:
 		close(tmp);
 	if (in >= 0)
 		close(in);
-	vmt_rewrite_free(rw);
+	van_rewrite_free(rw);
 	return rc;
 }
 
@@ -256,7 +256,7 @@ static uint64_t wl_calls(const struct rp_run_result *r, uint32_t unused)
 	uint64_t n = 0;
 	(void)unused;
 	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
-		n += vmt_op_write_locked(op) == 1 ? r->ops[op].count : 0;
+		n += van_op_write_locked(op) == 1 ? r->ops[op].count : 0;
 	return n;
 }
 
@@ -265,7 +265,7 @@ static uint64_t wl_ns(const struct rp_run_result *r, uint32_t unused)
 	uint64_t ns = 0;
 	(void)unused;
 	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
-		ns += vmt_op_write_locked(op) == 1 ? r->ops[op].count * r->ops[op].mean_ns : 0;
+		ns += van_op_write_locked(op) == 1 ? r->ops[op].count * r->ops[op].mean_ns : 0;
 	return ns;
 }
 
@@ -418,7 +418,7 @@ int rp_compare_report_text(FILE *f, const rp_trace *base, const rp_trace *rew,
 			info->overflows);
 
 	/* what the rewrite changed in the trace itself (counted, not measured) */
-	const struct vmt_rewrite_calls *ci = &info->calls_in, *co = &info->calls_out;
+	const struct van_rewrite_calls *ci = &info->calls_in, *co = &info->calls_out;
 	fprintf(f, "\n%-20s %12s %12s %8s\n", "calls in the trace", "baseline", "rewritten", "ratio");
 	fprintf(f, "%-20s %12" PRIu64 " %12" PRIu64 " %8.2f\n", "all", ci->calls, co->calls,
 		rp_ratio(ci->calls, co->calls));
@@ -478,7 +478,7 @@ static void json_rules(struct vmt_buf *b, const struct rp_rewrite_info *info)
 	vmt_buf_printf(b, "},\"rewrite_events_in\":%" PRIu64 ",\"rewrite_events_out\":%" PRIu64
 			  ",\"rewrite_overflows\":%" PRIu64,
 		       info->events_in, info->events_out, info->overflows);
-	const struct vmt_rewrite_calls *side[2] = { &info->calls_in, &info->calls_out };
+	const struct van_rewrite_calls *side[2] = { &info->calls_in, &info->calls_out };
 	for (int i = 0; i < 2; i++)
 		vmt_buf_printf(b, ",\"rewrite_calls_%s\":{\"calls\":%" PRIu64 ",\"write_locked\":%" PRIu64
 				  ",\"vma_changes\":%" PRIu64 "}",

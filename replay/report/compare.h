@@ -23,7 +23,7 @@
 
 /* What a rewrite did: the canonical rule list and each rule's count. */
 struct rp_rewrite_info {
-	char rules[VMT_REWRITE_MAX_LIST + 1];
+	char rules[VAN_REWRITE_MAX_LIST + 1];
 	uint32_t nrules;
 	struct {
 		char name[48];
@@ -33,7 +33,7 @@ struct rp_rewrite_info {
 	uint64_t overflows; /* early decisions forced by the engine's look-ahead limit */
 	/* the calls of the trace as recorded and as rewritten: all, those
 	 * that take mmap_lock for writing, those that change VMAs */
-	struct vmt_rewrite_calls calls_in, calls_out;
+	struct van_rewrite_calls calls_in, calls_out;
 };
 
 /* Rewrite the trace at path by `rules` (NULL or "": the default list) and

@@ -344,20 +344,20 @@ static void analyse(int fd)
 	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
 	if (!r)
 		abort(); /* it was just written */
-	vmt_lint *l = vmt_lint_new(vmt_reader_header(r));
-	struct vmt_stats st;
-	if (!l || vmt_stats_init(&st, vmt_reader_header(r)) < 0)
+	van_lint *l = van_lint_new(vmt_reader_header(r));
+	struct van_stats st;
+	if (!l || van_stats_init(&st, vmt_reader_header(r)) < 0)
 		abort();
 	struct vmt_event ev;
 	int rc;
 	while ((rc = vmt_reader_next(r, &ev)) == 1) {
-		if (vmt_lint_event(l, vmt_reader_event_index(r) - 1, &ev) < 0 || vmt_stats_add(&st, &ev) < 0)
+		if (van_lint_event(l, vmt_reader_event_index(r) - 1, &ev) < 0 || van_stats_add(&st, &ev) < 0)
 			abort();
 	}
-	if (rc < 0 || vmt_lint_finish(l) < 0 || vmt_stats_finish(&st) < 0)
+	if (rc < 0 || van_lint_finish(l) < 0 || van_stats_finish(&st) < 0)
 		abort();
-	vmt_stats_free(&st);
-	vmt_lint_free(l);
+	van_stats_free(&st);
+	van_lint_free(l);
 	vmt_reader_free(r);
 	lseek(fd, 0, SEEK_SET);
 }

@@ -53,38 +53,38 @@ void lr_map_file(struct tg_trace *b, uint32_t proc, uint32_t thread, uint64_t in
 }
 
 /* Finish the trace, read it back into a linter and decide. */
-vmt_lint *lr_lint(struct tg_trace *b, int *nfound)
+van_lint *lr_lint(struct tg_trace *b, int *nfound)
 {
 	tg_finish(b);
 	assert_int_equal(lseek(b->fd, 0, SEEK_SET), 0);
 	int err;
 	vmt_reader *r = vmt_reader_open_fd(b->fd, &err, NULL, 0);
 	assert_non_null(r);
-	vmt_lint *l = vmt_lint_new(vmt_reader_header(r));
+	van_lint *l = van_lint_new(vmt_reader_header(r));
 	assert_non_null(l);
 	struct vmt_event ev;
 	uint64_t i = 0;
 	int rc;
 	while ((rc = vmt_reader_next(r, &ev)) == 1)
-		assert_int_equal(vmt_lint_event(l, i++, &ev), 0);
+		assert_int_equal(van_lint_event(l, i++, &ev), 0);
 	assert_int_equal(rc, 0);
 	assert_int_equal(i, b->count);
-	*nfound = vmt_lint_finish(l);
+	*nfound = van_lint_finish(l);
 	assert_true(*nfound >= 0);
 	vmt_reader_free(r);
 	close(b->fd);
 	return l;
 }
 
-const struct vmt_lint_finding *lr_find(const vmt_lint *l, int n, const char *id)
+const struct van_lint_finding *lr_find(const van_lint *l, int n, const char *id)
 {
 	for (int i = 0; i < n; i++)
-		if (!strcmp(vmt_lint_get(l, (uint32_t)i)->id, id))
-			return vmt_lint_get(l, (uint32_t)i);
+		if (!strcmp(van_lint_get(l, (uint32_t)i)->id, id))
+			return van_lint_get(l, (uint32_t)i);
 	return NULL;
 }
 
-uint64_t lr_evidence(const struct vmt_lint_finding *f, const char *key)
+uint64_t lr_evidence(const struct van_lint_finding *f, const char *key)
 {
 	for (uint32_t i = 0; i < f->nnums; i++)
 		if (!strcmp(f->nums[i].key, key))
@@ -94,29 +94,29 @@ uint64_t lr_evidence(const struct vmt_lint_finding *f, const char *key)
 }
 
 /* The only finding is `id`; returns it. */
-const struct vmt_lint_finding *lr_only(const vmt_lint *l, int n, const char *id)
+const struct van_lint_finding *lr_only(const van_lint *l, int n, const char *id)
 {
-	if (n != 1 || strcmp(vmt_lint_get(l, 0)->id, id)) {
+	if (n != 1 || strcmp(van_lint_get(l, 0)->id, id)) {
 		for (int i = 0; i < n; i++)
-			print_message("finding: %s\n", vmt_lint_get(l, (uint32_t)i)->id);
+			print_message("finding: %s\n", van_lint_get(l, (uint32_t)i)->id);
 		fail_msg("want exactly the finding %s, got %d findings", id, n);
 	}
-	return vmt_lint_get(l, 0);
+	return van_lint_get(l, 0);
 }
 
-void lr_none(vmt_lint *l, int n)
+void lr_none(van_lint *l, int n)
 {
 	for (int i = 0; i < n; i++)
-		print_message("unexpected finding: %s: %s\n", vmt_lint_get(l, (uint32_t)i)->id,
-			      vmt_lint_get(l, (uint32_t)i)->summary);
+		print_message("unexpected finding: %s: %s\n", van_lint_get(l, (uint32_t)i)->id,
+			      van_lint_get(l, (uint32_t)i)->summary);
 	assert_int_equal(n, 0);
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 /* The trace has no finding. */
 void lr_expect_none(struct tg_trace *b)
 {
 	int n;
-	vmt_lint *l = lr_lint(b, &n);
+	van_lint *l = lr_lint(b, &n);
 	lr_none(l, n);
 }

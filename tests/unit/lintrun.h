@@ -28,15 +28,15 @@ void lr_map_file(struct tg_trace *b, uint32_t proc, uint32_t thread, uint64_t in
 
 /* Finish the trace, read it back into a linter and decide: the linter,
  * with the number of findings in *nfound. */
-vmt_lint *lr_lint(struct tg_trace *b, int *nfound);
+van_lint *lr_lint(struct tg_trace *b, int *nfound);
 /* The finding `id` among the n, or NULL. */
-const struct vmt_lint_finding *lr_find(const vmt_lint *l, int n, const char *id);
+const struct van_lint_finding *lr_find(const van_lint *l, int n, const char *id);
 /* The number `key` of f's evidence (fails the test without one). */
-uint64_t lr_evidence(const struct vmt_lint_finding *f, const char *key);
+uint64_t lr_evidence(const struct van_lint_finding *f, const char *key);
 /* The only finding is `id` (fails the test otherwise); returns it. */
-const struct vmt_lint_finding *lr_only(const vmt_lint *l, int n, const char *id);
+const struct van_lint_finding *lr_only(const van_lint *l, int n, const char *id);
 /* There is no finding (fails the test otherwise); frees l. */
-void lr_none(vmt_lint *l, int n);
+void lr_none(van_lint *l, int n);
 /* The trace has no finding. */
 void lr_expect_none(struct tg_trace *b);
 

@@ -57,14 +57,14 @@ struct rwt_result rwt_run(struct tg_trace *b, const char *rules)
 	struct rwt_result res = { 0 };
 	char err[256];
 	tg_finish(b);
-	vmt_rewrite *rw = vmt_rewrite_new(rules, err, sizeof(err));
+	van_rewrite *rw = van_rewrite_new(rules, err, sizeof(err));
 	assert_non_null(rw);
 	int out = tg_memfd("rewrite-out");
 	assert_int_equal(lseek(b->fd, 0, SEEK_SET), 0);
-	int rc = vmt_rewrite_trace(rw, b->fd, out, err, sizeof(err));
+	int rc = van_rewrite_trace(rw, b->fd, out, err, sizeof(err));
 	if (rc)
-		fail_msg("vmt_rewrite_trace: %d %s", rc, err);
-	const struct vmt_rewrite_counts *c = vmt_rewrite_counts(rw);
+		fail_msg("van_rewrite_trace: %d %s", rc, err);
+	const struct van_rewrite_counts *c = van_rewrite_counts(rw);
 	res.nrules = c->nrules;
 	for (uint32_t i = 0; i < c->nrules && i < 8; i++) {
 		res.applied[i] = c->rules[i].applied;
@@ -84,10 +84,10 @@ struct rwt_result rwt_run(struct tg_trace *b, const char *rules)
 	vmt_reader *r = vmt_reader_open_fd(out, &e, NULL, 0);
 	assert_non_null(r);
 	char want[300];
-	snprintf(want, sizeof(want), "touch=resident rewrite=%s", vmt_rewrite_list(rw));
+	snprintf(want, sizeof(want), "touch=resident rewrite=%s", van_rewrite_list(rw));
 	assert_string_equal(vmt_reader_header(r)->options, want);
 	vmt_reader_free(r);
-	vmt_rewrite_free(rw);
+	van_rewrite_free(rw);
 	close(out);
 	close(b->fd);
 	return res;

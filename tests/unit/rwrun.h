@@ -1,7 +1,7 @@
 /*
  * rwrun.h - the rewrite tests' part of the unit-test toolkit, on top of
  * tgen.h: a trace with process 0 and threads 0 to 2 (rwt_open), rewritten
- * file to file with vmt_rewrite_trace(), read back and compared line by
+ * file to file with van_rewrite_trace(), read back and compared line by
  * line with the expected stream (the text `vmtrace dump` shows, without
  * the time column; calls flagged VMT_SC_REWRITTEN render with
  * " (rewritten)", process 0's lines start with the thread, others' with
@@ -28,10 +28,10 @@ struct rwt_result {
 	char *text; /* the rewritten stream (malloc'd) */
 	uint32_t nrules;
 	uint64_t applied[8], removed[8];
-	struct vmt_rewrite_count first; /* the first rule's counts */
+	struct van_rewrite_count first; /* the first rule's counts */
 	char note[400];			/* its note ("" without) */
 	uint64_t events_in, events_out;
-	struct vmt_rewrite_calls in, out;
+	struct van_rewrite_calls in, out;
 };
 
 /* Finish b's trace and rewrite it with `rules` (NULL: the default); the

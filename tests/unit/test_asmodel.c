@@ -58,18 +58,18 @@ static const struct {
 	const char *mn;
 	uint32_t flag;
 } vmflags[] = {
-	{ "lo", VMT_VMA_LOCKED },    { "lf", VMT_VMA_LOCKONFAULT }, { "ac", VMT_VMA_ACCOUNT },
-	{ "nr", VMT_VMA_NORESERVE }, { "dc", VMT_VMA_DONTFORK },    { "wf", VMT_VMA_WIPEONFORK },
-	{ "dd", VMT_VMA_DONTDUMP },  { "hg", VMT_VMA_HUGEPAGE },    { "nh", VMT_VMA_NOHUGEPAGE },
-	{ "mg", VMT_VMA_MERGEABLE }, { "sr", VMT_VMA_SEQ_READ },    { "rr", VMT_VMA_RAND_READ },
-	{ "gd", VMT_VMA_GROWSDOWN }, { "sl", VMT_VMA_SEALED },
+	{ "lo", VAN_VMA_LOCKED },    { "lf", VAN_VMA_LOCKONFAULT }, { "ac", VAN_VMA_ACCOUNT },
+	{ "nr", VAN_VMA_NORESERVE }, { "dc", VAN_VMA_DONTFORK },    { "wf", VAN_VMA_WIPEONFORK },
+	{ "dd", VAN_VMA_DONTDUMP },  { "hg", VAN_VMA_HUGEPAGE },    { "nh", VAN_VMA_NOHUGEPAGE },
+	{ "mg", VAN_VMA_MERGEABLE }, { "sr", VAN_VMA_SEQ_READ },    { "rr", VAN_VMA_RAND_READ },
+	{ "gd", VAN_VMA_GROWSDOWN }, { "sl", VAN_VMA_SEALED },
 };
 #define NVMFLAGS (sizeof(vmflags) / sizeof(vmflags[0]))
 #define CMP_FLAGS                                                                           \
-	(VMT_VMA_LOCKED | VMT_VMA_LOCKONFAULT | VMT_VMA_ACCOUNT | VMT_VMA_NORESERVE |          \
-	 VMT_VMA_DONTFORK | VMT_VMA_WIPEONFORK | VMT_VMA_DONTDUMP | VMT_VMA_HUGEPAGE |         \
-	 VMT_VMA_NOHUGEPAGE | VMT_VMA_MERGEABLE | VMT_VMA_SEQ_READ | VMT_VMA_RAND_READ |      \
-	 VMT_VMA_GROWSDOWN | VMT_VMA_SEALED)
+	(VAN_VMA_LOCKED | VAN_VMA_LOCKONFAULT | VAN_VMA_ACCOUNT | VAN_VMA_NORESERVE |          \
+	 VAN_VMA_DONTFORK | VAN_VMA_WIPEONFORK | VAN_VMA_DONTDUMP | VAN_VMA_HUGEPAGE |         \
+	 VAN_VMA_NOHUGEPAGE | VAN_VMA_MERGEABLE | VAN_VMA_SEQ_READ | VAN_VMA_RAND_READ |      \
+	 VAN_VMA_GROWSDOWN | VAN_VMA_SEALED)
 
 /* The VMAs of /proc/self/smaps that intersect [lo, hi). */
 static int kernel_vmas(uint64_t lo, uint64_t hi, struct kvma *out, int max)
@@ -118,13 +118,13 @@ static int64_t resp(void *p)
 	return p == MAP_FAILED ? -errno : (int64_t)(uintptr_t)p;
 }
 
-static void apply(vmt_asmodel *m, const struct vmt_event *ev)
+static void apply(van_asmodel *m, const struct vmt_event *ev)
 {
-	assert_int_equal(vmt_asmodel_apply(m, ev), 0);
+	assert_int_equal(van_asmodel_apply(m, ev), 0);
 }
 
 /* Give the model this process's current mappings. */
-static void feed_snapshot(vmt_asmodel *m, uint32_t proc)
+static void feed_snapshot(van_asmodel *m, uint32_t proc)
 {
 	static struct vmt_map_entry ents[512];
 	static char paths[512][128];
@@ -172,7 +172,7 @@ static void note(const char *fmt, ...)
 		fprintf(stderr, "  %s\n", history[(nhist - 1) % 16]);
 }
 
-static void print_views(const struct kvma *k, int nk, const vmt_asmodel *m, uint32_t proc)
+static void print_views(const struct kvma *k, int nk, const van_asmodel *m, uint32_t proc)
 {
 	uint64_t lo = (uint64_t)(uintptr_t)region, hi = lo + NPAGES * pg;
 	fprintf(stderr, "last ops:\n");
@@ -184,32 +184,32 @@ static void print_views(const struct kvma *k, int nk, const vmt_asmodel *m, uint
 			(int64_t)(k[i].start - lo) / pg, (int64_t)(k[i].end - lo) / pg, k[i].prot,
 			k[i].shared ? 's' : 'p', k[i].offset, k[i].flags, k[i].path);
 	fprintf(stderr, "model:\n");
-	for (const struct vmt_vma *v = vmt_asmodel_first(m, proc, lo); v && v->start < hi;
-	     v = vmt_asmodel_next(m, proc, v))
+	for (const struct van_vma *v = van_asmodel_first(m, proc, lo); v && v->start < hi;
+	     v = van_asmodel_next(m, proc, v))
 		fprintf(stderr, "  %3" PRId64 "-%3" PRId64 " prot=%u %c off=%" PRIx64 " flags=%05x anon=%" PRIx64 " %s\n",
 			(int64_t)(v->start - lo) / pg, (int64_t)(v->end - lo) / pg, v->prot,
-			v->flags & VMT_VMA_SHARED ? 's' : 'p', v->offset, v->flags & CMP_FLAGS, v->anon,
+			v->flags & VAN_VMA_SHARED ? 's' : 'p', v->offset, v->flags & CMP_FLAGS, v->anon,
 			v->path);
 }
 
 /* 0 if the model's VMAs in the region equal the kernel's. */
-static int compare(const vmt_asmodel *m, uint32_t proc, int quiet)
+static int compare(const van_asmodel *m, uint32_t proc, int quiet)
 {
 	struct kvma k[NPAGES + 2];
 	uint64_t lo = (uint64_t)(uintptr_t)region, hi = lo + NPAGES * pg;
 	int nk = kernel_vmas(lo, hi, k, NPAGES + 2);
 	int i = 0, bad = 0;
-	const struct vmt_vma *v = vmt_asmodel_first(m, proc, lo);
-	for (; v && v->start < hi && !bad; v = vmt_asmodel_next(m, proc, v), i++) {
+	const struct van_vma *v = van_asmodel_first(m, proc, lo);
+	for (; v && v->start < hi && !bad; v = van_asmodel_next(m, proc, v), i++) {
 		if (i >= nk) {
 			bad = 1;
 			break;
 		}
 		if (v->start != k[i].start || v->end != k[i].end || v->prot != k[i].prot ||
-		    !!(v->flags & VMT_VMA_SHARED) != k[i].shared ||
+		    !!(v->flags & VAN_VMA_SHARED) != k[i].shared ||
 		    (v->flags & CMP_FLAGS) != k[i].flags)
 			bad = 1;
-		if ((v->flags & VMT_VMA_FILE) && (v->offset != k[i].offset))
+		if ((v->flags & VAN_VMA_FILE) && (v->offset != k[i].offset))
 			bad = 1;
 		if (strncmp(v->path, "/memfd:", 7) == 0 && v->ino != k[i].ino)
 			bad = 1;
@@ -254,7 +254,7 @@ static void rnd_range(uint8_t **a, uint64_t *len)
 static const uint32_t prots[] = { PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE,
 				  PROT_READ | PROT_WRITE, PROT_READ | PROT_EXEC };
 
-static void op_mmap(vmt_asmodel *m, int kind)
+static void op_mmap(van_asmodel *m, int kind)
 {
 	uint8_t *a;
 	uint64_t len;
@@ -298,7 +298,7 @@ static void op_mmap(vmt_asmodel *m, int kind)
 	apply(m, &ev);
 }
 
-static void op_munmap(vmt_asmodel *m)
+static void op_munmap(van_asmodel *m)
 {
 	uint8_t *a;
 	uint64_t len;
@@ -309,7 +309,7 @@ static void op_munmap(vmt_asmodel *m)
 	apply(m, &ev);
 }
 
-static void op_mprotect(vmt_asmodel *m)
+static void op_mprotect(van_asmodel *m)
 {
 	uint8_t *a;
 	uint64_t len;
@@ -322,7 +322,7 @@ static void op_mprotect(vmt_asmodel *m)
 	apply(m, &ev);
 }
 
-static void op_mremap(vmt_asmodel *m, int kind)
+static void op_mremap(van_asmodel *m, int kind)
 {
 	uint8_t *a;
 	uint64_t olen, nlen;
@@ -350,7 +350,7 @@ static void op_mremap(vmt_asmodel *m, int kind)
 	apply(m, &ev);
 }
 
-static void op_mlock(vmt_asmodel *m)
+static void op_mlock(van_asmodel *m)
 {
 	uint8_t *a;
 	uint64_t len;
@@ -380,7 +380,7 @@ static const int advices[] = {
 	MADV_WILLNEED, 22 /* MADV_POPULATE_READ */, 23 /* MADV_POPULATE_WRITE */,
 };
 
-static void op_madvise(vmt_asmodel *m)
+static void op_madvise(van_asmodel *m)
 {
 	uint8_t *a;
 	uint64_t len;
@@ -396,15 +396,15 @@ static void op_madvise(vmt_asmodel *m)
 /* Touch a few pages the model says are accessible (the model matched the
  * kernel after the previous step) and report them as TOUCH events: a read
  * gives a VMA its anon_vma where the kernel has no zero page to map. */
-static void op_touch(vmt_asmodel *m, uint32_t proc)
+static void op_touch(van_asmodel *m, uint32_t proc)
 {
 	for (int i = 0; i < 4; i++) {
 		uint64_t p = pick(NPAGES);
 		volatile uint8_t *addr = page_at(p);
-		const struct vmt_vma *v = vmt_asmodel_lookup(m, proc, (uint64_t)(uintptr_t)addr);
+		const struct van_vma *v = van_asmodel_lookup(m, proc, (uint64_t)(uintptr_t)addr);
 		if (!v)
 			continue;
-		if ((v->flags & VMT_VMA_FILE) &&
+		if ((v->flags & VAN_VMA_FILE) &&
 		    (strncmp(v->path, "/memfd:", 7) != 0 ||
 		     v->offset + ((uint64_t)(uintptr_t)addr - v->start) >= (uint64_t)FILE_PAGES * pg))
 			continue; /* beyond the file: SIGBUS */
@@ -430,17 +430,17 @@ static void op_touch(vmt_asmodel *m, uint32_t proc)
 
 /* A model that follows this kernel: whether a first read maps the zero
  * page decides which VMAs get an anon_vma, and so which merge. */
-static vmt_asmodel *new_model(uint32_t page)
+static van_asmodel *new_model(uint32_t page)
 {
 	int zp = vmt_host_zero_page();
 	assert_true(zp >= 0);
-	vmt_asmodel *m = vmt_asmodel_new(page);
+	van_asmodel *m = van_asmodel_new(page);
 	assert_non_null(m);
-	vmt_asmodel_set_zero_page(m, zp);
+	van_asmodel_set_zero_page(m, zp);
 	return m;
 }
 
-static void random_step(vmt_asmodel *m, uint32_t proc)
+static void random_step(van_asmodel *m, uint32_t proc)
 {
 	switch (pick(16)) {
 	case 0: case 1: case 2: op_mmap(m, 0); break;
@@ -496,7 +496,7 @@ static int setup(void **state)
 	return 0;
 }
 
-static void clear_region(vmt_asmodel *m, uint32_t proc)
+static void clear_region(van_asmodel *m, uint32_t proc)
 {
 	syscall(SYS_munlock, region, NPAGES * pg);
 	assert_int_equal(munmap(region, NPAGES * pg), 0);
@@ -510,7 +510,7 @@ static void clear_region(vmt_asmodel *m, uint32_t proc)
 
 static void run_seed(uint64_t seed, int steps)
 {
-	vmt_asmodel *m = new_model((uint32_t)pg);
+	van_asmodel *m = new_model((uint32_t)pg);
 	assert_non_null(m);
 	feed_snapshot(m, 0);
 	rng = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -528,7 +528,7 @@ static void run_seed(uint64_t seed, int steps)
 	}
 	clear_region(m, 0);
 	assert_int_equal(compare(m, 0, 0), 0);
-	vmt_asmodel_free(m);
+	van_asmodel_free(m);
 }
 
 static void test_random_walks(void **state)
@@ -553,7 +553,7 @@ static void test_random_walks(void **state)
 static void test_fork_copy(void **state)
 {
 	for (uint64_t seed = 11; seed <= 14; seed++) {
-		vmt_asmodel *m = new_model((uint32_t)pg);
+		van_asmodel *m = new_model((uint32_t)pg);
 		feed_snapshot(m, 0);
 		rng = seed;
 		nhist = 0;
@@ -566,7 +566,7 @@ static void test_fork_copy(void **state)
 		if (pid == 0) {
 			struct vmt_event ev = { .kind = VMT_EV_PROCESS_START, .proc = 1, .thread = 1 };
 			ev.u.process_start = (struct vmt_process_start){ 0, getpid(), VMT_PROC_FORK };
-			if (vmt_asmodel_apply(m, &ev) || compare(m, 1, 0))
+			if (van_asmodel_apply(m, &ev) || compare(m, 1, 0))
 				_exit(1);
 			cur_proc = 1;
 			for (int i = 0; i < 150; i++) {
@@ -587,7 +587,7 @@ static void test_fork_copy(void **state)
 		if (!WIFEXITED(status) || WEXITSTATUS(status))
 			fail_msg("seed %" PRIu64 ": fork child saw a difference (status %#x)", seed, status);
 		clear_region(m, 0);
-		vmt_asmodel_free(m);
+		van_asmodel_free(m);
 	}
 }
 
@@ -602,7 +602,7 @@ static void test_mlockall(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		vmt_asmodel *m = new_model((uint32_t)pg);
+		van_asmodel *m = new_model((uint32_t)pg);
 		feed_snapshot(m, 0);
 		rng = 99;
 		static const int how[] = { MCL_FUTURE, MCL_CURRENT | MCL_ONFAULT, MCL_FUTURE | MCL_ONFAULT,
@@ -630,10 +630,10 @@ static void test_mlockall(void **state)
 
 /* ---- synthetic events: what the kernel test above cannot reach -------- */
 
-static void count_is(const vmt_asmodel *m, uint32_t proc, uint64_t vmas, uint64_t pages)
+static void count_is(const van_asmodel *m, uint32_t proc, uint64_t vmas, uint64_t pages)
 {
-	struct vmt_as_counts c;
-	vmt_asmodel_counts(m, proc, &c);
+	struct van_as_counts c;
+	van_asmodel_counts(m, proc, &c);
 	assert_int_equal(c.vmas, vmas);
 	assert_int_equal(c.mapped_bytes, pages * 4096);
 }
@@ -647,8 +647,8 @@ static void test_read_without_zero_page(void **state)
 	const uint64_t A = 0x7f0000000000ull, P = 4096;
 	for (int zp = 0; zp <= 1; zp++) {
 		for (int how = 0; how < 2; how++) {
-			vmt_asmodel *m = vmt_asmodel_new(4096);
-			vmt_asmodel_set_zero_page(m, zp);
+			van_asmodel *m = van_asmodel_new(4096);
+			van_asmodel_set_zero_page(m, zp);
 			struct vmt_event ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)A, 0, P, RW, PRIV_ANON, -1, 0);
 			apply(m, &ev);
 			ev = TG_SC(0, 0, VMT_OP_MMAP, (int64_t)(A + P), A + P, P, LX_PROT_READ,
@@ -669,14 +669,14 @@ static void test_read_without_zero_page(void **state)
 			ev = TG_SC(0, 0, VMT_OP_MPROTECT, 0, A + P, P, RW);
 			apply(m, &ev);
 			count_is(m, 0, zp ? 1 : 2, 2);
-			vmt_asmodel_free(m);
+			van_asmodel_free(m);
 		}
 	}
 }
 
 static void test_synthetic(void **state)
 {
-	vmt_asmodel *m = vmt_asmodel_new(4096);
+	van_asmodel *m = van_asmodel_new(4096);
 	const uint64_t H = 0x555555559000ull, S = 0x7f0000000000ull;
 	struct vmt_map_entry e[] = {
 		{ 0x555555554000ull, 0x555555556000ull, 0, 0x801, 7, VMT_PROT_R | VMT_PROT_X, "/bin/app" },
@@ -694,7 +694,7 @@ static void test_synthetic(void **state)
 	ev = TG_SC(cur_proc, 0, VMT_OP_BRK, (int64_t)(H + 0x42800), H + 0x42800);
 	apply(m, &ev);
 	count_is(m, 0, 3, 2 + 67 + 4);
-	const struct vmt_vma *v = vmt_asmodel_lookup(m, 0, H + 0x40000);
+	const struct van_vma *v = van_asmodel_lookup(m, 0, H + 0x40000);
 	assert_non_null(v);
 	assert_int_equal(v->start, H);
 	assert_int_equal(v->end, H + 0x43000);
@@ -713,17 +713,17 @@ static void test_synthetic(void **state)
 	ev = TG_SC(cur_proc, 0, VMT_OP_SHMAT, (int64_t)S, 98306, 0, 0);
 	apply(m, &ev);
 	count_is(m, 0, 4, 2 + 16 + 4 + 16);
-	v = vmt_asmodel_lookup(m, 0, S);
-	assert_true(v && (v->flags & VMT_VMA_SYSV) && (v->flags & VMT_VMA_SHARED));
-	assert_int_equal(vmt_asmodel_inexact(m), 0);
+	v = van_asmodel_lookup(m, 0, S);
+	assert_true(v && (v->flags & VAN_VMA_SYSV) && (v->flags & VAN_VMA_SHARED));
+	assert_int_equal(van_asmodel_inexact(m), 0);
 	ev = TG_SC(cur_proc, 0, VMT_OP_SHMDT, 0, S);
 	apply(m, &ev);
 	count_is(m, 0, 3, 2 + 16 + 4);
 	/* mlockall(MCL_CURRENT) locks all but the special mapping */
 	ev = TG_SC(cur_proc, 0, VMT_OP_MLOCKALL, 0, 1);
 	apply(m, &ev);
-	struct vmt_as_counts c;
-	vmt_asmodel_counts(m, 0, &c);
+	struct van_as_counts c;
+	van_asmodel_counts(m, 0, &c);
 	assert_int_equal(c.locked_bytes, (2 + 16) * 4096);
 	/* vfork shares the space until exec; fork copies it without locks */
 	struct vmt_event ps = { .kind = VMT_EV_PROCESS_START, .proc = 1, .thread = 1 };
@@ -733,7 +733,7 @@ static void test_synthetic(void **state)
 	ev.proc = 1;
 	apply(m, &ev);
 	count_is(m, 0, 4, 2 + 16 + 4 + 2);
-	vmt_asmodel_totals(m, &c);
+	van_asmodel_totals(m, &c);
 	assert_int_equal(c.vmas, 4); /* one shared space */
 	struct vmt_event ex = { .kind = VMT_EV_EXEC, .proc = 1, .thread = 1 };
 	ex.u.exec.path = "/bin/true";
@@ -744,16 +744,16 @@ static void test_synthetic(void **state)
 	ps.u.process_start.how = VMT_PROC_FORK;
 	apply(m, &ps);
 	count_is(m, 2, 4, 2 + 16 + 4 + 2);
-	vmt_asmodel_counts(m, 2, &c);
+	van_asmodel_counts(m, 2, &c);
 	assert_int_equal(c.locked_bytes, 0);
-	const struct vmt_as_effect *fx = vmt_asmodel_last(m);
+	const struct van_as_effect *fx = van_asmodel_last(m);
 	assert_int_equal(fx->d_vmas, 4);
 	struct vmt_event pe = { .kind = VMT_EV_PROCESS_EXIT, .proc = 2 };
 	apply(m, &pe);
-	assert_false(vmt_asmodel_alive(m, 2));
-	vmt_asmodel_totals(m, &c);
+	assert_false(van_asmodel_alive(m, 2));
+	van_asmodel_totals(m, &c);
 	assert_int_equal(c.vmas, 4);
-	vmt_asmodel_free(m);
+	van_asmodel_free(m);
 }
 
 /* Successes the kernel could not have returned: ranges that wrap around
@@ -764,7 +764,7 @@ static void test_synthetic(void **state)
  * part, as the kernel's do. */
 static void test_impossible_ranges(void **state)
 {
-	vmt_asmodel *m = vmt_asmodel_new(4096);
+	van_asmodel *m = van_asmodel_new(4096);
 	const uint64_t S = 0x7f1000000000ull;
 	struct vmt_map_entry e[] = {
 		{ S, S + 0x4000, 0, 0, 0, VMT_PROT_R | VMT_PROT_W, "" },
@@ -785,26 +785,26 @@ static void test_impossible_ranges(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		apply(m, &bad[i]);
-		assert_true(vmt_asmodel_last(m)->inexact);
+		assert_true(van_asmodel_last(m)->inexact);
 		count_is(m, 0, 1, 4);
 	}
 	/* A range past the address space that does not wrap is walked: the
 	 * kernel changes its mapped part, then fails at the first hole. */
 	ev = TG_SC(cur_proc, 0, VMT_OP_MPROTECT, -ENOMEM, S, 1ull << 60, 1);
 	apply(m, &ev);
-	const struct vmt_vma *v = vmt_asmodel_lookup(m, 0, S);
+	const struct van_vma *v = van_asmodel_lookup(m, 0, S);
 	assert_non_null(v);
 	assert_int_equal(v->prot, VMT_PROT_R);
 	ev = TG_SC(cur_proc, 0, VMT_OP_MLOCK, -ENOMEM, S, 1ull << 60);
 	apply(m, &ev);
-	struct vmt_as_counts c;
-	vmt_asmodel_counts(m, 0, &c);
+	struct van_as_counts c;
+	van_asmodel_counts(m, 0, &c);
 	assert_int_equal(c.locked_bytes, 4 * 4096);
 	ev = TG_SC(cur_proc, 0, VMT_OP_MLOCKALL, 0, 1);
 	apply(m, &ev);
-	vmt_asmodel_counts(m, 0, &c);
+	van_asmodel_counts(m, 0, &c);
 	assert_int_equal(c.locked_bytes, 4 * 4096);
-	vmt_asmodel_free(m);
+	van_asmodel_free(m);
 }
 
 int main(void)

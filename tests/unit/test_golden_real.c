@@ -26,7 +26,7 @@
 #define DIR "tests/data/real/"
 
 struct linted {
-	vmt_lint *l;
+	van_lint *l;
 	int n;
 	vmt_reader *r;
 	int fd;
@@ -41,21 +41,21 @@ static struct linted lint_file(const char *name)
 	assert_true(x.fd >= 0);
 	x.r = vmt_reader_open_fd(x.fd, &err, msg, sizeof(msg));
 	assert_non_null(x.r);
-	x.l = vmt_lint_new(vmt_reader_header(x.r));
+	x.l = van_lint_new(vmt_reader_header(x.r));
 	struct vmt_event ev;
 	uint64_t i = 0;
 	int rc;
 	while ((rc = vmt_reader_next(x.r, &ev)) == 1)
-		assert_int_equal(vmt_lint_event(x.l, i++, &ev), 0);
+		assert_int_equal(van_lint_event(x.l, i++, &ev), 0);
 	assert_int_equal(rc, 0);
-	x.n = vmt_lint_finish(x.l);
+	x.n = van_lint_finish(x.l);
 	assert_true(x.n >= 0);
 	return x;
 }
 
 static void lint_done(struct linted *x)
 {
-	vmt_lint_free(x->l);
+	van_lint_free(x->l);
 	vmt_reader_free(x->r);
 	close(x->fd);
 }
@@ -66,20 +66,20 @@ static void expect_ids(const struct linted *x, const char *want)
 	char got[256] = "";
 	for (int i = 0; i < x->n; i++)
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", i ? "," : "",
-			 vmt_lint_get(x->l, (uint32_t)i)->id);
+			 van_lint_get(x->l, (uint32_t)i)->id);
 	assert_string_equal(got, want);
 }
 
-static const struct vmt_lint_finding *finding(const struct linted *x, const char *id)
+static const struct van_lint_finding *finding(const struct linted *x, const char *id)
 {
 	for (int i = 0; i < x->n; i++)
-		if (!strcmp(vmt_lint_get(x->l, (uint32_t)i)->id, id))
-			return vmt_lint_get(x->l, (uint32_t)i);
+		if (!strcmp(van_lint_get(x->l, (uint32_t)i)->id, id))
+			return van_lint_get(x->l, (uint32_t)i);
 	fail_msg("no finding %s", id);
 	return NULL;
 }
 
-static uint64_t ev(const struct vmt_lint_finding *f, const char *key)
+static uint64_t ev(const struct van_lint_finding *f, const char *key)
 {
 	for (uint32_t i = 0; i < f->nnums; i++)
 		if (!strcmp(f->nums[i].key, key))
@@ -90,23 +90,23 @@ static uint64_t ev(const struct vmt_lint_finding *f, const char *key)
 
 /* The rewrite of trace `name` by `rules` into a memfd (returned, rewound)
  * and its counts (copied into *c, rules[0..7]). */
-static int rewrite_file(const char *name, const char *rules, struct vmt_rewrite_counts *c,
-			struct vmt_rewrite_count *rc8)
+static int rewrite_file(const char *name, const char *rules, struct van_rewrite_counts *c,
+			struct van_rewrite_count *rc8)
 {
 	char err[256];
-	vmt_rewrite *rw = vmt_rewrite_new(rules, err, sizeof(err));
+	van_rewrite *rw = van_rewrite_new(rules, err, sizeof(err));
 	assert_non_null(rw);
 	int in = open(name, O_RDONLY | O_CLOEXEC), out = tg_memfd("golden-real");
 	assert_true(in >= 0);
-	if (vmt_rewrite_trace(rw, in, out, err, sizeof(err)))
+	if (van_rewrite_trace(rw, in, out, err, sizeof(err)))
 		fail_msg("rewrite %s: %s", name, err);
-	*c = *vmt_rewrite_counts(rw);
+	*c = *van_rewrite_counts(rw);
 	for (uint32_t i = 0; i < c->nrules && i < 8; i++) {
 		rc8[i] = c->rules[i];
 		rc8[i].note = NULL;
 	}
 	c->rules = rc8;
-	vmt_rewrite_free(rw);
+	van_rewrite_free(rw);
 	close(in);
 	assert_int_equal(lseek(out, 0, SEEK_SET), 0);
 	return out;
@@ -168,8 +168,8 @@ static struct opcount count_op(int fd, uint32_t op, int argi, uint64_t mask, uin
 static void test_jvm_g1(void **state)
 {
 	struct linted x = lint_file(DIR "jvm17-g1.zst");
-	expect_ids(&x, VMT_LINT_PROT_NONE_FREE);
-	const struct vmt_lint_finding *f = finding(&x, VMT_LINT_PROT_NONE_FREE);
+	expect_ids(&x, VAN_LINT_PROT_NONE_FREE);
+	const struct van_lint_finding *f = finding(&x, VAN_LINT_PROT_NONE_FREE);
 	assert_int_equal(ev(f, "uncommits"), 1029);
 	assert_int_equal(ev(f, "recommitted"), 720);
 	assert_int_equal(ev(f, "recommitted_by_other_thread"), 720);
@@ -183,8 +183,8 @@ static void test_jvm_g1(void **state)
 	assert_non_null(strstr(f->note, "dropped a commit charge"));
 	lint_done(&x);
 
-	struct vmt_rewrite_counts c;
-	struct vmt_rewrite_count r[8];
+	struct van_rewrite_counts c;
+	struct van_rewrite_count r[8];
 	int fd = rewrite_file(DIR "jvm17-g1.zst", NULL, &c, r);
 	assert_int_equal(r[0].applied, 720); /* every cycle lint counts */
 	assert_int_equal(r[0].nsites, 1);
@@ -219,15 +219,15 @@ static void test_uncommit_others(void **state)
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct linted x = lint_file(t[i].file);
-		expect_ids(&x, VMT_LINT_PROT_NONE_FREE);
-		const struct vmt_lint_finding *f = finding(&x, VMT_LINT_PROT_NONE_FREE);
+		expect_ids(&x, VAN_LINT_PROT_NONE_FREE);
+		const struct van_lint_finding *f = finding(&x, VAN_LINT_PROT_NONE_FREE);
 		assert_int_equal(ev(f, "uncommits"), t[i].uncommits);
 		assert_int_equal(ev(f, "cycles"), t[i].cycles);
 		assert_int_equal(ev(f, "recommitted_by_other_thread"), 0);
 		assert_string_equal(f->sites[0].site, t[i].site);
 		lint_done(&x);
-		struct vmt_rewrite_counts c;
-		struct vmt_rewrite_count r[8];
+		struct van_rewrite_counts c;
+		struct van_rewrite_count r[8];
 		int fd = rewrite_file(t[i].file, "prot-none-free", &c, r);
 		assert_int_equal(r[0].applied, t[i].cycles);
 		uint64_t calls, rew, madv;
@@ -244,8 +244,8 @@ static void test_glibc_default(void **state)
 	struct linted x = lint_file(DIR "glibc-arenas.zst");
 	expect_ids(&x, "");
 	lint_done(&x);
-	struct vmt_rewrite_counts c;
-	struct vmt_rewrite_count r[8];
+	struct van_rewrite_counts c;
+	struct van_rewrite_count r[8];
 	int fd = rewrite_file(DIR "glibc-arenas.zst", "prot-none-free,discard-before-unmap,free-before-dontneed", &c, r);
 	assert_int_equal(r[0].applied + r[1].applied + r[2].applied, 0);
 	assert_int_equal(c.events_in, c.events_out);
@@ -257,14 +257,14 @@ static void test_glibc_default(void **state)
 static void test_node_teardown(void **state)
 {
 	struct linted x = lint_file(DIR "node20-workers.zst");
-	expect_ids(&x, VMT_LINT_DISCARD_UNMAP);
-	const struct vmt_lint_finding *f = finding(&x, VMT_LINT_DISCARD_UNMAP);
+	expect_ids(&x, VAN_LINT_DISCARD_UNMAP);
+	const struct van_lint_finding *f = finding(&x, VAN_LINT_DISCARD_UNMAP);
 	assert_int_equal(ev(f, "calls"), 786);
 	assert_int_equal(ev(f, "unmaps"), 387);
 	assert_non_null(strstr(f->sites[0].site, "v8::base::OS::SetPermissions("));
 	lint_done(&x);
-	struct vmt_rewrite_counts c;
-	struct vmt_rewrite_count r[8];
+	struct van_rewrite_counts c;
+	struct van_rewrite_count r[8];
 	int fd = rewrite_file(DIR "node20-workers.zst", "discard-before-unmap", &c, r);
 	assert_int_equal(r[0].applied, 783);
 	assert_int_equal(r[0].removed, 783);
@@ -277,14 +277,14 @@ static void test_node_teardown(void **state)
 static void test_redis_muzzy(void **state)
 {
 	struct linted x = lint_file(DIR "redis-jemalloc-muzzy.zst");
-	expect_ids(&x, VMT_LINT_MADV_FREE "," VMT_LINT_FREE_DONTNEED);
-	const struct vmt_lint_finding *f = finding(&x, VMT_LINT_FREE_DONTNEED);
+	expect_ids(&x, VAN_LINT_MADV_FREE "," VAN_LINT_FREE_DONTNEED);
+	const struct van_lint_finding *f = finding(&x, VAN_LINT_FREE_DONTNEED);
 	assert_int_equal(ev(f, "calls"), 296);
 	assert_int_equal(ev(f, "other_thread"), 117);
 	assert_string_equal(f->sites[0].site, "libjemalloc.so.2+0x94ebe");
 	lint_done(&x);
-	struct vmt_rewrite_counts c;
-	struct vmt_rewrite_count r[8];
+	struct van_rewrite_counts c;
+	struct van_rewrite_count r[8];
 	int fd = rewrite_file(DIR "redis-jemalloc-muzzy.zst", "free-before-dontneed", &c, r);
 	assert_int_equal(r[0].applied, 291);
 	assert_int_equal(r[0].removed, 291);
@@ -301,8 +301,8 @@ static void test_redis_muzzy(void **state)
  * become MADV_DONTNEED with free-to-dontneed. */
 static void test_madvise_swaps(void **state)
 {
-	struct vmt_rewrite_counts c;
-	struct vmt_rewrite_count r[8];
+	struct van_rewrite_counts c;
+	struct van_rewrite_count r[8];
 	int fd = rewrite_file(DIR "glibc-arenas.zst", "dontneed-to-free", &c, r);
 	assert_int_equal(r[0].applied, 52);
 	assert_non_null(strstr(r[0].sites[0].site, "(libc.so.6)"));
@@ -334,8 +334,8 @@ static void test_madvise_swaps(void **state)
  * MCL_ONFAULT; the JVM, which locks nothing, is left alone. */
 static void test_mlock_onfault_real(void **state)
 {
-	struct vmt_rewrite_counts c;
-	struct vmt_rewrite_count r[8];
+	struct van_rewrite_counts c;
+	struct van_rewrite_count r[8];
 	int fd = rewrite_file(DIR "qemu-memlock.zst", "mlock-onfault", &c, r);
 	assert_int_equal(r[0].applied, 1);
 	struct opcount o = count_op(fd, VMT_OP_MLOCKALL, 0, 0,
@@ -364,8 +364,8 @@ static void test_populate_real(void **state)
 		{ DIR "glibc-arenas.zst", 17 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct vmt_rewrite_counts c;
-		struct vmt_rewrite_count r[8];
+		struct van_rewrite_counts c;
+		struct van_rewrite_count r[8];
 		int fd = rewrite_file(t[i].file, "populate", &c, r);
 		assert_int_equal(r[0].applied, t[i].applied);
 		struct opcount o = count_op(fd, VMT_OP_MMAP, 3, LX_MAP_POPULATE, LX_MAP_POPULATE);
@@ -401,20 +401,20 @@ static void test_populate_real(void **state)
 static void test_counting_findings(void **state)
 {
 	struct linted x = lint_file(DIR "qemu-memlock.zst");
-	expect_ids(&x, VMT_LINT_LOCKED_UNTOUCHED "," VMT_LINT_DISCARD_LOCKED);
-	const struct vmt_lint_finding *f = finding(&x, VMT_LINT_DISCARD_LOCKED);
+	expect_ids(&x, VAN_LINT_LOCKED_UNTOUCHED "," VAN_LINT_DISCARD_LOCKED);
+	const struct van_lint_finding *f = finding(&x, VAN_LINT_DISCARD_LOCKED);
 	assert_int_equal(ev(f, "calls"), 391);
 	assert_string_equal(f->sites[0].site, "malloc_trim (libc.so.6)");
 	lint_done(&x);
 
 	x = lint_file(DIR "ld-gold.zst");
-	expect_ids(&x, VMT_LINT_FRAGMENTATION);
-	assert_int_equal(ev(finding(&x, VMT_LINT_FRAGMENTATION), "peak_vmas"), 1573);
+	expect_ids(&x, VAN_LINT_FRAGMENTATION);
+	assert_int_equal(ev(finding(&x, VAN_LINT_FRAGMENTATION), "peak_vmas"), 1573);
 	lint_done(&x);
 
 	x = lint_file(DIR "git-loose.zst");
-	expect_ids(&x, VMT_LINT_FILE_MAP_CHURN);
-	f = finding(&x, VMT_LINT_FILE_MAP_CHURN);
+	expect_ids(&x, VAN_LINT_FILE_MAP_CHURN);
+	f = finding(&x, VAN_LINT_FILE_MAP_CHURN);
 	assert_int_equal(ev(f, "pairs"), 2065);
 	assert_string_equal(f->sites[0].site, "git+0x1c15f2");
 	assert_int_equal(f->sites[0].calls, 2064);

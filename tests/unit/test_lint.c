@@ -45,8 +45,8 @@ static void test_free_found(void **state)
 	int n;
 	lr_open(&b, NULL);
 	free_trace(&b, 2, 5, 16 * MiB, 8);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_MADV_FREE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_MADV_FREE);
 	assert_int_equal(lr_evidence(f, "calls"), 10);
 	assert_int_equal(lr_evidence(f, "bytes"), 160 * MiB);
 	assert_int_equal(lr_evidence(f, "repeated_calls"), 8);
@@ -60,7 +60,7 @@ static void test_free_found(void **state)
 	/* the example is the first call on a range freed before */
 	assert_int_equal(f->example_proc, 1);
 	assert_non_null(strstr(f->example, "MADV_FREE"));
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 static void test_free_near_misses(void **state)
@@ -111,8 +111,8 @@ static void test_frag_found(void **state)
 	int n;
 	lr_open(&b, NULL);
 	frag_trace(&b, 2000, FRAG_FILE);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_FRAGMENTATION);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_FRAGMENTATION);
 	assert_int_equal(lr_evidence(f, "peak_vmas"), 6 + 2000);
 	assert_int_equal(lr_evidence(f, "small_maps"), 2000);
 	/* the first mapping has no neighbour; every later one sits below the
@@ -122,15 +122,15 @@ static void test_frag_found(void **state)
 	assert_null(f->rule);
 	assert_non_null(strstr(f->summary, "offset"));
 	assert_non_null(strstr(f->example, "MAP_PRIVATE, 3, 0)"));
-	vmt_lint_free(l);
+	van_lint_free(l);
 
 	lr_open(&b, NULL);
 	frag_trace(&b, 2000, FRAG_ANON_ALT);
 	l = lr_lint(&b, &n);
-	f = lr_only(l, n, VMT_LINT_FRAGMENTATION);
+	f = lr_only(l, n, VAN_LINT_FRAGMENTATION);
 	assert_int_equal(lr_evidence(f, "peak_vmas"), 6 + 2000);
 	assert_int_equal(lr_evidence(f, "unmerged_prot_differs"), 1999);
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 static void test_frag_near_misses(void **state)
@@ -163,8 +163,8 @@ static void test_locked_found(void **state)
 	lr_map_file(&b, 0, 0, 99);
 	uint64_t k = TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 64 * MiB, 1, 0x2 | LX_MAP_LOCKED, 3, 0);
 	TG_PUT_SC(&b, 0, 0, VMT_OP_MUNMAP, 0, L, 64 * MiB);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_LOCKED_UNTOUCHED);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_LOCKED_UNTOUCHED);
 	assert_int_equal(lr_evidence(f, "locked_bytes"), 64 * MiB);
 	assert_int_equal(lr_evidence(f, "locked_pages"), 16384);
 	assert_int_equal(lr_evidence(f, "used_pages"), 0);
@@ -175,7 +175,7 @@ static void test_locked_found(void **state)
 	assert_non_null(strstr(f->example, "MAP_LOCKED"));
 	/* without FAULT events the summary says why use cannot be seen */
 	assert_non_null(strstr(f->summary, "--touch=faults"));
-	vmt_lint_free(l);
+	van_lint_free(l);
 
 	/* mlock after a quarter of the pages were faulted in */
 	lr_open(&b, "touch=faults");
@@ -184,20 +184,20 @@ static void test_locked_found(void **state)
 		lr_fault(&b, 0, 0, L + i * PAGE + 8, VMT_FAULT_WRITE);
 	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCK, 0, L, 32 * MiB);
 	l = lr_lint(&b, &n);
-	f = lr_only(l, n, VMT_LINT_LOCKED_UNTOUCHED);
+	f = lr_only(l, n, VAN_LINT_LOCKED_UNTOUCHED);
 	assert_int_equal(lr_evidence(f, "locked_pages"), 8192);
 	assert_int_equal(lr_evidence(f, "used_pages"), 2048);
 	assert_null(strstr(f->summary, "--touch=faults"));
-	vmt_lint_free(l);
+	van_lint_free(l);
 
 	/* mlockall(MCL_CURRENT) over a large mapping */
 	lr_open(&b, NULL);
 	TG_PUT_SC(&b, 0, 0, VMT_OP_MMAP, L, 0, 32 * MiB, RW, PRIV_ANON, FD_NONE, 0);
 	TG_PUT_SC(&b, 0, 0, VMT_OP_MLOCKALL, 0, 1);
 	l = lr_lint(&b, &n);
-	f = lr_only(l, n, VMT_LINT_LOCKED_UNTOUCHED);
+	f = lr_only(l, n, VAN_LINT_LOCKED_UNTOUCHED);
 	assert_true(lr_evidence(f, "locked_bytes") >= 32 * MiB);
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 static void test_locked_near_misses(void **state)
@@ -247,12 +247,12 @@ static void test_mlock_per_page(void **state)
 			first = k;
 	}
 	TG_PUT_SC(&b, 0, 0, VMT_OP_MUNLOCK, 0, L, 64 * MiB);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_MLOCK_PER_PAGE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_MLOCK_PER_PAGE);
 	assert_int_equal(lr_evidence(f, "calls"), 64);
 	assert_string_equal(f->rule, "mlock-onfault");
 	assert_int_equal(f->example_index, first);
-	vmt_lint_free(l);
+	van_lint_free(l);
 
 	/* 63 calls, or 100 calls of 8 pages each: no finding */
 	lr_open(&b, NULL);
@@ -300,18 +300,18 @@ static void test_rtw_found(void **state)
 	lr_open(&b, "touch=faults");
 	for (int round = 0; round < 3; round++)
 		rtw_trace(&b, 4096, RTW_REAL);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_READ_THEN_WRITE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_READ_THEN_WRITE);
 	assert_int_equal(lr_evidence(f, "pages"), 3 * 4096);
 	assert_int_equal(lr_evidence(f, "read_first_pages"), 3 * 4096);
 	assert_string_equal(f->rule, "populate");
-	assert_true(vmt_lint_had_faults(l));
-	assert_null(vmt_lint_unchecked(l, VMT_LINT_READ_THEN_WRITE));
+	assert_true(van_lint_had_faults(l));
+	assert_null(van_lint_unchecked(l, VAN_LINT_READ_THEN_WRITE));
 	/* example: the first write fault after a read, with the fault's ip */
 	assert_string_equal(f->example, "fault(0x7f40000000c8, write, ip=0x555555556100)");
 	assert_int_equal(f->nframes, 1);
 	assert_string_equal(f->frames[0], "0x555555556100");
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 static void test_rtw_near_misses(void **state)
@@ -338,19 +338,19 @@ static void test_rtw_no_zero_page(void **state)
 	int n;
 	lr_open(&b, "touch=faults overcommit=0 zeropage=0");
 	rtw_trace(&b, 4096, RTW_REAL);
-	vmt_lint *l = lr_lint(&b, &n);
+	van_lint *l = lr_lint(&b, &n);
 	assert_int_equal(n, 0);
-	const char *why = vmt_lint_unchecked(l, VMT_LINT_READ_THEN_WRITE);
+	const char *why = van_lint_unchecked(l, VAN_LINT_READ_THEN_WRITE);
 	assert_non_null(why);
 	assert_non_null(strstr(why, "zeropage=0"));
-	assert_null(vmt_lint_unchecked(l, VMT_LINT_PROT_NONE_FREE));
-	vmt_lint_free(l);
+	assert_null(van_lint_unchecked(l, VAN_LINT_PROT_NONE_FREE));
+	van_lint_free(l);
 	/* zeropage=1 says what an absent word says */
 	lr_open(&b, "touch=faults zeropage=1");
 	rtw_trace(&b, 4096, RTW_REAL);
 	l = lr_lint(&b, &n);
-	lr_only(l, n, VMT_LINT_READ_THEN_WRITE);
-	vmt_lint_free(l);
+	lr_only(l, n, VAN_LINT_READ_THEN_WRITE);
+	van_lint_free(l);
 }
 
 /* ---- clean traces ---------------------------------------------------------- */
@@ -369,12 +369,12 @@ static void test_clean(void **state)
 	TG_PUT_SC(&b, 0, 0, VMT_OP_MADVISE, 0, A + PAGE, 64 * PAGE, 4);
 	TG_PUT_SC(&b, 0, 0, VMT_OP_MADVISE, 0, A + PAGE, 64 * PAGE, 8);
 	TG_PUT_SC(&b, 0, 0, VMT_OP_MUNMAP, 0, A, 1 * MiB);
-	vmt_lint *l = lr_lint(&b, &n);
+	van_lint *l = lr_lint(&b, &n);
 	assert_int_equal(n, 0);
-	assert_null(vmt_lint_get(l, 0));
-	assert_false(vmt_lint_had_faults(l));
-	assert_non_null(strstr(vmt_lint_unchecked(l, VMT_LINT_READ_THEN_WRITE), "no FAULT events"));
-	vmt_lint_free(l);
+	assert_null(van_lint_get(l, 0));
+	assert_false(van_lint_had_faults(l));
+	assert_non_null(strstr(van_lint_unchecked(l, VAN_LINT_READ_THEN_WRITE), "no FAULT events"));
+	van_lint_free(l);
 
 	/* every pattern at once: each is found, in the documented order */
 	lr_open(&b, "touch=faults");
@@ -388,11 +388,11 @@ static void test_clean(void **state)
 	rtw_trace(&b, 512, RTW_REAL);
 	l = lr_lint(&b, &n);
 	assert_int_equal(n, 3);
-	assert_string_equal(vmt_lint_get(l, 0)->id, VMT_LINT_PROT_NONE_FREE);
-	assert_string_equal(vmt_lint_get(l, 1)->id, VMT_LINT_MADV_FREE);
-	assert_string_equal(vmt_lint_get(l, 2)->id, VMT_LINT_READ_THEN_WRITE);
-	assert_non_null(lr_find(l, n, VMT_LINT_READ_THEN_WRITE));
-	vmt_lint_free(l);
+	assert_string_equal(van_lint_get(l, 0)->id, VAN_LINT_PROT_NONE_FREE);
+	assert_string_equal(van_lint_get(l, 1)->id, VAN_LINT_MADV_FREE);
+	assert_string_equal(van_lint_get(l, 2)->id, VAN_LINT_READ_THEN_WRITE);
+	assert_non_null(lr_find(l, n, VAN_LINT_READ_THEN_WRITE));
+	van_lint_free(l);
 }
 
 int main(void)

@@ -68,14 +68,14 @@ static void test_dun_found(void **state)
 	int n;
 	lr_open(&b, NULL);
 	dun_trace(&b, 32, DUN_V8);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_DISCARD_UNMAP);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_DISCARD_UNMAP);
 	assert_int_equal(lr_evidence(f, "calls"), 64);
 	assert_int_equal(lr_evidence(f, "unmaps"), 32);
 	assert_int_equal(lr_evidence(f, "bytes"), 64 * K256);
 	assert_string_equal(f->rule, "discard-before-unmap");
 	assert_string_equal(f->example, "mprotect(0x7f6000000000, 262144, PROT_NONE) = 0");
-	vmt_lint_free(l);
+	van_lint_free(l);
 	/* 31 pages: 62 calls, below the threshold */
 	lr_open(&b, NULL);
 	dun_trace(&b, 31, DUN_V8);
@@ -91,8 +91,8 @@ static void test_dun_near_misses(void **state)
 	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
 		lr_open(&b, NULL);
 		dun_trace(&b, 100, vs[i]);
-		vmt_lint *l = lr_lint(&b, &n);
-		const struct vmt_lint_finding *f = lr_find(l, n, VMT_LINT_DISCARD_UNMAP);
+		van_lint *l = lr_lint(&b, &n);
+		const struct van_lint_finding *f = lr_find(l, n, VAN_LINT_DISCARD_UNMAP);
 		if (vs[i] == DUN_USED) {
 			/* the mprotect(PROT_NONE) still came right before: the
 			 * madvise did not */
@@ -101,15 +101,15 @@ static void test_dun_near_misses(void **state)
 		} else if (f) {
 			fail_msg("variant %d: %s", (int)vs[i], f->summary);
 		}
-		vmt_lint_free(l);
+		van_lint_free(l);
 	}
 	/* guards: mprotect(PROT_NONE) of every other page, never unmapped */
 	lr_open(&b, NULL);
 	dun_trace(&b, 100, DUN_GUARD);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_find(l, n, VMT_LINT_DISCARD_UNMAP);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_find(l, n, VAN_LINT_DISCARD_UNMAP);
 	assert_null(f);
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 /* ---- free-before-dontneed ----------------------------------------------- */
@@ -147,16 +147,16 @@ static void test_fbd_found(void **state)
 	int n;
 	lr_open(&b, NULL);
 	fbd_trace(&b, 64, FBD_JEMALLOC);
-	vmt_lint *l = lr_lint(&b, &n);
+	van_lint *l = lr_lint(&b, &n);
 	/* 64 MiB freed with MADV_FREE once each: not madv-free-volume */
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_FREE_DONTNEED);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_FREE_DONTNEED);
 	assert_int_equal(lr_evidence(f, "calls"), 64);
 	assert_int_equal(lr_evidence(f, "bytes"), 64 * MiB);
 	assert_int_equal(lr_evidence(f, "other_thread"), 64);
 	assert_string_equal(f->rule, "free-before-dontneed");
 	assert_string_equal(f->example, "madvise(0x7f6000000000, 1048576, MADV_FREE) = 0");
 	assert_int_equal(f->example_thread, 1);
-	vmt_lint_free(l);
+	van_lint_free(l);
 	/* 63 MiB: below the threshold */
 	lr_open(&b, NULL);
 	fbd_trace(&b, 63, FBD_JEMALLOC);
@@ -188,13 +188,13 @@ static void test_fbd_unchecked(void **state)
 		int n;
 		lr_open(&b, NULL);
 		fbd_trace(&b, cs[i].n, cs[i].v);
-		vmt_lint *l = lr_lint(&b, &n);
+		van_lint *l = lr_lint(&b, &n);
 		assert_int_equal(n, 0);
-		const char *why = vmt_lint_unchecked(l, VMT_LINT_FREE_DONTNEED);
+		const char *why = van_lint_unchecked(l, VAN_LINT_FREE_DONTNEED);
 		assert_int_equal(why != NULL, cs[i].unchecked);
 		if (why)
 			assert_non_null(strstr(why, "--touch=resident"));
-		vmt_lint_free(l);
+		van_lint_free(l);
 	}
 }
 
@@ -216,20 +216,20 @@ static void test_discard_locked(void **state)
 	int n;
 	lr_open(&b, NULL);
 	dlk_trace(&b, 16, 1);
-	vmt_lint *l = lr_lint(&b, &n);
+	van_lint *l = lr_lint(&b, &n);
 	/* (mlockall populated 64 MiB nothing used: locked-untouched too) */
-	const struct vmt_lint_finding *f = lr_find(l, n, VMT_LINT_DISCARD_LOCKED);
+	const struct van_lint_finding *f = lr_find(l, n, VAN_LINT_DISCARD_LOCKED);
 	assert_non_null(f);
 	assert_int_equal(lr_evidence(f, "calls"), 16);
 	assert_int_equal(lr_evidence(f, "bytes"), 16 * MiB);
 	assert_null(f->rule);
-	vmt_lint_free(l);
+	van_lint_free(l);
 	/* 15, or on memory that is not locked */
 	lr_open(&b, NULL);
 	dlk_trace(&b, 15, 1);
 	l = lr_lint(&b, &n);
-	assert_null(lr_find(l, n, VMT_LINT_DISCARD_LOCKED));
-	vmt_lint_free(l);
+	assert_null(lr_find(l, n, VAN_LINT_DISCARD_LOCKED));
+	van_lint_free(l);
 	lr_open(&b, NULL);
 	dlk_trace(&b, 32, 0);
 	lr_expect_none(&b);
@@ -258,18 +258,18 @@ static void test_file_map_churn(void **state)
 	int n;
 	lr_open(&b, NULL);
 	fmc_trace(&b, 1000, 0);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_FILE_MAP_CHURN);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_FILE_MAP_CHURN);
 	assert_int_equal(lr_evidence(f, "pairs"), 1000);
 	assert_int_equal(lr_evidence(f, "bytes"), 1000 * PAGE);
 	assert_string_equal(f->example, "munmap(0x7f6000000000, 180) = 0");
-	vmt_lint_free(l);
+	van_lint_free(l);
 	/* a few alive at once still counts; many piling up does not */
 	lr_open(&b, NULL);
 	fmc_trace(&b, 1000, 16);
 	l = lr_lint(&b, &n);
-	assert_int_equal(lr_evidence(lr_only(l, n, VMT_LINT_FILE_MAP_CHURN), "pairs"), 1000);
-	vmt_lint_free(l);
+	assert_int_equal(lr_evidence(lr_only(l, n, VAN_LINT_FILE_MAP_CHURN), "pairs"), 1000);
+	van_lint_free(l);
 	lr_open(&b, NULL);
 	fmc_trace(&b, 1000, 17);
 	lr_expect_none(&b);

@@ -94,8 +94,8 @@ static void test_pnf_found(void **state)
 	int n;
 	lr_open(&b, NULL);
 	uint64_t first = pnf_trace(&b, 2, 2000, PNF_REAL, VMT_NONE);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_PROT_NONE_FREE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_PROT_NONE_FREE);
 	/* Every uncommit is committed again but the last of each thread,
 	 * which is unmapped: all are cycles. */
 	assert_int_equal(lr_evidence(f, "cycles"), 4000);
@@ -122,7 +122,7 @@ static void test_pnf_found(void **state)
 			    "MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS, -1, 0) = 0x7f0000110000");
 	assert_int_equal(f->nframes, 0); /* no stacks recorded */
 	assert_int_equal(f->nsites, 0);
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 static void test_pnf_threshold_per_process(void **state)
@@ -136,21 +136,21 @@ static void test_pnf_threshold_per_process(void **state)
 	/* 4 in one process, 2 in each of 2 threads: counted together */
 	lr_open(&b, NULL);
 	pnf_trace(&b, 2, 2, PNF_REAL, VMT_NONE);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_PROT_NONE_FREE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_PROT_NONE_FREE);
 	assert_int_equal(lr_evidence(f, "cycles"), 4);
 	assert_int_equal(lr_evidence(f, "threads"), 2);
-	vmt_lint_free(l);
+	van_lint_free(l);
 	/* 20 threads: the 16 listed parts and the sum of the others */
 	lr_open(&b, NULL);
 	pnf_trace(&b, 20, 5, PNF_REAL, VMT_NONE);
 	l = lr_lint(&b, &n);
-	f = lr_only(l, n, VMT_LINT_PROT_NONE_FREE);
+	f = lr_only(l, n, VAN_LINT_PROT_NONE_FREE);
 	assert_int_equal(lr_evidence(f, "threads"), 20);
-	assert_int_equal(f->nparts, VMT_LINT_MAX_PARTS);
+	assert_int_equal(f->nparts, VAN_LINT_MAX_PARTS);
 	assert_int_equal(f->parts_more, 4);
 	assert_int_equal(f->parts_more_value, 4 * 5);
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 /* ---- HotSpot G1 and glibc's arenas -------------------------------------- */
@@ -209,8 +209,8 @@ static void test_pnf_g1(void **state)
 	int n;
 	lr_open(&b, "touch=resident stacks=32");
 	g1_trace(&b);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_PROT_NONE_FREE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_PROT_NONE_FREE);
 	assert_int_equal(lr_evidence(f, "cycles"), 4);
 	assert_int_equal(lr_evidence(f, "recommitted"), 4);
 	assert_int_equal(lr_evidence(f, "recommitted_by_other_thread"), 4);
@@ -231,7 +231,7 @@ static void test_pnf_g1(void **state)
 	assert_string_equal(f->frames[1], "os::pd_uncommit_memory(char*, unsigned long, bool)+0x19 (libjvm.so)");
 	/* HotSpot commits without MAP_NORESERVE: charged */
 	assert_int_equal(lr_evidence(f, "charged_bytes"), (4 + 6 + 8 + 10) * MiB);
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 /* glibc's arena under strict overcommit: grow_heap commits with small
@@ -257,14 +257,14 @@ static void test_pnf_glibc(void **state)
 	int n;
 	lr_open(&b, NULL);
 	glibc_trace(&b, 4);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_PROT_NONE_FREE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_PROT_NONE_FREE);
 	assert_int_equal(lr_evidence(f, "cycles"), 4);
 	assert_int_equal(lr_evidence(f, "uncommits"), 4);
 	assert_int_equal(lr_evidence(f, "recommitted_by_other_thread"), 0);
 	assert_int_equal(lr_evidence(f, "recommits_with_more"), 4);
 	assert_int_equal(lr_evidence(f, "bytes"), 4 * 504 * 1024);
-	vmt_lint_free(l);
+	van_lint_free(l);
 	/* 3 rounds: below the threshold */
 	lr_open(&b, NULL);
 	glibc_trace(&b, 3);
@@ -348,7 +348,7 @@ static void test_pnf_not_counted(void **state)
 		uncommit(&b, 0, HEAP + i * MiB, MiB, 0, VMT_NONE);
 		commit_prot(&b, 0, HEAP + i * MiB, MiB, RW);
 	}
-	vmt_lint *l = lr_lint(&b, &n);
+	van_lint *l = lr_lint(&b, &n);
 	lr_none(l, n);
 }
 
@@ -368,8 +368,8 @@ static void test_pnf_call_site(void **state)
 		tg_put(&b, tg_ev_string(i, strs[i]));
 	for (uint32_t i = 0; i < 2; i++)
 		tg_put(&b, tg_ev_symbol(ips[i], 2 * i, 2 * i + 1, 0x10 + 0x10 * i));
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_PROT_NONE_FREE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_PROT_NONE_FREE);
 	assert_int_equal(f->nframes, 2);
 	assert_non_null(strstr(f->frames[0], "mmap64"));
 	assert_string_equal(f->frames[1], "old_free+0x20 (app)");
@@ -377,7 +377,7 @@ static void test_pnf_call_site(void **state)
 	assert_int_equal(f->nsites, 1);
 	assert_string_equal(f->sites[0].site, "old_free (app)");
 	assert_int_equal(f->sites[0].calls, 10);
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 /* A header that says the recording ran under strict overcommit: the note
@@ -388,17 +388,17 @@ static void test_pnf_strict_overcommit(void **state)
 	int n;
 	lr_open(&b, "touch=resident overcommit=2");
 	pnf_trace(&b, 1, 10, PNF_REAL, VMT_NONE);
-	vmt_lint *l = lr_lint(&b, &n);
-	const struct vmt_lint_finding *f = lr_only(l, n, VMT_LINT_PROT_NONE_FREE);
+	van_lint *l = lr_lint(&b, &n);
+	const struct van_lint_finding *f = lr_only(l, n, VAN_LINT_PROT_NONE_FREE);
 	assert_non_null(strstr(f->note, "vm.overcommit_memory=2: rule prot-none-free leaves"));
-	vmt_lint_free(l);
+	van_lint_free(l);
 	/* "overcommit=20" is not that */
 	lr_open(&b, "touch=resident overcommit=20");
 	pnf_trace(&b, 1, 10, PNF_REAL, VMT_NONE);
 	l = lr_lint(&b, &n);
-	f = lr_only(l, n, VMT_LINT_PROT_NONE_FREE);
+	f = lr_only(l, n, VAN_LINT_PROT_NONE_FREE);
 	assert_non_null(strstr(f->note, "does not say which mode"));
-	vmt_lint_free(l);
+	van_lint_free(l);
 }
 
 int main(void)

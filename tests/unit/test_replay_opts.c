@@ -81,7 +81,7 @@ static void test_modes(void **state)
 
 	assert_int_equal(PARSE(&a, NULL, err, "--rewrite", "t.zst"), 0);
 	assert_int_equal(a.mode, RP_MODE_REWRITE);
-	assert_string_equal(a.rules, VMT_REWRITE_DEFAULT);
+	assert_string_equal(a.rules, VAN_REWRITE_DEFAULT);
 	assert_int_equal(a.repeat, 1);
 	assert_int_equal(PARSE(&a, NULL, err, "--compare=populate", "t.zst"), 0);
 	assert_int_equal(a.mode, RP_MODE_COMPARE);
@@ -330,7 +330,7 @@ static void test_guest_args(void **state)
 	assert_null(g.json);
 	assert_int_equal(g.progress, 0);
 	assert_int_equal(g.mode, RP_MODE_REWRITE);
-	assert_string_equal(g.rules, VMT_REWRITE_DEFAULT);
+	assert_string_equal(g.rules, VAN_REWRITE_DEFAULT);
 	assert_int_equal(g.o.max_memory, 0);
 	assert_true(g.o.speed == 0);
 	/* (the host's default for a guest, passed on: not the guest's own) */

@@ -185,12 +185,12 @@ static void test_rewritten_across_threads(void **state)
 	char out[] = "/tmp/rewritten.XXXXXX", err[256];
 	int ofd = mkstemp(out), ifd = open(t.path, O_RDONLY | O_CLOEXEC);
 	assert_true(ofd >= 0 && ifd >= 0);
-	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
-	assert_int_equal(vmt_rewrite_trace(rw, ifd, ofd, err, sizeof(err)), 0);
+	van_rewrite *rw = van_rewrite_new("prot-none-free", err, sizeof(err));
+	assert_int_equal(van_rewrite_trace(rw, ifd, ofd, err, sizeof(err)), 0);
 	/* the uncommit goes, its re-commit is cut to the reservation beyond */
-	assert_int_equal(vmt_rewrite_counts(rw)->rules[0].applied, 1);
-	assert_int_equal(vmt_rewrite_counts(rw)->rules[0].details[0].n, 1);
-	vmt_rewrite_free(rw);
+	assert_int_equal(van_rewrite_counts(rw)->rules[0].applied, 1);
+	assert_int_equal(van_rewrite_counts(rw)->rules[0].details[0].n, 1);
+	van_rewrite_free(rw);
 	close(ifd);
 	close(ofd);
 

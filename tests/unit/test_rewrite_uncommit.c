@@ -241,14 +241,14 @@ static void test_uc_not_locked_dontfork_strict(void **state)
 	/* rwt_run checks the output header against touch=resident */
 	tg_finish(&b);
 	char err[256];
-	vmt_rewrite *rw = vmt_rewrite_new("prot-none-free", err, sizeof(err));
+	van_rewrite *rw = van_rewrite_new("prot-none-free", err, sizeof(err));
 	int out = tg_memfd("strict-out");
-	assert_int_equal(vmt_rewrite_trace(rw, b.fd, out, err, sizeof(err)), 0);
-	const struct vmt_rewrite_counts *c = vmt_rewrite_counts(rw);
+	assert_int_equal(van_rewrite_trace(rw, b.fd, out, err, sizeof(err)), 0);
+	const struct van_rewrite_counts *c = van_rewrite_counts(rw);
 	assert_int_equal(c->rules[0].applied, 0);
 	assert_non_null(c->rules[0].note);
 	assert_non_null(strstr(c->rules[0].note, "1 uncommit of charged memory left as recorded"));
-	vmt_rewrite_free(rw);
+	van_rewrite_free(rw);
 	close(out);
 	close(b.fd);
 }

@@ -106,21 +106,21 @@ static void gen_trace(int fd, unsigned mmaps, unsigned frees, int with_stacks)
 	gen_trace_loops(fd, mmaps, frees, with_stacks, 0);
 }
 
-static void read_back(int fd, struct vmt_stats *s)
+static void read_back(int fd, struct van_stats *s)
 {
 	char msg[256];
 	int err;
 	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
 	vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
 	assert_non_null(r);
-	assert_int_equal(vmt_stats_read(s, r), 0);
+	assert_int_equal(van_stats_read(s, r), 0);
 	vmt_reader_free(r);
 }
 
-static double metric(const struct vmt_stats *s, const char *name)
+static double metric(const struct van_stats *s, const char *name)
 {
 	size_t n;
-	struct vmt_metric *m = vmt_stats_metrics(s, &n);
+	struct van_metric *m = van_stats_metrics(s, &n);
 	assert_non_null(m);
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(m[i].name, name) == 0) {
@@ -139,7 +139,7 @@ static void test_generated(void **state)
 {
 	int fd = tg_memfd("stats-gen");
 	gen_trace(fd, 50, 7, 1);
-	struct vmt_stats s;
+	struct van_stats s;
 	read_back(fd, &s);
 	/* 2 starts + maps + 3 stacks + 50 mmap + 50 munmap + 7 madvise +
 	 * 6 strings + 4 symbols + exit */
@@ -174,7 +174,7 @@ static void test_generated(void **state)
 	assert_string_equal(s.sites[1].name, "release (app)");
 	assert_string_equal(s.sites[2].name, "trim (app)");
 	assert_int_equal(s.sites[2].count, 7);
-	vmt_stats_free(&s);
+	van_stats_free(&s);
 	close(fd);
 }
 
@@ -196,7 +196,7 @@ static void test_child_program(void **state)
 		tg_proc_exit(&g, (uint32_t)p, (uint32_t)p);
 	tg_finish(&g);
 
-	struct vmt_stats s;
+	struct van_stats s;
 	read_back(g.fd, &s);
 	assert_int_equal(s.processes, 5);
 	assert_string_equal(s.procs[0].path, "/usr/bin/server2");
@@ -204,7 +204,7 @@ static void test_child_program(void **state)
 	assert_string_equal(s.procs[2].path, "/usr/bin/helper");
 	assert_string_equal(s.procs[3].path, "/usr/bin/helper");
 	assert_string_equal(s.procs[4].path, "/usr/bin/server2");
-	vmt_stats_free(&s);
+	van_stats_free(&s);
 	(void)state;
 }
 
@@ -243,7 +243,7 @@ static void test_peaks_and_counts(void **state)
 	tg_finish(&g);
 	int fd = g.fd;
 
-	struct vmt_stats s;
+	struct van_stats s;
 	read_back(fd, &s);
 	assert_int_equal(s.processes, 2);
 	assert_int_equal(s.threads, 3);
@@ -273,7 +273,7 @@ static void test_peaks_and_counts(void **state)
 	assert_int_equal(s.thread[2].proc, 1);
 	assert_false(s.has_stacks);
 	assert_int_equal(s.model_inexact, 0);
-	vmt_stats_free(&s);
+	van_stats_free(&s);
 	close(fd);
 }
 
@@ -282,10 +282,10 @@ static void test_metric_names(void **state)
 {
 	int fd = tg_memfd("stats-names");
 	gen_trace(fd, 1, 0, 0);
-	struct vmt_stats s;
+	struct van_stats s;
 	read_back(fd, &s);
 	size_t n;
-	struct vmt_metric *m = vmt_stats_metrics(&s, &n);
+	struct van_metric *m = van_stats_metrics(&s, &n);
 	assert_non_null(m);
 	static const char *const want[] = { "events", "processes", "threads", "duration_ns",
 					    "ops.mmap.count", "ops.mmap.errors", "ops.mmap.bytes",
@@ -298,16 +298,16 @@ static void test_metric_names(void **state)
 		if (i == n)
 			fail_msg("metric %s missing", want[w]);
 		if (strcmp(want[w], "duration_ns") == 0)
-			assert_true(m[i].flags & VMT_METRIC_TIMING);
+			assert_true(m[i].flags & VAN_METRIC_TIMING);
 		else
-			assert_false(m[i].flags & VMT_METRIC_TIMING);
+			assert_false(m[i].flags & VAN_METRIC_TIMING);
 	}
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i + 1; j < n; j++)
 			if (strcmp(m[i].name, m[j].name) == 0)
 				fail_msg("metric %s twice", m[i].name);
 	free(m);
-	vmt_stats_free(&s);
+	van_stats_free(&s);
 	close(fd);
 }
 
@@ -323,10 +323,10 @@ static void test_truncated(void **state)
 	int err;
 	vmt_reader *r = vmt_reader_open_fd(cut, &err, msg, sizeof(msg));
 	assert_non_null(r);
-	struct vmt_stats s;
-	assert_true(vmt_stats_read(&s, r) < 0);
+	struct van_stats s;
+	assert_true(van_stats_read(&s, r) < 0);
 	assert_true(s.ops[VMT_OP_MMAP].count > 0);
-	vmt_stats_free(&s);
+	van_stats_free(&s);
 	vmt_reader_free(r);
 	free(buf);
 	close(cut);
