@@ -47,6 +47,7 @@
 #include <string.h>
 #include "rewrite_int.h"
 #include "touchlog_int.h"
+#include "vmtutil.h"
 
 /* Touch events held with one MADV_FREE (more: it is not dropped). */
 #define DR_MAX_TOUCHES 8
@@ -74,7 +75,7 @@ struct dr_tq {
 struct dr {
 	int fbd; /* 1: free-before-dontneed, 0: discard-before-unmap */
 	struct dr_proc *p;
-	uint32_t np;
+	size_t np; /* (p's capacity, for vmt_grow) */
 	struct touchlog tl;
 	struct dr_tq *tq;
 	size_t ntq;
@@ -114,17 +115,9 @@ static void dr_destroy(void *st)
 
 static struct dr_proc *proc_of(struct dr *x, uint32_t proc, int create)
 {
-	if (proc >= x->np) {
-		if (!create || proc >= VMT_MAX_THREADS)
-			return NULL;
-		uint32_t n = proc + 1 > 2 * x->np ? proc + 1 : 2 * x->np;
-		struct dr_proc *p = realloc(x->p, n * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + x->np, 0, (n - x->np) * sizeof(*p));
-		x->p = p;
-		x->np = n;
-	}
+	if (proc >= x->np && (!create || proc >= VMT_MAX_THREADS ||
+			      vmt_grow(&x->p, &x->np, (size_t)proc + 1, sizeof(*x->p))))
+		return NULL;
 	return &x->p[proc];
 }
 

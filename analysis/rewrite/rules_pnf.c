@@ -89,7 +89,7 @@ struct pnf_proc {
 
 struct pnf {
 	struct pnf_proc *p;
-	uint32_t np;
+	size_t np; /* (p's capacity, for vmt_grow) */
 	int strict; /* the header says overcommit=2 */
 	uint64_t strict_kept, charged, charged_bytes, restores, cut;
 };
@@ -119,17 +119,9 @@ static int pnf_start(struct rw_stage *s, const struct vmt_header *h)
 
 static struct pnf_proc *proc_of(struct pnf *x, uint32_t proc, int create)
 {
-	if (proc >= x->np) {
-		if (!create || proc >= VMT_MAX_THREADS)
-			return NULL;
-		uint32_t n = proc + 1 > 2 * x->np ? proc + 1 : 2 * x->np;
-		struct pnf_proc *p = realloc(x->p, n * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + x->np, 0, (n - x->np) * sizeof(*p));
-		x->p = p;
-		x->np = n;
-	}
+	if (proc >= x->np && (!create || proc >= VMT_MAX_THREADS ||
+			      vmt_grow(&x->p, &x->np, (size_t)proc + 1, sizeof(*x->p))))
+		return NULL;
 	return &x->p[proc];
 }
 
