@@ -78,7 +78,8 @@ const struct rw_rule rw_rule_free_to_dontneed = {
  *   mlockall(MCL_CURRENT|..)       -> mlockall(MCL_CURRENT|..|MCL_ONFAULT)
  *   mmap(.., MAP_LOCKED, ..) = A   -> mmap(.., 0, ..) = A, then
  *                                     mlock2(A, len, MLOCK_ONFAULT) = 0
- * The mlock2 after the mmap takes the mmap's thread, exit time and stack.
+ * The mlock2 after the mmap takes the mmap's thread, exit time and stack,
+ * and has no waits (it takes no time).
  * An explicit MAP_POPULATE stays.
  */
 static int onfault_event(struct rw_stage *s, const struct vmt_event *ev)
@@ -123,6 +124,9 @@ static int onfault_event(struct rw_stage *s, const struct vmt_event *ev)
 		args[2] = LX_MLOCK_ONFAULT;
 		rw_make_sc(&m, ev, VMT_OP_MLOCK2, args, 0);
 		m.ts_ns = sc->exit_ns;
+		/* (a call of no time: the mmap's waits are not its own) */
+		m.u.sc.waits = m.u.sc.vcsw = m.u.sc.ivcsw = 0;
+		m.u.sc.off_cpu_ns = 0;
 		break;
 	}
 	default:

@@ -436,6 +436,26 @@ static void test_mlock_onfault(void **state)
 	      5);
 }
 
+/* A MAP_LOCKED mmap that waited (off CPU, under load): the mlock2 made
+ * after it is a call of no time, with no waits of its own; the mmap's
+ * stay the mmap's. */
+static void test_mlock_onfault_waits(void **state)
+{
+	struct tg_trace b;
+	rwt_open(&b);
+	struct vmt_event e =
+		TG_SC(0, 1, VMT_OP_MMAP, R1, 0, 2 * PAGE, RW, PRIV_ANON | LX_MAP_LOCKED, FD_NONE, 0);
+	e.u.sc.waits = 1;
+	e.u.sc.vcsw = 1;
+	e.u.sc.off_cpu_ns = 300;
+	tg_put(&b, e);
+	rwt_check(&b, "mlock-onfault",
+	      "t1 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000 (rewritten)"
+	      " <off cpu 300 ns, 1 vcsw, 0 ivcsw>\n"
+	      "t1 mlock2(0x100000, 8192, MLOCK_ONFAULT) = 0 (rewritten)\n",
+	      1);
+}
+
 /* ---- populate ----------------------------------------------------------- */
 
 static void test_populate(void **state)
@@ -554,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_dontneed_to_free),
 		cmocka_unit_test(test_free_to_dontneed),
 		cmocka_unit_test(test_mlock_onfault),
+		cmocka_unit_test(test_mlock_onfault_waits),
 		cmocka_unit_test(test_populate),
 		cmocka_unit_test(test_compose),
 	};
