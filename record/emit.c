@@ -16,6 +16,19 @@ int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev)
 	return err;
 }
 
+void vmr_emit_lost(struct vmr_rec *r, const struct vmr_task *t, uint64_t n, uint64_t ts)
+{
+	struct vmt_event ev = { .kind = VMT_EV_LOST, .ts_ns = ts };
+	if (t) {
+		ev.thread = t->thread;
+		ev.proc = t->proc->index;
+	}
+	ev.u.lost.count = n;
+	ev.u.lost.what = VMT_LOST_EVENTS;
+	vmr_emit(r, &ev);
+	r->lost += n;
+}
+
 void vmr_notice(struct vmr_rec *r, const char *fmt, ...)
 {
 	char buf[512];

@@ -515,15 +515,7 @@ static void emit_one(struct vmr_rec *r, struct inproc *ip, int qi, const unsigne
 	case IPR_LOST: {
 		uint64_t n;
 		memcpy(&n, rec + sizeof(h), 8);
-		struct vmt_event ev = { .kind = VMT_EV_LOST, .ts_ns = h.t };
-		if (q->t) {
-			ev.thread = q->t->thread;
-			ev.proc = q->t->proc->index;
-		}
-		ev.u.lost.count = n;
-		ev.u.lost.what = VMT_LOST_EVENTS;
-		vmr_emit(r, &ev);
-		r->lost += n;
+		vmr_emit_lost(r, q->t, n, h.t);
 		break;
 	}
 	case IPR_X_EXEC:

@@ -185,6 +185,9 @@ int vmr_tick_take(void);   /* 1 (once) when the 50 ms tick is due */
 
 /* emit.c: the event layer */
 int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev);
+/* n events that could not be recorded, at ts: a LOST event of task t (NULL:
+ * of none, thread and process 0), counted in r->lost. */
+void vmr_emit_lost(struct vmr_rec *r, const struct vmr_task *t, uint64_t n, uint64_t ts);
 void vmr_notice(struct vmr_rec *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void vmr_drain_faults(struct vmr_rec *r, uint64_t up_to);

@@ -385,11 +385,7 @@ static void report_drops(struct vmr_rec *r, struct stream *s)
 		sum += v[i];
 	if (sum <= s->dropped_told)
 		return;
-	struct vmt_event ev = { .kind = VMT_EV_LOST, .ts_ns = s->last_ts };
-	ev.u.lost.count = sum - s->dropped_told;
-	ev.u.lost.what = VMT_LOST_EVENTS;
-	vmr_emit(r, &ev);
-	r->lost += ev.u.lost.count;
+	vmr_emit_lost(r, NULL, sum - s->dropped_told, s->last_ts);
 	s->dropped_told = sum;
 }
 

@@ -40,21 +40,6 @@ static int syscall_info(pid_t tid, struct ptrace_syscall_info *info)
 	return n > 0 ? 0 : -1;
 }
 
-static void lost_event(struct vmr_rec *r, struct vmr_task *t)
-{
-	struct vmt_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.kind = VMT_EV_LOST;
-	ev.thread = t->thread;
-	ev.proc = t->proc->index;
-	ev.ts_ns = vmt_now_ns();
-	ev.u.lost.count = 1;
-	ev.u.lost.what = VMT_LOST_EVENTS;
-	vmr_emit(r, &ev);
-	r->lost++;
-}
-
 static void entry(struct vmr_rec *r, struct vmr_task *t, uint32_t arch,
 		  uint64_t nr, const __u64 *a)
 {
@@ -70,7 +55,7 @@ static void entry(struct vmr_rec *r, struct vmr_task *t, uint32_t arch,
 		vmr_sc_entry(r, t, op, args, vmt_now_ns());
 	}
 	else if (arch != r->sys.arch && !(t->flags & T_SYSCALL_MODE))
-		lost_event(r, t); /* a 32-bit call the filter caught */
+		vmr_emit_lost(r, t, 1, vmt_now_ns()); /* a 32-bit call the filter caught */
 }
 
 static void seccomp_stop(struct vmr_rec *r, struct vmr_task *t)
