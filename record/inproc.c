@@ -261,9 +261,7 @@ static void on_exec_stop(struct vmr_rec *r, struct inproc *ip, pid_t tid)
 	}
 	free(maps);
 	/* the old image's rings are done (its other threads are gone) */
-	for (int i = 0; i < (int)IP_NSLOTS; i++)
-		if (ip->q[i].active && ip->q[i].pid == tid)
-			ip->q[i].ending = 1;
+	ip_rings_dead(ip, tid);
 	int e = ip_inject(r, ip, tid, pending, err, sizeof(err));
 	if (e) {
 		vmr_notice(r, "cannot put the in-process recorder into process %d ('%s'): %s; it is "
@@ -283,9 +281,7 @@ static void gone(struct vmr_rec *r, struct inproc *ip, struct ipp *p, int status
 		p->have_status = 1;
 		p->status = status;
 	}
-	for (int i = 0; i < (int)IP_NSLOTS; i++)
-		if (ip->q[i].active && ip->q[i].pid == p->pid)
-			ip->q[i].ending = 1;
+	ip_rings_dead(ip, p->pid);
 	struct ipx_dead d = { .pid = p->pid, .status = p->status };
 	if (cnt) {
 		d.have = cnt->have;

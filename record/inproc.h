@@ -45,7 +45,13 @@ struct ipq {
 	uint64_t key;	   /* of the last record queued */
 	uint32_t gen;	   /* the slot's generation being read */
 	int active;	   /* the slot is this queue's (LIVE, or ending) */
-	int ending;	   /* its thread is gone: the slot is freed once empty */
+	int ending;	   /* its thread is ending or gone: its busy mark is
+			      not waited for, its tid not looked up */
+	int dead;	   /* its thread can write no more (its process is
+			      gone, or an exec ended it) */
+	int copied;	   /* a drain began after the thread's last write (the
+			      slot was DONE, or dead): the ring holds nothing
+			      more, and the slot is freed once this is empty */
 	pid_t tid, pid;	   /* from its START record */
 	uint64_t idle_at;  /* a lower bound of the next call's time */
 	struct vmr_task *t; /* bound at the START record's turn */
@@ -164,6 +170,9 @@ struct ipp *ip_proc(struct inproc *ip, pid_t pid);
 struct ipp *ip_proc_find(struct inproc *ip, pid_t pid);
 /* The queue of thread tid's current ring, or -1. */
 int ip_queue_of(struct inproc *ip, pid_t tid);
+/* Process pid's threads can write no more (it is gone, or an exec
+ * replaced its image): their rings are freed once drained. */
+void ip_rings_dead(struct inproc *ip, pid_t pid);
 /* For the fault samples: the task of tid, unless addr is the runtime's. */
 int ip_fault_who(void *ctx, pid_t tid, uint64_t addr, uint32_t *thread, uint32_t *proc);
 /* Free the queues and tables. */

@@ -56,7 +56,7 @@ static void free_slot(struct inproc *ip, int i)
 	s->busy = s->lost = 0;
 	s->waiting = s->kicked = s->reply = 0;
 	__atomic_store_n(&s->state, IP_SLOT_FREE, __ATOMIC_RELEASE);
-	q->active = q->ending = 0;
+	q->active = q->ending = q->dead = q->copied = 0;
 	q->t = NULL;
 	q->tid = q->pid = 0;
 	q->key = 0;
@@ -150,14 +150,24 @@ static uint64_t drain_slot(struct vmr_rec *r, struct inproc *ip, int i, uint64_t
 	if (state == IP_SLOT_FREE)
 		return h;
 	if (!q->active) {
+		/* (ending and dead stay: the ring's process may have been
+		 * seen gone before its first record was copied) */
 		q->active = 1;
-		q->ending = 0;
 		q->gen = s->gen;
 		q->tid = q->pid = 0;
 		q->t = NULL;
 		q->key = 0;
 		q->idle_at = now0;
 	}
+	/* Nothing can be written after what this drain copies: the thread
+	 * made its ring DONE (the state is read before the records, which
+	 * were all committed before it), or vmrec knew before this drain
+	 * began that the thread can write no more.  Only then may the slot
+	 * be freed: a ring freed earlier loses what was written after the
+	 * last drain (a thread's last call, made while vmrec saw its
+	 * process end). */
+	if (state == IP_SLOT_DONE || q->dead)
+		q->copied = 1;
 	uint64_t b = __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
 	if (!q->ending) {
 		if (b == 0)
@@ -206,7 +216,7 @@ static uint64_t drain_slot(struct vmr_rec *r, struct inproc *ip, int i, uint64_t
 	}
 	if (state == IP_SLOT_DONE)
 		q->ending = 1;
-	if (q->ending && q->head == q->tail)
+	if (q->copied && q->head == q->tail)
 		free_slot(ip, i);
 	return h;
 }
@@ -631,7 +641,7 @@ static void pop_done(struct inproc *ip, int qi)
 				ip->act[k] = ip->act[--ip->nact];
 				break;
 			}
-		if (qi < (int)IP_NSLOTS && q->ending)
+		if (qi < (int)IP_NSLOTS && q->copied)
 			free_slot(ip, qi);
 	}
 }

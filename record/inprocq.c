@@ -103,3 +103,17 @@ int ip_queue_of(struct inproc *ip, pid_t tid)
 	return -1;
 }
 
+
+void ip_rings_dead(struct inproc *ip, pid_t pid)
+{
+	for (uint32_t i = 0; i < IP_NSLOTS; i++) {
+		struct ip_slot *s = ip_slot_at(ip->shm, i);
+		struct ipq *q = &ip->q[i];
+		/* (by the slot's own pid too: a ring whose START record is
+		 * not copied yet has no pid in its queue) */
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == IP_SLOT_FREE && !q->active)
+			continue;
+		if ((q->active && q->pid == pid) || s->pid == pid)
+			q->ending = q->dead = 1;
+	}
+}

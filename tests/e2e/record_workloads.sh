@@ -38,15 +38,7 @@ one seed004-wo seed004 --pages 64 --rounds 2 --write-only
 one everyop everyop
 one forkexec forkexec
 one forkexec-true forkexec --exec true
-if [ "${VMREC_BACKEND:-}" = inproc ]; then
-	# (a known defect, open in issue 23: under inproc, the last call of
-	# the parent's thread 2, its munmap just before it exits, after a
-	# child forked without exec has exited, is now and then missing
-	# from the trace: once in four full runs here)
-	skip forkexec-none "inproc may lose a thread's last call after a fork without exec (a known defect)"
-else
-	one forkexec-none forkexec --exec none
-fi
+one forkexec-none forkexec --exec none
 # The header says the overcommit policy the calls ran under (the rewriter
 # must not turn an uncommit into madvise under strict overcommit).
 oc=$(cat /proc/sys/vm/overcommit_memory)
