@@ -77,9 +77,12 @@ static const volatile uint32_t seq_still;
  * not per element (a sigsetjmp per op was a measurable part of the loop):
  * the loop raises tls_touching around an element's touches, and the
  * handler jumps back to the stream's guard only then; any other fault is
- * a real crash and takes its default action. */
+ * a real crash and goes to the handler there was before (the default
+ * action, or a sanitizer's report). */
 static __thread sigjmp_buf *tls_jb;
 static __thread volatile sig_atomic_t tls_touching;
+/* (what handled these before: a sanitizer's report, or the default) */
+static struct sigaction prev_segv, prev_bus;
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
@@ -87,7 +90,10 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		tls_touching = 0;
 		siglongjmp(*tls_jb, 1);
 	}
-	signal(sig, SIG_DFL); /* fault again, unhandled */
+	/* fault again, under the handler that was there before */
+	sigaction(sig, sig == SIGBUS ? &prev_bus : &prev_segv, NULL);
+	(void)si;
+	(void)uc;
 }
 
 static void install_guard(void)
@@ -96,8 +102,8 @@ static void install_guard(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_fault;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGSEGV, &sa, &prev_segv);
+	sigaction(SIGBUS, &sa, &prev_bus);
 }
 
 /* Touch npw's pages (| RP_TOUCH_WRITE: write them) at off in region. */
