@@ -257,7 +257,13 @@ static int start_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t par
 				return ld_fail(L, VMT_E_CORRUPT, "process %u forked by a process with no threads",
 					       t->procs[p].rec);
 			P->pending_fork = 0;
-			if ((rc = simple(L, par, RK_FORK, tid, p, ts, 0)) < 0)
+			/* (global: a fork copies the whole address space, so
+			 * it waits for what the other threads did before it,
+			 * and what they do after waits for it; else a munmap
+			 * recorded after the fork could run before it, and
+			 * the child would unmap that range again, by then
+			 * perhaps the replayer's own memory) */
+			if ((rc = simple(L, par, RK_FORK, tid, p, ts, 1)) < 0)
 				return rc;
 			if (P->vforked)
 				P->vfork_parent = par;

@@ -4,8 +4,8 @@
  * Ordering (--order=resource): each element waits for the latest earlier
  * element of every other thread of its process whose recorded ranges
  * overlap its own (a per-process map of "last user" per range), and ops on
- * the whole address space (exec, mlockall) wait for all threads and are
- * waited for by all.  Waits already implied by earlier ones are dropped.
+ * the whole address space (exec, fork, mlockall) wait for all threads and
+ * are waited for by all.  Waits already implied by earlier ones are dropped.
  * --order=strict waits for the previous element of the whole trace;
  * --order=free only orders ops that create or destroy mappings (see
  * structural()) against everything else in their process.  In both, the

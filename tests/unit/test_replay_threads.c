@@ -485,6 +485,56 @@ static void test_processes(void **state)
 	tg_remove(&t);
 }
 
+/* A fork copies the whole address space: it waits for the other threads'
+ * earlier elements, and their later ones wait for it.  (A munmap by
+ * another thread recorded after the fork once ran before it now and then:
+ * the child then unmapped that range again at its exec, where the
+ * replayer's own memory could be by then.) */
+static void test_fork_orders(void **state)
+{
+	struct tg_trace t;
+	struct rp_options o;
+	struct rp_run_result r;
+	static const struct tg_map after_exec[] = {
+		{0x7ffe00000000ull, 0x7ffe00021000ull, VMT_PROT_R | VMT_PROT_W, "[stack]"},
+	};
+	(void)state;
+
+	rr_begin(&t);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 4 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_thread(&t, 0, 1, 0);
+	TG_PUT_SC(&t, 0, 1, VMT_OP_MMAP, (int64_t)B, 0, PAGE, RW, PRIV_ANON, FD_NONE, 0);
+	tg_proc(&t, 1, 2, 0, 0); /* thread 0 forks */
+	TG_PUT_SC(&t, 0, 1, VMT_OP_MUNMAP, 0, B, PAGE);
+	tg_thread_exit(&t, 0, 1);
+	tg_exec(&t, 1, 2, "/usr/bin/other");
+	tg_maps(&t, 1, 2, after_exec, 1);
+	tg_proc_exit(&t, 1, 2);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, A, 4 * PAGE);
+	tg_proc_exit(&t, 0, 0);
+	tg_finish(&t);
+
+	for (int order = 0; order < 2; order++) {
+		rr_opts(&o);
+		o.order = order ? RP_ORDER_FREE : RP_ORDER_RESOURCE;
+		rp_trace *tr = rr_replay_clean(t.path, &o, &r);
+		uint32_t forker = tr->procs[0].first_thread, other = forker + 1, fork_at = 0, seq;
+		while (elem_of(tr, forker, fork_at)->kind != RK_FORK)
+			fork_at++;
+		/* the fork waits for the other thread's mmap ... */
+		const struct rp_elem *f = elem_of(tr, forker, fork_at);
+		int waits = 0;
+		for (uint32_t d = 0; d < f->ndeps; d++)
+			waits += (deps_of(tr, forker, fork_at)[d].thread & ~RP_DEP_LATE) == other;
+		assert_int_equal(waits, 1);
+		/* ... and its munmap waits for the fork */
+		assert_true(waits_on(tr, other, forker, &seq) >= 1);
+		assert_true(seq >= fork_at + 1);
+		rr_release(&r, tr);
+	}
+	tg_remove(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -494,6 +544,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_killed_ends_run, rr_cancel_alarm),
 		cmocka_unit_test(test_processes),
 		cmocka_unit_test_teardown(test_vfork_waits, rr_cancel_alarm),
+		cmocka_unit_test(test_fork_orders),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
