@@ -78,6 +78,7 @@ int ld_new_region(struct loader *L, uint32_t proc, uint8_t kind, uint64_t rec_st
 	r->size = size;
 	r->proc = proc;
 	r->kind = kind;
+	r->file = RP_VOID;
 	r->needed = kind == RG_MAP;
 	r->fkind = kind == RG_BRK ? RP_FK_HEAP : RP_FK_ANON;
 	*out = t->nregions++;

@@ -142,7 +142,9 @@ struct rp_region {
 	uint64_t reserved; /* RG_BRK: bytes its frozen plan reserves (0: none
 			      yet) */
 	uint32_t plan;	   /* RG_BRK: its plan */
-	uint32_t pad2;
+	uint32_t file;	   /* RG_MAP made by mapping a file, or moved from
+			      one (mremap): its file index, else RP_VOID */
+	uint64_t file_off; /* ... and the file offset at its offset 0 */
 };
 
 /* One mapping of a stand-in group (a region covering contiguous snapshot

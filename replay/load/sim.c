@@ -388,6 +388,10 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 			e->flags |= RF_NEWREG;
 			e->region = region;
 			L->t->regions[region].fkind = (uint8_t)ld_fkind(L, region, attr);
+			if ((e->flags & RF_FILE) && off < RP_ADDR_LIMIT) {
+				L->t->regions[region].file = e->arg;
+				L->t->regions[region].file_off = off;
+			}
 			if ((rc = touched_remove(L, P, R, R + plen)))
 				return rc;
 			struct rpam_val v = {region, attr, 0};
@@ -413,6 +417,30 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 
 /* ---- mremap ------------------------------------------------------------ */
 
+/* A file mapping moved or grown by mremap (region made from src's offset
+ * src_off, len bytes): the new region maps the same file, and the file
+ * must be as long as the new region, since the program made it so
+ * before it grew the mapping (with write, pwrite or ftruncate, which are
+ * not recorded: a database with mmap I/O extends its file, then its
+ * mapping).  Without this, the replay's touches past the file's size as
+ * it was first mapped trap, and take the element's other touches with
+ * them. */
+static void moved_file(struct loader *L, uint32_t src, uint64_t src_off, uint32_t region,
+		       uint64_t len)
+{
+	if (src == RP_VOID || L->t->regions[src].file == RP_VOID)
+		return;
+	const struct rp_region *s = &L->t->regions[src];
+	uint64_t off = s->file_off + src_off;
+	if (off >= RP_ADDR_LIMIT || len > RP_ADDR_LIMIT - off)
+		return;
+	L->t->regions[region].file = s->file;
+	L->t->regions[region].file_off = off;
+	struct rp_file *F = &L->t->files[s->file];
+	if (off + len > F->size)
+		F->size = off + len;
+}
+
 static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscall *sc,
 		      struct rp_elem *e, struct lrange *rng, int *nrng)
 {
@@ -422,8 +450,8 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 	int o1 = 0, o2 = 0, rc;
 	uint64_t polen = page_up(L, olen, &o1), pnlen = page_up(L, nlen, &o2);
 	int old_valid = !(old & mask) && !o1 && old < RP_ADDR_LIMIT && polen <= RP_ADDR_LIMIT - old;
-	uint32_t region;
-	uint64_t roff;
+	uint32_t region, src = RP_VOID;
+	uint64_t roff, src_off = 0;
 
 	e->how = RX_MREMAP;
 	e->piece0 = L->t->npieces;
@@ -432,6 +460,8 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 		if ((rc = point_piece(L, P, old, 0)) < 0)
 			return rc;
 	} else if (old_valid && in_one_region(P, old, old + polen, &region, &roff)) {
+		src = region;
+		src_off = roff;
 		sim_need(L, region);
 		if ((rc = ld_add_piece(L, roff, olen, region)) < 0)
 			return rc;
@@ -479,6 +509,7 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 	e->region = region;
 	/* (moved, it is what it was) */
 	L->t->regions[region].fkind = s ? (uint8_t)ld_fkind(L, s->v.region, attr) : RP_FK_ANON;
+	moved_file(L, src, src_off, region, pnlen);
 	struct rpam_val v = {region, attr, 0};
 	if ((rc = map_set(L, P, R, R + pnlen, v)))
 		return rc;

@@ -20,11 +20,14 @@
 # heap grows as its helpers race), and by 1% without.  The sqlite database (19 MB) is large enough
 # that its own faults outweigh the few a replay cannot have (the kernel's
 # while it execs the program, before the first recorded event).
+# sqlgrow builds its database under mmap I/O: sqlite extends the file with
+# pwrite and grows its shared mapping with mremap as it goes (each run
+# starts from an emptied file: DROP TABLE, then VACUUM).
 # Run from the top of the tree (as mk/check.sh and bench/ scripts are).
 CORPUS=${CORPUS:-$PWD/tests/corpus}
 
 corpus_names() {
-	echo node java python xz gcc sqlite pool pipeline
+	echo node java python xz gcc sqlite sqlgrow pool pipeline
 }
 
 corpus_need() {
@@ -34,7 +37,7 @@ corpus_need() {
 	python|pool) echo python3 ;;
 	xz) echo xz ;;
 	gcc) echo gcc ;;
-	sqlite) echo sqlite3 ;;
+	sqlite|sqlgrow) echo sqlite3 ;;
 	pipeline) echo sort gzip ;;
 	esac
 }
@@ -66,6 +69,7 @@ corpus_cmd() {
 	xz) echo "xz -T2 -6 --block-size=1MiB -c -k $_d/xzin" ;;
 	gcc) echo "gcc -O2 -c $CORPUS/../../format/render.c -I$CORPUS/../../format -o $_d/render.o" ;;
 	sqlite) echo "sqlite3 $_d/t.db -init $CORPUS/query.sql .quit" ;;
+	sqlgrow) echo "sqlite3 $_d/g.db -init $CORPUS/grow.sql .quit" ;;
 	pool) echo "$(corpus_python) $CORPUS/pool.py" ;;
 	pipeline) echo "sh $CORPUS/pipeline.sh $_d/xzin" ;;
 	esac

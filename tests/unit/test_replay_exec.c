@@ -255,6 +255,48 @@ static void test_touch_traps(void **state)
 	unlink(path);
 }
 
+/* A file that grew while mapped: the program extended it (pwrite,
+ * ftruncate: not recorded) and grew its shared mapping with mremap, then
+ * touched the new pages.  The scratch file is as long as the grown
+ * mapping, so none of the touches traps (before, every touch past the
+ * size first mapped trapped, and took its element's later touches with
+ * it: a database with mmap I/O replayed half its faults). */
+static void test_grown_file(void **state)
+{
+	struct tg_trace t;
+	struct rp_options o;
+	struct rp_run_result r;
+	(void)state;
+
+	rr_begin(&t);
+	tg_file(&t, 0, 0, "/var/db/grows.db", 77, 2 * PAGE, O_RDWR);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MMAP, A, 0, 2 * PAGE, RW, MAP_SHARED, 3, 0);
+	tg_touch(&t, 0, 0, A, 2, VMT_PAGE_WRITTEN);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MREMAP, (int64_t)B, A, 2 * PAGE, 8 * PAGE, MREMAP_MAYMOVE, 0);
+	tg_touch(&t, 0, 0, B + 6 * PAGE, 2, VMT_PAGE_WRITTEN); /* past the first size */
+	tg_touch(&t, 0, 0, B + 2 * PAGE, 1, VMT_PAGE_PRESENT);
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MREMAP, (int64_t)B, B, 8 * PAGE, 12 * PAGE, MREMAP_MAYMOVE, 0);
+	tg_touch(&t, 0, 0, B + 11 * PAGE, 1, VMT_PAGE_WRITTEN); /* grown in place */
+	TG_PUT_SC(&t, 0, 0, VMT_OP_MUNMAP, 0, B, 12 * PAGE);
+	rr_finish(&t);
+
+	rr_opts(&o);
+	rp_trace *tr = rr_replay_clean(t.path, &o, &r);
+	int found = 0;
+	for (uint32_t i = 0; i < tr->nfiles; i++)
+		if (!strcmp(tr->files[i].path, "/var/db/grows.db")) {
+			assert_true(tr->files[i].size >= 12 * PAGE);
+			found++;
+		}
+	assert_int_equal(found, 1);
+	assert_int_equal(r.touch_faults, 0);
+	assert_int_equal(r.touched_pages, 2 + 2 + 1 + 1);
+	assert_int_equal(r.ops[VMT_OP_MREMAP].count, 2);
+	assert_int_equal(r.ops[VMT_OP_MREMAP].errors, 0);
+	rr_release(&r, tr);
+	tg_remove(&t);
+}
+
 /* --speed=F honours the recorded gaps (divided by F), --speed=max
  * (0) does not: the second madvise and the munmap each came 60 ms after
  * the op before, and each gap is a sleep of the replay thread (one
@@ -739,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_every_op),
 		cmocka_unit_test(test_remap_and_fixed),
 		cmocka_unit_test_teardown(test_touch_traps, rr_cancel_alarm),
+		cmocka_unit_test(test_grown_file),
 		cmocka_unit_test(test_speed),
 		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_brk_and_standins),
