@@ -227,6 +227,32 @@ struct recmap {
 	uint32_t rec, local;
 };
 
+/* The settings of this machine that change a replay's faults (THP
+ * modes, overcommit, the zero page, fault-around), where they are not
+ * the recording's: the replay is then not of the recorded conditions. */
+static void mm_line(struct rp_fidelity *f, const rp_trace *t)
+{
+	char here[512] = "", rec[256];
+	size_t used = 0;
+	f->mm[0] = 0;
+	if (!t->rec_mm || !*t->rec_mm)
+		return;
+	vmt_host_mm_words(here, sizeof(here));
+	for (char *w = strtok(here, " "); w; w = strtok(NULL, " ")) {
+		char *eq = strchr(w, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		if (!vmt_options_get(t->rec_mm, w, rec, sizeof(rec)) || !strcmp(rec, eq + 1))
+			continue;
+		int n = snprintf(f->mm + used, sizeof(f->mm) - used, "%s%s=%s (recorded %s)",
+				 used ? ", " : "", w, eq + 1, rec);
+		if (n < 0 || (size_t)n >= sizeof(f->mm) - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
 static int cmp_rec(const void *a, const void *b)
 {
 	const struct recmap *x = a, *y = b;
@@ -258,6 +284,7 @@ int rp_fidelity(const rp_trace *t, const struct rp_options *o, const struct rp_r
 			 : "the trace holds no counters of its recorded run (format 1.%u)",
 			 (unsigned)t->rec_minor);
 		reclaim_line(f, r);
+		mm_line(f, t);
 		return 0;
 	}
 	f->have = 1;
@@ -393,6 +420,7 @@ int rp_fidelity(const rp_trace *t, const struct rp_options *o, const struct rp_r
 	if (!f->nwarn && !f->rewritten && ((mi->judged && !mi->ok) || (ma->judged && !ma->ok)))
 		warn_row(f, &f->total, "the trace (no process alone)");
 	reclaim_line(f, r);
+	mm_line(f, t);
 	return 0;
 }
 
@@ -436,6 +464,8 @@ void rp_fidelity_text(FILE *out, const struct rp_fidelity *f, int quiet)
 		fprintf(out, "fidelity: %s\n", f->why_not);
 		if (f->reclaim[0])
 			fprintf(out, "%s\n", f->reclaim);
+		if (f->mm[0])
+			fprintf(out, "settings: not the recording's: %s\n", f->mm);
 		return;
 	}
 	if (!quiet) {
@@ -472,6 +502,9 @@ void rp_fidelity_text(FILE *out, const struct rp_fidelity *f, int quiet)
 		fprintf(out, "warning: %s\n", f->warn[i]);
 	if (f->reclaim[0])
 		fprintf(out, "%s\n", f->reclaim);
+	if (f->mm[0])
+		fprintf(out, "settings: not the recording's: %s; faults may differ for that alone "
+			     "(a replay in a guest, --kernel, is set to the recording's)\n", f->mm);
 }
 
 static void json_num(struct vmt_buf *b, const char *key, const struct rp_fid_num *x)
@@ -581,6 +614,11 @@ void rp_fidelity_json(struct vmt_buf *b, const struct rp_fidelity *f)
 	vmt_buf_puts(b, ",\"reclaim_text\":");
 	if (f->reclaim[0])
 		vmt_buf_json_str(b, f->reclaim);
+	else
+		vmt_buf_puts(b, "null");
+	vmt_buf_puts(b, ",\"settings_differ\":");
+	if (f->mm[0])
+		vmt_buf_json_str(b, f->mm);
 	else
 		vmt_buf_puts(b, "null");
 	vmt_buf_puts(b, "}");

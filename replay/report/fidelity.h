@@ -65,6 +65,9 @@ struct rp_fidelity {
 	uint32_t nwarn;
 	char warn[RP_FID_MAX_WARN][320];
 	char reclaim[320];  /* "" when reclaim did nothing */
+	char mm[320];	    /* "" when this machine's memory-management
+			       settings are the recording's, else which differ:
+			       "thp=always (recorded madvise)" */
 	struct rp_reclaim rc; /* what it did */
 };
 

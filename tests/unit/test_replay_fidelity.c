@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -167,6 +168,43 @@ static void test_faithful(void **state)
 	tg_remove(&t);
 }
 
+/* The settings line: this machine's memory-management settings where
+ * they are not the recording's (the trace header's), none where they
+ * are. */
+static void test_settings_differ(void **state)
+{
+	(void)state;
+	struct tg_trace t;
+	write_trace(&t, 0, 1);
+	rp_trace *tr = load(&t);
+	struct rp_options o;
+	rr_opts(&o);
+	static const uint64_t v[3][6] = {
+		{0, 0, 170, 4, 40, 0}, {1, 0, 20, 2, 0, 10}, {2, 1, 301, 4, 0, 5},
+	};
+	struct rp_run_result r;
+	struct rp_thread_result th[3];
+	result(&r, th, 3, v);
+	struct rp_fidelity f;
+	char here[512] = "";
+	vmt_host_mm_words(here, sizeof(here));
+	free(tr->rec_mm);
+	tr->rec_mm = strdup(here);
+	assert_int_equal(rp_fidelity(tr, &o, &r, &f), 0);
+	assert_string_equal(f.mm, "");
+	rp_fidelity_free(&f);
+	free(tr->rec_mm);
+	tr->rec_mm = strdup("overcommit=7 thp=sometimes nosuchkey=1");
+	assert_int_equal(rp_fidelity(tr, &o, &r, &f), 0);
+	assert_non_null(strstr(f.mm, "(recorded 7)"));
+	assert_non_null(strstr(f.mm, "thp="));
+	assert_non_null(strstr(f.mm, "(recorded sometimes)"));
+	assert_null(strstr(f.mm, "nosuchkey"));
+	rp_fidelity_free(&f);
+	rp_trace_free(tr);
+	tg_remove(&t);
+}
+
 static void test_unfaithful_names_kind(void **state)
 {
 	struct tg_trace t;
@@ -241,6 +279,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_faithful),
+		cmocka_unit_test(test_settings_differ),
 		cmocka_unit_test(test_unfaithful_names_kind),
 		cmocka_unit_test(test_missing),
 	};
