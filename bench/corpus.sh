@@ -3,14 +3,19 @@
 # each replays, and what recording it costs.  One row per program:
 #   native   minor faults of the program, median of ROUNDS runs (getrusage
 #            over the whole process tree)
-#   recorded the faults of the recorded run (the last of the record rounds)
-#            as its trace has them: one draw of the program's own spread
+#   recorded the recorded run's own minor faults (the last of the record
+#            rounds), as the kernel counted them (the trace's COUNTERS):
+#            one draw of the program's own spread
 #   replay   the replay's minor faults (median of 3 runs)
-#   ratio    replay / native (the goal: 0.98-1.02)
+#   /nat     replay / native
 #   /rec     replay / recorded: how faithful the replay is to its own run
+#            (the goal: 0.98-1.02)
+#   vcs ivcs voluntary and involuntary context switches, replay/recorded,
+#            at --speed=max (not expected to match: the replay does not
+#            wait where the program did) and at --speed=1 (the s1 columns)
+#   wall1    the --speed=1 replay's wall time / the recorded run's
 #   div      divergences of the replay's median run
 #   record   vmrec's elapsed time / native elapsed time (medians)
-#   speed1   the --speed=1 replay's wall time / native elapsed time
 # Usage: B=build sh bench/corpus.sh [ROUNDS] [VMREC OPTION...]
 # (e.g. "5 --backend=ptrace --touch=resident" for the resident mode).
 # Run it alone on the machine: flock /tmp/vmrec-bench.lock sh bench/corpus.sh
@@ -23,7 +28,8 @@ make -s B="$B" "$B/vmrec" "$B/vmreplay" "$B/vmtrace" > /dev/null || exit 1
 corpus_setup "$tmp" > /dev/null 2>&1 || { echo "corpus: setup failed" >&2; exit 1; }
 
 echo "corpus: replay faults against native, recorded with: vmrec ${*:-(defaults)}"
-printf '%-10s %9s %9s %9s %7s %7s %5s %8s %8s\n' program native recorded replay ratio /rec div record speed1
+printf '%-10s %9s %9s %9s %7s %7s %7s %7s %7s %7s %7s %5s %8s\n' program native recorded replay /nat /rec \
+	vcs ivcs vcs.s1 ivcs.s1 wall1 div record
 for p in $(corpus_names); do
 	missing=""
 	for c in $(corpus_need "$p"); do

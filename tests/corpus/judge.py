@@ -72,13 +72,25 @@ def speed(nat, rep, stat):
     return 0 if w >= d / 2 else 1
 
 
+def fid_ratio(rep, key):
+    """replay/recorded of the fidelity section's total KEY ("-" when the
+    trace has no counters or the recorded value is 0)."""
+    fid = rep.get("fidelity") or {}
+    if key == "wall":
+        x = fid.get("wall_ns")
+    else:
+        x = (fid.get("total") or {}).get(key) if fid.get("recorded") else None
+    return "%.3f" % x["ratio"] if x and x.get("recorded") else "-"
+
+
 def row(name, nat, rep, recwall, spd, stat):
     n, r = nat["minor_faults"], rep["median"]["minor_faults"]
-    t = stat["faults"]["total"]  # 0 in a trace without FAULT events
-    print("%-10s %9d %9s %9d %7.3f %7s %5d %8.2f %8.2f" % (
-        name, n, t if t else "-", r, r / n if n else 0, "%.3f" % (r / t) if t else "-",
-        rep["median"]["divergences"], recwall / nat["wall_ns"],
-        spd["median"]["wall_ns"] / nat["wall_ns"]))
+    rec = recorded_faults(rep)
+    print("%-10s %9d %9s %9d %7.3f %7s %7s %7s %7s %7s %7s %5d %8.2f" % (
+        name, n, rec if rec else "-", r, r / n if n else 0, fid_ratio(rep, "minor_faults"),
+        fid_ratio(rep, "voluntary_cs"), fid_ratio(rep, "involuntary_cs"),
+        fid_ratio(spd, "voluntary_cs"), fid_ratio(spd, "involuntary_cs"), fid_ratio(spd, "wall"),
+        rep["median"]["divergences"], recwall / nat["wall_ns"]))
     return 0
 
 
