@@ -145,7 +145,8 @@ static int keeper_list(void *ctx, pid_t *pids, int cap)
 	__atomic_store_n(&ip->hdr->dead, 1, __ATOMIC_RELEASE);
 	if (ip->root > 0 && kill(ip->root, 0) == 0 && n < cap)
 		pids[n++] = ip->root;
-	for (uint32_t i = 0; i < IP_NSLOTS && n < cap; i++) {
+	for (uint32_t i = ip_next_used(ip->hdr, 0); i < IP_NSLOTS && n < cap;
+	     i = ip_next_used(ip->hdr, i + 1)) {
 		struct ip_slot *s = ip_slot_at(ip->shm, i);
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == IP_SLOT_LIVE && s->pid > 0 &&
 		    kill(s->pid, 0) == 0)
@@ -159,7 +160,7 @@ static int keeper_member(void *ctx, pid_t pid)
 	struct inproc *ip = ctx;
 	if (pid == ip->root)
 		return 1;
-	for (uint32_t i = 0; i < IP_NSLOTS; i++) {
+	for (uint32_t i = ip_next_used(ip->hdr, 0); i < IP_NSLOTS; i = ip_next_used(ip->hdr, i + 1)) {
 		struct ip_slot *s = ip_slot_at(ip->shm, i);
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == IP_SLOT_LIVE && s->pid == pid)
 			return 1;

@@ -55,6 +55,9 @@ static void free_slot(struct inproc *ip, int i)
 	s->resv = s->tail = 0;
 	s->busy = s->lost = 0;
 	s->waiting = s->kicked = s->reply = 0;
+	/* (the bit first: no thread claims the slot before it is FREE, and
+	 * the one that does then sets the bit again) */
+	__atomic_fetch_and(&ip->hdr->used[i / 64], ~(1ull << (i % 64)), __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->state, IP_SLOT_FREE, __ATOMIC_RELEASE);
 	q->active = q->ending = q->dead = q->copied = 0;
 	q->t = NULL;
@@ -227,8 +230,8 @@ uint64_t ip_pass(struct vmr_rec *r, struct inproc *ip)
 	/* (no busy mark read before the clock: RDTSC is not ordered with
 	 * later loads) */
 	__builtin_ia32_lfence();
-	for (int i = 0; i < (int)IP_NSLOTS; i++)
-		h = drain_slot(r, ip, i, now0, h);
+	for (uint32_t i = ip_next_used(ip->hdr, 0); i < IP_NSLOTS; i = ip_next_used(ip->hdr, i + 1))
+		h = drain_slot(r, ip, (int)i, now0, h);
 	uint64_t sl = __atomic_load_n(&ip->hdr->lost, __ATOMIC_RELAXED);
 	if (sl > ip->shm_lost_told) {
 		lost(r, ip, IP_VMREC_Q, sl - ip->shm_lost_told);

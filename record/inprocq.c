@@ -106,7 +106,8 @@ int ip_queue_of(struct inproc *ip, pid_t tid)
 
 void ip_rings_dead(struct inproc *ip, pid_t pid)
 {
-	for (uint32_t i = 0; i < IP_NSLOTS; i++) {
+	/* (an active queue's slot is used: its bit goes with free_slot) */
+	for (uint32_t i = ip_next_used(ip->hdr, 0); i < IP_NSLOTS; i = ip_next_used(ip->hdr, i + 1)) {
 		struct ip_slot *s = ip_slot_at(ip->shm, i);
 		struct ipq *q = &ip->q[i];
 		/* (by the slot's own pid too: a ring whose START record is

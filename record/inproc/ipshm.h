@@ -33,7 +33,7 @@
 #define IP_MAGIC_OFF 0x5ec000000000ull	 /* mmap offset of the runtime's own maps */
 #define IP_TRAP_DATA 0x5ec		 /* SECCOMP_RET_DATA of the filter's traps */
 #define IP_IMAGE_MAGIC 0x636572706e69766dull /* "mvinprec" */
-#define IP_VERSION 2
+#define IP_VERSION 3
 
 /* The image header, at IP_BASE (section .ip_header). */
 struct ip_image {
@@ -84,7 +84,24 @@ struct ip_shared {
 	uint32_t sleeping;  /* vmrec waits on the doorbell */
 	uint32_t dead;	    /* vmrec is gone: every call kills its process */
 	uint64_t lost;	    /* records no ring could take (no free slot) */
+	/* Bit i: slot i is claimed (set by its thread right after the claim,
+	 * before the ring's first record; cleared by vmrec right before it
+	 * frees the slot), so that vmrec reads only the slots in use, not
+	 * a page of each of the 1024. */
+	uint64_t used[IP_NSLOTS / 64];
 };
+
+/* The next used slot at or after i (IP_NSLOTS: none). */
+static inline uint32_t ip_next_used(const struct ip_shared *h, uint32_t i)
+{
+	while (i < IP_NSLOTS) {
+		uint64_t w = __atomic_load_n(&h->used[i / 64], __ATOMIC_ACQUIRE) >> (i % 64);
+		if (w)
+			return i + (uint32_t)__builtin_ctzll(w);
+		i = (i | 63u) + 1;
+	}
+	return IP_NSLOTS;
+}
 
 /* Slot states */
 enum { IP_SLOT_FREE = 0, IP_SLOT_LIVE = 1, IP_SLOT_DONE = 2 };

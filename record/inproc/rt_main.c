@@ -217,7 +217,8 @@ static struct ip_slot *claim_slot(int32_t tid, int32_t pid)
 	struct ip_shared *h = shm();
 	uint32_t n = h->nslots, start = ((uint32_t)tid * 2654435761u) % n;
 	for (uint32_t k = 0; k < n; k++) {
-		struct ip_slot *s = ip_slot_at(h, (start + k) % n);
+		uint32_t i = (start + k) % n;
+		struct ip_slot *s = ip_slot_at(h, i);
 		uint32_t free_state = IP_SLOT_FREE;
 		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != IP_SLOT_FREE)
 			continue;
@@ -229,6 +230,9 @@ static struct ip_slot *claim_slot(int32_t tid, int32_t pid)
 			s->tid = tid;
 			s->pid = pid;
 			__atomic_fetch_add(&s->gen, 1, __ATOMIC_RELEASE);
+			/* (before the START record's time is read: a pass
+			 * that does not see the bit began before it) */
+			__atomic_fetch_or(&h->used[i / 64], 1ull << (i % 64), __ATOMIC_SEQ_CST);
 			return s;
 		}
 	}

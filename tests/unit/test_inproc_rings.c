@@ -51,6 +51,7 @@ static int setup(void **state)
 	struct ip_slot *s = ip_slot_at(m, 0);
 	s->tid = s->pid = PID;
 	s->state = IP_SLOT_LIVE;
+	f->ip->hdr->used[0] = 1; /* (claimed: as claim_slot marks it) */
 	*state = f;
 	return 0;
 }
@@ -87,7 +88,10 @@ static void pass_and_emit(struct fix *f)
 
 static uint32_t slot_state(struct fix *f)
 {
-	return ip_slot_at(f->ip->shm, 0)->state;
+	uint32_t st = ip_slot_at(f->ip->shm, 0)->state;
+	/* (a slot is in the used bitmap exactly while it is not free) */
+	assert_int_equal(f->ip->hdr->used[0] & 1, st != IP_SLOT_FREE);
+	return st;
 }
 
 /* The process is seen gone after a drain, while its thread's last record
