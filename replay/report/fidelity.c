@@ -503,8 +503,8 @@ void rp_fidelity_text(FILE *out, const struct rp_fidelity *f, int quiet)
 	if (f->reclaim[0])
 		fprintf(out, "%s\n", f->reclaim);
 	if (f->mm[0])
-		fprintf(out, "settings: not the recording's: %s; faults may differ for that alone "
-			     "(a replay in a guest, --kernel, is set to the recording's)\n", f->mm);
+		fprintf(out, "settings: not the recording's: %s; faults may differ for that alone\n",
+			f->mm);
 }
 
 static void json_num(struct vmt_buf *b, const char *key, const struct rp_fid_num *x)

@@ -8,6 +8,9 @@
 #    a program's own SIGSYS handler and seccomp filter work as without
 #    vmrec; signals that come while calls are made lose no call; a
 #    program that blocks every signal keeps working.
+#  - The corpus of real programs (node with workers, a JVM, python3, gcc,
+#    sqlite, a process pool, a sh pipeline): each trace equals the
+#    kernel's own count of the same run (root: tracefs).
 #  - The same calls, thread by thread, as the stream backend (root).
 #  - A normal user records a multi-threaded program with it by default,
 #    and replays it without a divergence.
@@ -95,6 +98,42 @@ if [ $ROOT = 1 ]; then
 	done
 else
 	skip tasks-kernel-count "tracefs needs root"
+fi
+
+# --- real programs: the corpus (tests/corpus: node with worker threads,
+# a JVM, python3, gcc, sqlite, a multiprocessing pool, a sh pipeline)
+# recorded with the inproc backend, each trace equal to the kernel's own
+# count of the same run, thread by thread ---
+if [ $ROOT = 1 ]; then
+	. tests/corpus/programs.sh
+	if corpus_setup "$T" > "$T/corpus-setup.out" 2>&1; then
+		for p in $(corpus_names); do
+			_miss=""
+			for c in $(corpus_need "$p"); do
+				command -v "$c" > /dev/null 2>&1 || _miss="$_miss $c"
+			done
+			if [ -n "$_miss" ]; then
+				skip "corpus-$p-kernel-count" "not installed:$_miss (mk/deps.sh installs it)"
+				continue
+			fi
+			# shellcheck disable=SC2046
+			$KCOUNT "$T/c-$p.zst" -- "$VMREC" -q --backend=inproc --force -o "$T/c-$p.zst" -- \
+				$(corpus_cmd "$p" "$T") > "$T/c-$p.out" 2>&1
+			_rc=$?
+			if [ $_rc = 77 ]; then
+				skip "corpus-$p-kernel-count" "$(grep '^skip: ' "$T/c-$p.out" | cut -c7-)"
+			elif [ $_rc = 0 ]; then
+				ok "corpus-$p-kernel-count"
+			else
+				not_ok "corpus-$p-kernel-count" "$(tail -1 "$T/c-$p.out")"
+				show "$T/c-$p.out"
+			fi
+		done
+	else
+		not_ok corpus-setup "$(tail -1 "$T/corpus-setup.out")"
+	fi
+else
+	skip corpus-kernel-count "tracefs needs root"
 fi
 
 # --- the same calls as the stream backend ---

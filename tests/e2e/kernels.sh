@@ -175,7 +175,8 @@ assert head[1].startswith('6.1.') and head[2] == 'vmlinuz-none' and head[3].star
     and len(head) == 5, head
 assert re.match(r'ran on +qemu tcg \(emulated\) +qemu tcg \(emulated\) +qemu tcg \(emulated\)'
                 r' +this machine$', row('ran on')), row('ran on')
-assert re.match(r'runs +2 +- +2 \(too few runs\) +2 \(too few runs\)$', row('runs')), row('runs')
+assert re.match(r'runs +2 +- +2 \(too few runs\) +2 \(too few runs\)$', row('runs')), \
+    row('runs') + ' | ' + row('status')
 thp = row('thp').split()
 assert thp[1:] == [thp[1], '-', thp[1], thp[1]], thp   # the guests as recorded
 assert re.match(r'status +ok +failed: --kernel: .* +ok +ok$', row('status')), row('status')
