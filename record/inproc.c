@@ -383,11 +383,15 @@ static void deaths(struct vmr_rec *r, struct inproc *ip)
 			p->status = info.exit_code;
 		}
 		/* Its status comes from its parent's wait (the runtime logs the
-		 * children it reaps): a zombie is given a while for it. */
+		 * children it reaps): a zombie is given a while for it, and
+		 * one its parent reaped already a moment for the record of
+		 * that (written right after the wait returned, and copied by
+		 * the next pass). */
 		uint64_t now = vmt_now_ns();
 		if (!p->dead_at)
 			p->dead_at = now;
-		if (!p->have_status && kill(p->pid, 0) == 0 && now - p->dead_at < 2000000000ull)
+		if (!p->have_status &&
+		    now - p->dead_at < (kill(p->pid, 0) == 0 ? 2000000000ull : 100000000ull))
 			continue;
 		/* (its zombie, unless its parent reaped it already) */
 		struct ipx_dead cnt = { .pid = 0 };

@@ -54,6 +54,7 @@ static void free_slot(struct inproc *ip, int i)
 		memset(ip_ring_of(s), 0, IP_RING_SIZE);
 	s->resv = s->tail = 0;
 	s->busy = s->lost = 0;
+	s->tid = s->pid = 0; /* (no process's until its next thread says) */
 	s->waiting = s->kicked = s->reply = 0;
 	/* (the bit first: no thread claims the slot before it is FREE, and
 	 * the one that does then sets the bit again) */

@@ -114,7 +114,7 @@ void ip_rings_dead(struct inproc *ip, pid_t pid)
 		 * not copied yet has no pid in its queue) */
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == IP_SLOT_FREE && !q->active)
 			continue;
-		if ((q->active && q->pid == pid) || s->pid == pid)
+		if ((q->active && q->pid == pid) || __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) == pid)
 			q->ending = q->dead = 1;
 	}
 }

@@ -107,9 +107,9 @@ static inline uint32_t ip_next_used(const struct ip_shared *h, uint32_t i)
 enum { IP_SLOT_FREE = 0, IP_SLOT_LIVE = 1, IP_SLOT_DONE = 2 };
 
 /* A slot: one thread's ring.  The thread claims a free slot (FREE ->
- * LIVE), writes records and, at its exit, makes it DONE; vmrec drains it
- * and frees it (DONE -> FREE, or LIVE -> FREE once the thread is known to
- * be gone).  The fields written by the thread and by vmrec are on
+ * LIVE, then its tid and pid: 0 in a FREE slot), writes records and, at
+ * its exit, makes it DONE; vmrec drains it and frees it (DONE -> FREE, or
+ * LIVE -> FREE once the thread is known to be gone).  The fields written by the thread and by vmrec are on
  * separate cache lines. */
 struct ip_slot {
 	/* the thread's */

@@ -220,19 +220,22 @@ static struct ip_slot *claim_slot(int32_t tid, int32_t pid)
 		uint32_t i = (start + k) % n;
 		struct ip_slot *s = ip_slot_at(h, i);
 		uint32_t free_state = IP_SLOT_FREE;
-		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != IP_SLOT_FREE)
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != IP_SLOT_FREE)
 			continue;
-		/* (tid and pid before the state: vmrec reads them once LIVE) */
-		s->tid = tid;
-		s->pid = pid;
+		/* The bit before the claim: a thread killed right after it
+		 * must not leave a LIVE slot that vmrec never looks at (a bit
+		 * on a FREE slot costs a look).  And before the START
+		 * record's time is read: a pass that does not see the bit
+		 * began before it. */
+		__atomic_fetch_or(&h->used[i / 64], 1ull << (i % 64), __ATOMIC_SEQ_CST);
+		/* (tid and pid only once it is ours: a thread that loses the
+		 * slot to another must not leave its pid in it.  A FREE slot
+		 * has pid 0, so until then vmrec takes it for no process's.) */
 		if (__atomic_compare_exchange_n(&s->state, &free_state, IP_SLOT_LIVE, 0,
 						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-			s->tid = tid;
-			s->pid = pid;
+			__atomic_store_n(&s->tid, tid, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->pid, pid, __ATOMIC_RELEASE);
 			__atomic_fetch_add(&s->gen, 1, __ATOMIC_RELEASE);
-			/* (before the START record's time is read: a pass
-			 * that does not see the bit began before it) */
-			__atomic_fetch_or(&h->used[i / 64], 1ull << (i % 64), __ATOMIC_SEQ_CST);
 			return s;
 		}
 	}
