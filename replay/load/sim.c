@@ -371,6 +371,13 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 			uint32_t fk = ld_fkind(L, region, attr);
 			if (fk != RP_FK_ANON && L->t->regions[region].fkind == RP_FK_ANON)
 				L->t->regions[region].fkind = (uint8_t)fk;
+			/* Anything but the region's own file at its own offset
+			 * mapped into it: the region is no longer one file's
+			 * (an mremap of it then grows no file). */
+			struct rp_region *rg = &L->t->regions[region];
+			if (rg->file != RP_VOID &&
+			    (!(e->flags & RF_FILE) || e->arg != rg->file || rg->file_off + roff != off))
+				rg->file = RP_VOID;
 			if ((rc = touched_remove(L, P, R, R + plen)))
 				return rc;
 			struct rpam_val v = {region, attr, roff};
@@ -494,6 +501,7 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 			       (unsigned long long)R);
 	const struct rpam_seg *s = rpam_lookup(&P->map, old);
 	uint32_t attr = s ? s->v.attr : (LX_PROT_READ | LX_PROT_WRITE);
+	uint32_t sreg = s ? s->v.region : RP_VOID; /* (s is gone with map_remove) */
 	if (olen && !(flags & LX_MREMAP_DONTUNMAP)) {
 		if ((rc = touched_remove(L, P, old, old + polen)) || (rc = map_remove(L, P, old, old + polen)))
 			return rc;
@@ -508,7 +516,7 @@ static int sim_mremap(struct loader *L, struct lproc *P, const struct vmt_syscal
 	e->flags |= RF_NEWREG;
 	e->region = region;
 	/* (moved, it is what it was) */
-	L->t->regions[region].fkind = s ? (uint8_t)ld_fkind(L, s->v.region, attr) : RP_FK_ANON;
+	L->t->regions[region].fkind = sreg != RP_VOID ? (uint8_t)ld_fkind(L, sreg, attr) : RP_FK_ANON;
 	moved_file(L, src, src_off, region, pnlen);
 	struct rpam_val v = {region, attr, 0};
 	if ((rc = map_set(L, P, R, R + pnlen, v)))

@@ -232,13 +232,13 @@ struct recmap {
  * the recording's: the replay is then not of the recorded conditions. */
 static void mm_line(struct rp_fidelity *f, const rp_trace *t)
 {
-	char here[512] = "", rec[256];
+	char here[512] = "", rec[256], *save = NULL;
 	size_t used = 0;
 	f->mm[0] = 0;
 	if (!t->rec_mm || !*t->rec_mm)
 		return;
 	vmt_host_mm_words(here, sizeof(here));
-	for (char *w = strtok(here, " "); w; w = strtok(NULL, " ")) {
+	for (char *w = strtok_r(here, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
 		char *eq = strchr(w, '=');
 		if (!eq)
 			continue;
@@ -247,8 +247,10 @@ static void mm_line(struct rp_fidelity *f, const rp_trace *t)
 			continue;
 		int n = snprintf(f->mm + used, sizeof(f->mm) - used, "%s%s=%s (recorded %s)",
 				 used ? ", " : "", w, eq + 1, rec);
-		if (n < 0 || (size_t)n >= sizeof(f->mm) - used)
+		if (n < 0 || (size_t)n >= sizeof(f->mm) - used) {
+			f->mm[used] = 0; /* (no half of one) */
 			break;
+		}
 		used += (size_t)n;
 	}
 }

@@ -90,9 +90,11 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		tls_touching = 0;
 		siglongjmp(*tls_jb, 1);
 	}
-	/* fault again, under the handler that was there before */
+	/* fault again, under the handler that was there before (a signal
+	 * sent, not a fault, would not come again: raised again) */
 	sigaction(sig, sig == SIGBUS ? &prev_bus : &prev_segv, NULL);
-	(void)si;
+	if (si->si_code <= 0)
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
 	(void)uc;
 }
 
