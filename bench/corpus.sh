@@ -31,10 +31,7 @@ echo "corpus: replay faults against native, recorded with: vmrec ${*:-(defaults)
 printf '%-10s %9s %9s %9s %7s %7s %7s %7s %7s %7s %7s %5s %8s\n' program native recorded replay /nat /rec \
 	vcs ivcs vcs.s1 ivcs.s1 wall1 div record
 for p in $(corpus_names); do
-	missing=""
-	for c in $(corpus_need "$p"); do
-		command -v "$c" > /dev/null 2>&1 || missing="$missing $c"
-	done
+	missing=$(corpus_missing "$p")
 	if [ -n "$missing" ]; then
 		printf '%-10s (not installed:%s)\n' "$p" "$missing"
 		continue

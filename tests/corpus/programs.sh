@@ -5,6 +5,7 @@
 #                      class, creates the sqlite database, the xz input)
 # corpus_names         the names, in order
 # corpus_need NAME     the commands NAME needs (mk/deps.sh installs them)
+# corpus_missing NAME  those of them that are not installed here ("" if none)
 # corpus_cmd NAME DIR  NAME's command line (words separated by spaces)
 #
 # Each program runs for a fraction of a second natively, so that the whole
@@ -40,6 +41,14 @@ corpus_need() {
 	sqlite|sqlgrow) echo sqlite3 ;;
 	pipeline) echo sort gzip ;;
 	esac
+}
+
+corpus_missing() {
+	_m=""
+	for _c in $(corpus_need "$1"); do
+		command -v "$_c" > /dev/null 2>&1 || _m="$_m $_c"
+	done
+	echo "$_m"
 }
 
 corpus_setup() {

@@ -32,10 +32,7 @@ fi
 # one replay of each kind are enough for what it checks there)
 NATIVE=$(san_scale 5 5) REPEAT=$(san_scale 3 3)
 for p in $(corpus_names); do
-	missing=""
-	for c in $(corpus_need "$p"); do
-		command -v "$c" > /dev/null 2>&1 || missing="$missing $c"
-	done
+	missing=$(corpus_missing "$p")
 	if [ -n "$missing" ]; then
 		skip "$p" "not installed:$missing (mk/deps.sh installs it)"
 		continue

@@ -112,10 +112,7 @@ elif [ $ROOT = 1 ]; then
 	. tests/corpus/programs.sh
 	if corpus_setup "$T" > "$T/corpus-setup.out" 2>&1; then
 		for p in $(corpus_names); do
-			_miss=""
-			for c in $(corpus_need "$p"); do
-				command -v "$c" > /dev/null 2>&1 || _miss="$_miss $c"
-			done
+			_miss=$(corpus_missing "$p")
 			if [ -n "$_miss" ]; then
 				skip "corpus-$p-kernel-count" "not installed:$_miss (mk/deps.sh installs it)"
 				continue
