@@ -44,7 +44,8 @@ fail:
 	return -1;
 }
 
-static void buf_add(struct vmt_buf *b, const char *s, size_t n)
+/* The slow path of vmt_buf_add (vmtrace.h): grow first. */
+void vmt_buf_grow_add(struct vmt_buf *b, const char *s, size_t n)
 {
 	if (buf_reserve(b, n) < 0)
 		return;
@@ -53,9 +54,65 @@ static void buf_add(struct vmt_buf *b, const char *s, size_t n)
 	b->data[b->len] = '\0';
 }
 
-static void buf_addc(struct vmt_buf *b, char c)
+#define buf_add vmt_buf_add
+#define buf_addc vmt_buf_putc
+
+/* Two decimal digits at a time: half the divisions of one at a time. */
+static const char digit_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+void vmt_buf_u64(struct vmt_buf *b, uint64_t v)
 {
-	buf_add(b, &c, 1);
+	char tmp[20];
+	char *p = tmp + sizeof(tmp);
+
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		p -= 2;
+		p[0] = digit_pairs[d];
+		p[1] = digit_pairs[d + 1];
+	}
+	if (v >= 10) {
+		p -= 2;
+		p[0] = digit_pairs[v * 2];
+		p[1] = digit_pairs[v * 2 + 1];
+	} else {
+		*--p = (char)('0' + v);
+	}
+	buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+void vmt_buf_i64(struct vmt_buf *b, int64_t v)
+{
+	if (v < 0) {
+		buf_addc(b, '-');
+		vmt_buf_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else {
+		vmt_buf_u64(b, (uint64_t)v);
+	}
+}
+
+void vmt_buf_hex(struct vmt_buf *b, uint64_t v)
+{
+	static const char xdigit[16] = "0123456789abcdef";
+	char tmp[18];
+	char *p = tmp + sizeof(tmp);
+
+	if (v == 0) { /* "%#x" has no prefix for 0 */
+		buf_addc(b, '0');
+		return;
+	}
+	while (v) {
+		*--p = xdigit[v & 0xf];
+		v >>= 4;
+	}
+	*--p = 'x';
+	*--p = '0';
+	buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 void vmt_buf_printf(struct vmt_buf *b, const char *fmt, ...)
@@ -200,6 +257,34 @@ void vmt_buf_json_str(struct vmt_buf *b, const char *s)
 		return;
 	}
 	quote(b, s, json_esc);
+}
+
+void vmt_buf_json_close(struct vmt_buf *b, size_t from)
+{
+	const unsigned char *p, *end;
+	char *raw;
+
+	if (b->oom || from >= b->len)
+		return;
+	p = (const unsigned char *)b->data + from + 1;
+	end = (const unsigned char *)b->data + b->len;
+	while (p < end && *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
+		p++;
+	if (p == end) {
+		buf_addc(b, '"');
+		return;
+	}
+	/* Something to escape: quote a copy of the text (as rare as a
+	 * quote or a control character in a path). */
+	raw = strdup(b->data + from + 1);
+	if (!raw) {
+		b->oom = 1;
+		return;
+	}
+	b->len = from;
+	b->data[from] = '\0';
+	vmt_buf_json_str(b, raw);
+	free(raw);
 }
 
 void vmt_buf_quote(struct vmt_buf *b, const char *s)

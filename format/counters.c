@@ -96,14 +96,23 @@ void vmt_sc_waits_text(struct vmt_buf *b, const struct vmt_syscall *sc)
 	/* Only a call that waited says so: most never leave the CPU. */
 	if (!sc->waits || (!sc->vcsw && !sc->ivcsw && !sc->off_cpu_ns))
 		return;
-	vmt_buf_printf(b, " <off cpu %" PRIu64 " ns, %" PRIu32 " vcsw, %" PRIu32 " ivcsw>",
-		       sc->off_cpu_ns, sc->vcsw, sc->ivcsw);
+	VMT_BUF_LIT(b, " <off cpu ");
+	vmt_buf_u64(b, sc->off_cpu_ns);
+	VMT_BUF_LIT(b, " ns, ");
+	vmt_buf_u64(b, sc->vcsw);
+	VMT_BUF_LIT(b, " vcsw, ");
+	vmt_buf_u64(b, sc->ivcsw);
+	VMT_BUF_LIT(b, " ivcsw>");
 }
 
 void vmt_sc_waits_json(struct vmt_buf *b, const struct vmt_syscall *sc)
 {
 	if (!sc->waits)
 		return;
-	vmt_buf_printf(b, ",\"off_cpu_ns\":%" PRIu64 ",\"vcsw\":%" PRIu32 ",\"ivcsw\":%" PRIu32,
-		       sc->off_cpu_ns, sc->vcsw, sc->ivcsw);
+	VMT_BUF_LIT(b, ",\"off_cpu_ns\":");
+	vmt_buf_u64(b, sc->off_cpu_ns);
+	VMT_BUF_LIT(b, ",\"vcsw\":");
+	vmt_buf_u64(b, sc->vcsw);
+	VMT_BUF_LIT(b, ",\"ivcsw\":");
+	vmt_buf_u64(b, sc->ivcsw);
 }

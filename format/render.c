@@ -22,7 +22,7 @@
 static void emit(struct vmt_buf *b, int *first, const char *name)
 {
 	if (!*first)
-		vmt_buf_puts(b, "|");
+		vmt_buf_putc(b, '|');
 	vmt_buf_puts(b, name);
 	*first = 0;
 }
@@ -30,8 +30,8 @@ static void emit(struct vmt_buf *b, int *first, const char *name)
 static void emit_hex(struct vmt_buf *b, int *first, uint64_t v)
 {
 	if (!*first)
-		vmt_buf_puts(b, "|");
-	vmt_buf_printf(b, "%#" PRIx64, v);
+		vmt_buf_putc(b, '|');
+	vmt_buf_hex(b, v);
 	*first = 0;
 }
 
@@ -39,15 +39,15 @@ static void emit_hex(struct vmt_buf *b, int *first, uint64_t v)
 static void put_addr(struct vmt_buf *b, uint64_t v)
 {
 	if (v == 0)
-		vmt_buf_puts(b, "NULL");
+		VMT_BUF_LIT(b, "NULL");
 	else
-		vmt_buf_printf(b, "%#" PRIx64, v);
+		vmt_buf_hex(b, v);
 }
 
 /* "%#x" already prints 0 as "0"; this names the intent. */
 static void put_hex(struct vmt_buf *b, uint64_t v)
 {
-	vmt_buf_printf(b, "%#" PRIx64, v);
+	vmt_buf_hex(b, v);
 }
 
 static const char *table_lookup(const struct vmt_flag_name *t, uint64_t v)
@@ -143,7 +143,7 @@ void vmt_render_flags(struct vmt_buf *b, const struct vmt_flag_name *t,
 		if (name)
 			vmt_buf_puts(b, name);
 		else if (t == vmt_madv_names)
-			vmt_buf_printf(b, "%" PRIu64, flags);
+			vmt_buf_u64(b, flags);
 		else
 			put_hex(b, flags);
 		return;
@@ -166,7 +166,7 @@ static void render_arg(struct vmt_buf *b, unsigned type, uint64_t v)
 		put_addr(b, v);
 		break;
 	case VMT_ARG_LEN:
-		vmt_buf_printf(b, "%" PRIu64, v);
+		vmt_buf_u64(b, v);
 		break;
 	case VMT_ARG_PROT:
 		vmt_render_flags(b, vmt_prot_names, v, "PROT_NONE");
@@ -177,7 +177,7 @@ static void render_arg(struct vmt_buf *b, unsigned type, uint64_t v)
 	case VMT_ARG_FD:
 	case VMT_ARG_INT:
 		/* int parameters: the kernel uses the low 32 bits. */
-		vmt_buf_printf(b, "%" PRId32, (int32_t)(uint32_t)v);
+		vmt_buf_i64(b, (int32_t)(uint32_t)v);
 		break;
 	case VMT_ARG_MADV: {
 		int32_t adv = (int32_t)(uint32_t)v;
@@ -187,7 +187,7 @@ static void render_arg(struct vmt_buf *b, unsigned type, uint64_t v)
 		if (name)
 			vmt_buf_puts(b, name);
 		else
-			vmt_buf_printf(b, "%" PRId32, adv);
+			vmt_buf_i64(b, adv);
 		break;
 	}
 	case VMT_ARG_MLOCK2:
@@ -233,7 +233,7 @@ void vmt_render_args(struct vmt_buf *b, const struct vmt_syscall *sc)
 
 	for (uint32_t i = 0; i < n; i++) {
 		if (i)
-			vmt_buf_puts(b, ", ");
+			VMT_BUF_LIT(b, ", ");
 		render_arg(b, oi ? oi->arg[i] : VMT_ARG_HEX, sc->args[i]);
 	}
 }
@@ -243,26 +243,30 @@ static void render_result(struct vmt_buf *b, const struct vmt_syscall *sc)
 	const struct vmt_op_info *oi = vmt_op_info(sc->op);
 
 	if (sc->flags & VMT_SC_NO_RESULT) {
-		vmt_buf_puts(b, " = ?");
+		VMT_BUF_LIT(b, " = ?");
 	} else if (vmt_is_errno(sc->result)) {
 		int err = (int)-sc->result;
 		const char *name = vmt_errno_name(err);
 
-		if (name)
-			vmt_buf_printf(b, " = -1 %s (%s)", name,
-				       vmt_errno_text(err));
-		else
+		if (name) {
+			VMT_BUF_LIT(b, " = -1 ");
+			vmt_buf_puts(b, name);
+			VMT_BUF_LIT(b, " (");
+			vmt_buf_puts(b, vmt_errno_text(err));
+			vmt_buf_putc(b, ')');
+		} else
 			vmt_buf_printf(b, " = -1 ERRNO_%d (Unknown error %d)",
 				       err, err);
 	} else if (oi && oi->ret == VMT_RET_ADDR) {
-		vmt_buf_puts(b, " = ");
+		VMT_BUF_LIT(b, " = ");
 		put_hex(b, (uint64_t)sc->result);
 	} else {
-		vmt_buf_printf(b, " = %" PRId64, sc->result);
+		VMT_BUF_LIT(b, " = ");
+		vmt_buf_i64(b, sc->result);
 	}
 	/* A call a rewrite rule made or changed: not what the program did. */
 	if (sc->flags & VMT_SC_REWRITTEN)
-		vmt_buf_puts(b, " (rewritten)");
+		VMT_BUF_LIT(b, " (rewritten)");
 }
 
 static void render_syscall(struct vmt_buf *b, const struct vmt_syscall *sc)
@@ -273,9 +277,9 @@ static void render_syscall(struct vmt_buf *b, const struct vmt_syscall *sc)
 		vmt_buf_puts(b, name);
 	else
 		vmt_buf_printf(b, "op%" PRIu32, sc->op);
-	vmt_buf_puts(b, "(");
+	vmt_buf_putc(b, '(');
 	vmt_render_args(b, sc);
-	vmt_buf_puts(b, ")");
+	vmt_buf_putc(b, ')');
 	render_result(b, sc);
 }
 
@@ -426,7 +430,7 @@ static void put_parent(struct vmt_buf *b, uint32_t id)
 	if (id == VMT_NONE)
 		vmt_buf_puts(b, "none");
 	else
-		vmt_buf_printf(b, "%" PRIu32, id);
+		vmt_buf_u64(b, id);
 }
 
 /* ---- Text --------------------------------------------------------------- */
@@ -451,19 +455,30 @@ static void text_touch(struct vmt_buf *b, const struct vmt_touch *t)
 	for (uint32_t i = 0; t->runs && i < t->nruns; i++)
 		count[t->runs[i].state < 4 ? t->runs[i].state : 4] +=
 			t->runs[i].pages;
-	vmt_buf_printf(b, "touch(%#" PRIx64 ", %" PRIu64 " page%s", t->start,
-		       t->npages, t->npages == 1 ? "" : "s");
+	VMT_BUF_LIT(b, "touch(");
+	vmt_buf_hex(b, t->start);
+	VMT_BUF_LIT(b, ", ");
+	vmt_buf_u64(b, t->npages);
+	if (t->npages == 1)
+		VMT_BUF_LIT(b, " page");
+	else
+		VMT_BUF_LIT(b, " pages");
 	for (unsigned i = 0; i < 5; i++) {
 		if (!count[order[i]])
 			continue;
-		vmt_buf_printf(b, "%s %" PRIu64 " %s", any ? "," : ":",
-			       count[order[i]], state_word[order[i]]);
+		vmt_buf_add(b, any ? ", " : ": ", 2);
+		vmt_buf_u64(b, count[order[i]]);
+		vmt_buf_putc(b, ' ');
+		vmt_buf_puts(b, state_word[order[i]]);
 		any = 1;
 	}
-	if (reason)
-		vmt_buf_printf(b, ", %s)", reason);
-	else
+	if (reason) {
+		VMT_BUF_LIT(b, ", ");
+		vmt_buf_puts(b, reason);
+		vmt_buf_putc(b, ')');
+	} else {
 		vmt_buf_printf(b, ", reason %" PRIu32 ")", t->reason);
+	}
 }
 
 static void text_fault(struct vmt_buf *b, const struct vmt_fault *f)
@@ -475,9 +490,13 @@ static void text_fault(struct vmt_buf *b, const struct vmt_fault *f)
 		{0, NULL},
 	};
 
-	vmt_buf_printf(b, "fault(%#" PRIx64 ", ", f->addr);
+	VMT_BUF_LIT(b, "fault(");
+	vmt_buf_hex(b, f->addr);
+	VMT_BUF_LIT(b, ", ");
 	vmt_render_flags(b, access_names, f->access, "unknown");
-	vmt_buf_printf(b, ", ip=%#" PRIx64 ")", f->ip);
+	VMT_BUF_LIT(b, ", ip=");
+	vmt_buf_hex(b, f->ip);
+	vmt_buf_putc(b, ')');
 }
 
 static void text_symbol(struct vmt_buf *b, const struct vmt_symbol *s)
@@ -563,9 +582,11 @@ void vmt_render_text(struct vmt_buf *b, const struct vmt_event *ev)
 		const struct vmt_stack *s = &ev->u.stack;
 
 		vmt_buf_printf(b, "stack #%" PRIu32 " [", s->id);
-		for (uint32_t i = 0; s->ips && i < s->depth; i++)
-			vmt_buf_printf(b, "%s%#" PRIx64, i ? " " : "",
-				       s->ips[i]);
+		for (uint32_t i = 0; s->ips && i < s->depth; i++) {
+			if (i)
+				vmt_buf_putc(b, ' ');
+			vmt_buf_hex(b, s->ips[i]);
+		}
 		vmt_buf_puts(b, "]");
 		break;
 	}
@@ -601,26 +622,31 @@ void vmt_render_text(struct vmt_buf *b, const struct vmt_event *ev)
 /* ,"key": */
 static void jkey(struct vmt_buf *b, const char *key)
 {
-	vmt_buf_printf(b, ",\"%s\":", key);
+	VMT_BUF_LIT(b, ",\"");
+	vmt_buf_puts(b, key);
+	VMT_BUF_LIT(b, "\":");
 }
 
 static void ju64(struct vmt_buf *b, const char *key, uint64_t v)
 {
-	vmt_buf_printf(b, ",\"%s\":%" PRIu64, key, v);
+	jkey(b, key);
+	vmt_buf_u64(b, v);
 }
 
 static void ji64(struct vmt_buf *b, const char *key, int64_t v)
 {
-	vmt_buf_printf(b, ",\"%s\":%" PRId64, key, v);
+	jkey(b, key);
+	vmt_buf_i64(b, v);
 }
 
 /* An id or index, null for VMT_NONE. */
 static void jid(struct vmt_buf *b, const char *key, uint32_t v)
 {
+	jkey(b, key);
 	if (v == VMT_NONE)
-		vmt_buf_printf(b, ",\"%s\":null", key);
+		VMT_BUF_LIT(b, "null");
 	else
-		vmt_buf_printf(b, ",\"%s\":%" PRIu32, key, v);
+		vmt_buf_u64(b, v);
 }
 
 static void jstr(struct vmt_buf *b, const char *key, const char *s)
@@ -644,22 +670,25 @@ static void json_syscall(struct vmt_buf *b, const struct vmt_event *ev)
 	const struct vmt_syscall *sc = &ev->u.sc;
 	uint32_t n = sc->nargs < VMT_MAX_ARGS ? sc->nargs : VMT_MAX_ARGS;
 	int done = !(sc->flags & VMT_SC_NO_RESULT);
-	struct vmt_buf text = {0};
+	size_t from;
 
 	jname(b, "op", vmt_op_name(sc->op), sc->op);
 	/* The raw registers the event holds, as numbers. */
 	jkey(b, "args");
-	vmt_buf_puts(b, "[");
-	for (uint32_t i = 0; i < n; i++)
-		vmt_buf_printf(b, "%s%" PRIu64, i ? "," : "", sc->args[i]);
-	vmt_buf_puts(b, "]");
+	vmt_buf_putc(b, '[');
+	for (uint32_t i = 0; i < n; i++) {
+		if (i)
+			vmt_buf_putc(b, ',');
+		vmt_buf_u64(b, sc->args[i]);
+	}
+	vmt_buf_putc(b, ']');
 	/* Without an exit stop there is no result: say so rather than
 	 * print a number a script would take for one. */
 	if (done) {
 		ji64(b, "result", sc->result);
 		ju64(b, "exit_ns", sc->exit_ns);
 	} else {
-		vmt_buf_puts(b, ",\"result\":null,\"exit_ns\":null");
+		VMT_BUF_LIT(b, ",\"result\":null,\"exit_ns\":null");
 	}
 	jid(b, "stack", sc->stack_id);
 	ju64(b, "flags", sc->flags);
@@ -667,11 +696,12 @@ static void json_syscall(struct vmt_buf *b, const struct vmt_event *ev)
 		jname(b, "errno", vmt_errno_name((int)-sc->result),
 		      (uint64_t)-sc->result);
 	vmt_sc_waits_json(b, sc);
-	render_syscall(&text, sc);
-	if (text.oom)
-		b->oom = 1;
-	jstr(b, "text", text.data ? text.data : "");
-	vmt_buf_free(&text);
+	/* Rendered in place (no buffer per event), then quoted. */
+	jkey(b, "text");
+	from = b->len;
+	vmt_buf_putc(b, '"');
+	render_syscall(b, sc);
+	vmt_buf_json_close(b, from);
 }
 
 static void json_maps(struct vmt_buf *b, const struct vmt_maps *m)
@@ -703,9 +733,13 @@ static void json_touch(struct vmt_buf *b, const struct vmt_touch *t)
 	jname(b, "reason", touch_reason(t->reason, 1), t->reason);
 	jkey(b, "runs");
 	vmt_buf_puts(b, "[");
-	for (uint32_t i = 0; t->runs && i < t->nruns; i++)
-		vmt_buf_printf(b, "%s[%" PRIu64 ",%" PRIu32 "]", i ? "," : "",
-			       t->runs[i].pages, t->runs[i].state);
+	for (uint32_t i = 0; t->runs && i < t->nruns; i++) {
+		vmt_buf_add(b, &",["[!i], 2 - !i);
+		vmt_buf_u64(b, t->runs[i].pages);
+		vmt_buf_putc(b, ',');
+		vmt_buf_u64(b, t->runs[i].state);
+		vmt_buf_putc(b, ']');
+	}
 	vmt_buf_puts(b, "]");
 }
 
@@ -713,7 +747,7 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 {
 	const char *kind = vmt_kind_name(ev->kind);
 
-	vmt_buf_puts(b, "{\"kind\":");
+	VMT_BUF_LIT(b, "{\"kind\":");
 	if (kind)
 		vmt_buf_json_str(b, kind);
 	else
@@ -789,9 +823,11 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 		ju64(b, "depth", s->depth);
 		jkey(b, "ips");
 		vmt_buf_puts(b, "[");
-		for (uint32_t i = 0; s->ips && i < s->depth; i++)
-			vmt_buf_printf(b, "%s%" PRIu64, i ? "," : "",
-				       s->ips[i]);
+		for (uint32_t i = 0; s->ips && i < s->depth; i++) {
+			if (i)
+				vmt_buf_putc(b, ',');
+			vmt_buf_u64(b, s->ips[i]);
+		}
 		vmt_buf_puts(b, "]");
 		break;
 	}
@@ -816,5 +852,5 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 	default:
 		break;
 	}
-	vmt_buf_puts(b, "}");
+	vmt_buf_putc(b, '}');
 }

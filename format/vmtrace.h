@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -640,9 +641,38 @@ struct vmt_buf {
 void vmt_buf_printf(struct vmt_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void vmt_buf_puts(struct vmt_buf *b, const char *s);
+/* The appends of renderers that write millions of fields (vsnprintf and
+ * strlen were most of an export's time): n bytes of s, one byte, a
+ * string literal without strlen, and numbers as "%" PRIu64, "%" PRId64
+ * and "%#" PRIx64 print them (0 as "0"), without printf. */
+void vmt_buf_grow_add(struct vmt_buf *b, const char *s, size_t n);
+static inline void vmt_buf_add(struct vmt_buf *b, const char *s, size_t n)
+{
+	/* The common case inline: room for s and the NUL. */
+	if (b->data && !b->oom && b->cap - b->len > n) {
+		memcpy(b->data + b->len, s, n);
+		b->len += n;
+		b->data[b->len] = '\0';
+	} else {
+		vmt_buf_grow_add(b, s, n);
+	}
+}
+static inline void vmt_buf_putc(struct vmt_buf *b, char c)
+{
+	vmt_buf_add(b, &c, 1);
+}
+#define VMT_BUF_LIT(b, s) vmt_buf_add((b), "" s, sizeof(s) - 1)
+void vmt_buf_u64(struct vmt_buf *b, uint64_t v);
+void vmt_buf_i64(struct vmt_buf *b, int64_t v);
+void vmt_buf_hex(struct vmt_buf *b, uint64_t v);
 /* Append s as a JSON string literal (with quotes and escapes); NULL as
  * null. */
 void vmt_buf_json_str(struct vmt_buf *b, const char *s);
+/* Make b's text from offset `from` on, a '"' the caller appended and the
+ * raw text it rendered after it, the JSON string vmt_buf_json_str would
+ * have appended: text rendered in place needs no scratch buffer and, as
+ * it almost never needs escapes, no second copy. */
+void vmt_buf_json_close(struct vmt_buf *b, size_t from);
 /* Append v as a JSON number: an integer when it is one, null when it is
  * not finite. */
 void vmt_buf_json_num(struct vmt_buf *b, double v);

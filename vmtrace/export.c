@@ -53,29 +53,10 @@ static int sc_failed(const struct vmt_syscall *sc)
 	return (sc->flags & VMT_SC_NO_RESULT) || vmt_is_errno(sc->result);
 }
 
-/* Decimal without printf: the exporters write millions of numbers, and
- * vsnprintf dominated their profile. */
-static void put_u64(struct vmt_buf *b, uint64_t v)
-{
-	char tmp[24];
-	int i = (int)sizeof(tmp) - 1;
-	tmp[i] = 0;
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	vmt_buf_puts(b, tmp + i);
-}
-
-static void put_i64(struct vmt_buf *b, int64_t v)
-{
-	if (v < 0) {
-		vmt_buf_puts(b, "-");
-		put_u64(b, (uint64_t)0 - (uint64_t)v);
-	} else {
-		put_u64(b, (uint64_t)v);
-	}
-}
+/* Numbers without printf (vmt_buf_u64 and co.): the exporters write
+ * millions of them, and vsnprintf dominated their profile. */
+#define put_u64 vmt_buf_u64
+#define put_i64 vmt_buf_i64
 
 /* ---- csv ---------------------------------------------------------------- */
 
@@ -89,20 +70,38 @@ static void csv_quote(struct vmt_buf *b, const char *s)
 	vmt_buf_puts(b, "\"");
 }
 
+/* The text column: rendered in place after its opening quote, and only
+ * when it holds a quote (a path) copied out to be quoted. */
+static void csv_text(struct vmt_buf *b, struct vmt_buf *text, const struct vmt_event *ev)
+{
+	size_t from = b->len;
+	vmt_buf_putc(b, '"');
+	vmt_render_text(b, ev);
+	if (b->oom || !memchr(b->data + from + 1, '"', b->len - from - 1)) {
+		vmt_buf_putc(b, '"');
+		return;
+	}
+	vmt_buf_reset(text);
+	vmt_buf_puts(text, b->data + from + 1);
+	b->len = from;
+	b->data[from] = 0;
+	csv_quote(b, text->len ? text->data : "");
+}
+
 static void csv_row(struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
 		    const struct vmt_event *ev)
 {
 	const char *kind = vmt_kind_name(ev->kind);
 	put_u64(b, index);
-	vmt_buf_puts(b, ",");
+	vmt_buf_putc(b, ',');
 	put_u64(b, ev->ts_ns);
-	vmt_buf_puts(b, ",");
+	vmt_buf_putc(b, ',');
 	vmt_buf_puts(b, kind ? kind : "?");
-	vmt_buf_puts(b, ",");
+	vmt_buf_putc(b, ',');
 	put_u64(b, ev->proc);
-	vmt_buf_puts(b, ",");
+	vmt_buf_putc(b, ',');
 	put_u64(b, ev->thread);
-	vmt_buf_puts(b, ",");
+	vmt_buf_putc(b, ',');
 	uint64_t a[VMT_MAX_ARGS];
 	uint32_t na = 0;
 	const char *op = "";
@@ -130,22 +129,20 @@ static void csv_row(struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
 		na = 4;
 	}
 	vmt_buf_puts(b, op);
-	vmt_buf_puts(b, ",");
+	vmt_buf_putc(b, ',');
 	for (uint32_t i = 0; i < VMT_MAX_ARGS; i++) {
 		if (i < na)
 			put_u64(b, a[i]);
-		vmt_buf_puts(b, ",");
+		vmt_buf_putc(b, ',');
 	}
 	if (has_result)
 		put_i64(b, ev->u.sc.result);
-	vmt_buf_puts(b, ",");
+	vmt_buf_putc(b, ',');
 	if (has_dur)
 		put_u64(b, ev->u.sc.exit_ns > ev->ts_ns ? ev->u.sc.exit_ns - ev->ts_ns : 0);
-	vmt_buf_puts(b, ",");
-	vmt_buf_reset(text);
-	vmt_render_text(text, ev);
-	csv_quote(b, text->len ? text->data : "");
-	vmt_buf_puts(b, "\n");
+	vmt_buf_putc(b, ',');
+	csv_text(b, text, ev);
+	vmt_buf_putc(b, '\n');
 }
 
 /* ---- perfetto ----------------------------------------------------------- */
@@ -155,11 +152,11 @@ static void put_us(struct vmt_buf *b, const char *key, uint64_t ns)
 {
 	char frac[5] = { '.', (char)('0' + ns % 1000 / 100), (char)('0' + ns % 100 / 10),
 			 (char)('0' + ns % 10), 0 };
-	vmt_buf_puts(b, ",\"");
+	VMT_BUF_LIT(b, ",\"");
 	vmt_buf_puts(b, key);
-	vmt_buf_puts(b, "\":");
+	VMT_BUF_LIT(b, "\":");
 	put_u64(b, ns / 1000);
-	vmt_buf_puts(b, frac);
+	vmt_buf_add(b, frac, 4);
 }
 
 struct pf {
@@ -171,7 +168,10 @@ struct pf {
 
 static void pf_sep(struct pf *p, struct vmt_buf *b)
 {
-	vmt_buf_puts(b, p->first ? "\n" : ",\n");
+	if (p->first)
+		vmt_buf_putc(b, '\n');
+	else
+		VMT_BUF_LIT(b, ",\n");
 	p->first = 0;
 }
 
@@ -179,9 +179,16 @@ static void pf_counter(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t 
 		       const char *name, const char *key, uint64_t v)
 {
 	pf_sep(p, b);
-	vmt_buf_printf(b, "{\"ph\":\"C\",\"name\":\"%s\",\"pid\":%u", name, proc + 1);
+	VMT_BUF_LIT(b, "{\"ph\":\"C\",\"name\":\"");
+	vmt_buf_puts(b, name);
+	VMT_BUF_LIT(b, "\",\"pid\":");
+	put_u64(b, proc + 1);
 	put_us(b, "ts", rel);
-	vmt_buf_printf(b, ",\"args\":{\"%s\":%" PRIu64 "}}", key, v);
+	VMT_BUF_LIT(b, ",\"args\":{\"");
+	vmt_buf_puts(b, key);
+	VMT_BUF_LIT(b, "\":");
+	put_u64(b, v);
+	VMT_BUF_LIT(b, "}}");
 }
 
 static int pf_grow(struct pf *p, uint32_t n)
@@ -216,15 +223,20 @@ static void pf_result(struct vmt_buf *b, const struct vmt_syscall *sc)
 {
 	const struct vmt_op_info *oi = vmt_op_info(sc->op);
 	if (sc->flags & VMT_SC_NO_RESULT) {
-		vmt_buf_puts(b, "\"?\"");
-	} else if (sc_failed(sc)) {
-		const char *e = vmt_errno_name((int)-sc->result);
-		vmt_buf_printf(b, "\"-1 %s\"", e ? e : "E?");
-	} else if (oi && oi->ret == VMT_RET_ADDR) {
-		vmt_buf_printf(b, "\"%#" PRIx64 "\"", (uint64_t)sc->result);
-	} else {
-		vmt_buf_printf(b, "\"%" PRId64 "\"", sc->result);
+		VMT_BUF_LIT(b, "\"?\"");
+		return;
 	}
+	vmt_buf_putc(b, '"');
+	if (sc_failed(sc)) {
+		const char *e = vmt_errno_name((int)-sc->result);
+		VMT_BUF_LIT(b, "-1 ");
+		vmt_buf_puts(b, e ? e : "E?");
+	} else if (oi && oi->ret == VMT_RET_ADDR) {
+		vmt_buf_hex(b, (uint64_t)sc->result);
+	} else {
+		vmt_buf_i64(b, sc->result);
+	}
+	vmt_buf_putc(b, '"');
 }
 
 static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
@@ -237,26 +249,29 @@ static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint6
 		const struct vmt_syscall *sc = &ev->u.sc;
 		const char *name = vmt_op_name(sc->op);
 		pf_sep(p, b);
-		vmt_buf_puts(b, "{\"ph\":\"X\",\"cat\":\"syscall\",\"name\":");
+		VMT_BUF_LIT(b, "{\"ph\":\"X\",\"cat\":\"syscall\",\"name\":");
 		vmt_buf_json_str(b, name ? name : "?");
-		vmt_buf_puts(b, ",\"pid\":");
+		VMT_BUF_LIT(b, ",\"pid\":");
 		put_u64(b, pid);
-		vmt_buf_puts(b, ",\"tid\":");
+		VMT_BUF_LIT(b, ",\"tid\":");
 		put_u64(b, tid);
 		put_us(b, "ts", rel);
 		put_us(b, "dur", (sc->flags & VMT_SC_NO_RESULT) || sc->exit_ns < ev->ts_ns
 					  ? 0 : sc->exit_ns - ev->ts_ns);
-		vmt_buf_reset(text);
-		vmt_render_args(text, sc);
-		vmt_buf_puts(b, ",\"args\":{\"args\":");
-		vmt_buf_json_str(b, text->len ? text->data : "");
-		vmt_buf_puts(b, ",\"result\":");
+		VMT_BUF_LIT(b, ",\"args\":{\"args\":");
+		size_t from = b->len;
+		vmt_buf_putc(b, '"');
+		vmt_render_args(b, sc);
+		vmt_buf_json_close(b, from);
+		VMT_BUF_LIT(b, ",\"result\":");
 		pf_result(b, sc);
-		vmt_buf_puts(b, ",\"index\":");
+		VMT_BUF_LIT(b, ",\"index\":");
 		put_u64(b, index);
-		if (sc->stack_id != VMT_NONE)
-			vmt_buf_printf(b, ",\"stack\":%u", sc->stack_id);
-		vmt_buf_puts(b, "}}");
+		if (sc->stack_id != VMT_NONE) {
+			VMT_BUF_LIT(b, ",\"stack\":");
+			put_u64(b, sc->stack_id);
+		}
+		VMT_BUF_LIT(b, "}}");
 		break;
 	}
 	case VMT_EV_FAULT:
@@ -270,21 +285,31 @@ static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint6
 	case VMT_EV_LOST: {
 		const char *kind = vmt_kind_name(ev->kind);
 		pf_sep(p, b);
-		vmt_buf_puts(b, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":");
-		vmt_buf_json_str(b, ev->kind == VMT_EV_FAULT || ev->kind == VMT_EV_TOUCH
-					    ? "page" : "life");
-		vmt_buf_puts(b, ",\"name\":");
+		if (ev->kind == VMT_EV_FAULT || ev->kind == VMT_EV_TOUCH)
+			VMT_BUF_LIT(b, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"page\",\"name\":");
+		else
+			VMT_BUF_LIT(b, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"life\",\"name\":");
 		vmt_buf_json_str(b, kind ? kind : "?");
-		vmt_buf_printf(b, ",\"pid\":%u,\"tid\":%u", pid, tid);
+		VMT_BUF_LIT(b, ",\"pid\":");
+		put_u64(b, pid);
+		VMT_BUF_LIT(b, ",\"tid\":");
+		put_u64(b, tid);
 		put_us(b, "ts", rel);
-		vmt_buf_reset(text);
-		vmt_render_text(text, ev);
-		vmt_buf_puts(b, ",\"args\":{\"text\":");
-		vmt_buf_json_str(b, text->len ? text->data : "");
-		if (ev->kind == VMT_EV_FAULT)
-			vmt_buf_printf(b, ",\"addr\":\"%#" PRIx64 "\",\"ip\":\"%#" PRIx64 "\"",
-				       ev->u.fault.addr, ev->u.fault.ip);
-		vmt_buf_printf(b, ",\"index\":%" PRIu64 "}}", index);
+		VMT_BUF_LIT(b, ",\"args\":{\"text\":");
+		size_t from = b->len;
+		vmt_buf_putc(b, '"');
+		vmt_render_text(b, ev);
+		vmt_buf_json_close(b, from);
+		if (ev->kind == VMT_EV_FAULT) {
+			VMT_BUF_LIT(b, ",\"addr\":\"");
+			vmt_buf_hex(b, ev->u.fault.addr);
+			VMT_BUF_LIT(b, "\",\"ip\":\"");
+			vmt_buf_hex(b, ev->u.fault.ip);
+			vmt_buf_putc(b, '"');
+		}
+		VMT_BUF_LIT(b, ",\"index\":");
+		put_u64(b, index);
+		VMT_BUF_LIT(b, "}}");
 		break;
 	}
 	default:
@@ -360,12 +385,15 @@ static int export_events(struct vtc_input *in, enum fmt fmt, FILE *out)
 		if (fmt == FMT_CSV) {
 			csv_row(&b, &text, index, &ev);
 		} else if (fmt == FMT_JSONL) {
-			vmt_buf_reset(&text);
-			vmt_render_json(&text, &ev);
-			vmt_buf_printf(&b, "{\"index\":%" PRIu64 ",", index);
-			if (text.len > 1)
-				vmt_buf_puts(&b, text.data + 1);
-			vmt_buf_puts(&b, "\n");
+			/* In place: the object's '{' becomes the ',' after
+			 * the index. */
+			VMT_BUF_LIT(&b, "{\"index\":");
+			put_u64(&b, index);
+			size_t from = b.len;
+			vmt_render_json(&b, &ev);
+			if (!b.oom)
+				b.data[from] = ',';
+			vmt_buf_putc(&b, '\n');
 		} else {
 			unsigned changed = 0;
 			if ((err = van_tracks_apply(pf.trk, &ev, &changed)) ||
