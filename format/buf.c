@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* Make room for `more` bytes plus the NUL.  Returns 0, or -1 with oom set. */
 static int buf_reserve(struct vmt_buf *b, size_t more)

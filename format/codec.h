@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* zstd skippable-frame magics (0x184D2A50..0x184D2A5F are skippable). */
 #define VMT_MAGIC_HEADER 0x184D2A5Au

@@ -21,9 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 #include <stdio.h>
-#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -331,35 +329,6 @@ struct vmt_header {
  * from this machine.  Strings point to static storage. */
 void vmt_header_from_host(struct vmt_header *h);
 
-/* Does this kernel map the shared zero page on the first read of private
- * anonymous memory?  1 if it does (the later write faults again, to copy
- * it), 0 if the read already allocates a private page (kernels booted
- * with the zero page disabled, e.g. PVM guests' pvm_no_zero_page=1),
- * -1 if it cannot tell.  Measured once, by this thread's own minor
- * faults on a few fresh pages; the answer is cached. */
-int vmt_host_zero_page(void);
-
-/* Append to the NUL-terminated string buf (of size len) this machine's
- * memory-management settings that change how many faults a program
- * takes or what its calls return, as space-separated "key=value" words
- * (vmtrace.5, OPTIONS): "overcommit=N" (vm.overcommit_memory),
- * "zeropage=0|1" (vmt_host_zero_page), "thp=MODE" and "thp_defrag=MODE"
- * (the selected word of /sys/kernel/mm/transparent_hugepage/enabled and
- * defrag), "thp_shmem=MODE", and "faultaround=BYTES" where debugfs shows
- * it.  A setting this machine does not expose is left out; the string
- * is cut at a word boundary if buf is too small. */
-void vmt_host_mm_words(char *buf, size_t len);
-
-/* The keys of vmt_host_mm_words, in its order: the i-th, or NULL past
- * the last. */
-const char *vmt_mm_key(size_t i);
-
-/* The file of procfs or sysfs whose content sets the setting `key` of
- * vmt_host_mm_words (a THP mode is written as its word, e.g. "madvise"),
- * or NULL: an unknown key, or one no file sets ("zeropage", a boot
- * parameter of some hypervisors' guests). */
-const char *vmt_mm_path(const char *key);
-
 /* The value of the "key=value" word named key in a space-separated word
  * list such as the header's OPTIONS: copied into val (of size vlen,
  * truncated, NUL-terminated) and 1 returned; 0 when there is no such
@@ -628,11 +597,16 @@ extern const struct vmt_flag_name vmt_shm_names[];
 
 /* errno name ("ENOMEM"), or NULL if unknown. */
 const char *vmt_errno_name(int err);
+/* errno description ("Cannot allocate memory") for err or -err, in the
+ * recording ABI's numbering, or NULL if unknown.  Independent of the
+ * build machine's libc, unlike strerror(). */
+const char *vmt_errno_text(int err);
 
 /* ---- Rendering ---------------------------------------------------------- */
 
-/* A growable string.  Functions that append to it never fail visibly; on
- * allocation failure `oom` is set and the text is truncated. */
+/* A growable string, which the renderers below append to.  Functions
+ * that append to it never fail visibly; on allocation failure `oom` is
+ * set and the text is truncated (vmt_buf_write then refuses it). */
 struct vmt_buf {
 	char *data; /* NUL-terminated when len > 0 */
 	size_t len, cap;
@@ -641,41 +615,6 @@ struct vmt_buf {
 void vmt_buf_printf(struct vmt_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void vmt_buf_puts(struct vmt_buf *b, const char *s);
-/* The appends of renderers that write millions of fields (vsnprintf and
- * strlen were most of an export's time): n bytes of s, one byte, a
- * string literal without strlen, and numbers as "%" PRIu64, "%" PRId64
- * and "%#" PRIx64 print them (0 as "0"), without printf. */
-void vmt_buf_grow_add(struct vmt_buf *b, const char *s, size_t n);
-static inline void vmt_buf_add(struct vmt_buf *b, const char *s, size_t n)
-{
-	/* The common case inline: room for s and the NUL. */
-	if (b->data && !b->oom && b->cap - b->len > n) {
-		memcpy(b->data + b->len, s, n);
-		b->len += n;
-		b->data[b->len] = '\0';
-	} else {
-		vmt_buf_grow_add(b, s, n);
-	}
-}
-static inline void vmt_buf_putc(struct vmt_buf *b, char c)
-{
-	vmt_buf_add(b, &c, 1);
-}
-#define VMT_BUF_LIT(b, s) vmt_buf_add((b), "" s, sizeof(s) - 1)
-void vmt_buf_u64(struct vmt_buf *b, uint64_t v);
-void vmt_buf_i64(struct vmt_buf *b, int64_t v);
-void vmt_buf_hex(struct vmt_buf *b, uint64_t v);
-/* Append s as a JSON string literal (with quotes and escapes); NULL as
- * null. */
-void vmt_buf_json_str(struct vmt_buf *b, const char *s);
-/* Make b's text from offset `from` on, a '"' the caller appended and the
- * raw text it rendered after it, the JSON string vmt_buf_json_str would
- * have appended: text rendered in place needs no scratch buffer and, as
- * it almost never needs escapes, no second copy. */
-void vmt_buf_json_close(struct vmt_buf *b, size_t from);
-/* Append v as a JSON number: an integer when it is one, null when it is
- * not finite. */
-void vmt_buf_json_num(struct vmt_buf *b, double v);
 void vmt_buf_reset(struct vmt_buf *b); /* len = 0, keeps memory */
 /* Write b to f: 0, -ENOMEM when an append failed (nothing is written: a
  * text with holes is no output), or -EIO when f took less. */
@@ -726,37 +665,6 @@ const char *vmt_symtab_function(const vmt_symtab *t, uint64_t ip);
  * known, else from the module's base. */
 const char *vmt_symtab_module(const vmt_symtab *t, uint64_t ip, uint64_t *offset);
 void vmt_symtab_free(vmt_symtab *t);
-
-/* ---- Helpers ------------------------------------------------------------ */
-
-/* errno description ("Cannot allocate memory") for err or -err, in the
- * recording ABI's numbering, or NULL if unknown.  Independent of the
- * build machine's libc, unlike strerror(). */
-const char *vmt_errno_text(int err);
-
-/* Append s as a C-style quoted string for text output: quotes, backslash,
- * control characters and invalid UTF-8 bytes escaped ("\n", "\x1b");
- * NULL renders as NULL. */
-void vmt_buf_quote(struct vmt_buf *b, const char *s);
-/* Append the words argv[0..argc) separated by spaces, each quoted as a
- * POSIX shell would need to read it back: bare when it holds only
- * letters, digits and _@%+=:,./-, else in single quotes (a ' as '\''),
- * and in bash's $'...' with escapes when it holds control characters. */
-void vmt_buf_shell_words(struct vmt_buf *b, const char *const *argv, uint32_t argc);
-
-/* Bytes for people, into out[0..n): "512 bytes", "64.0 MiB" (KiB to PiB,
- * one decimal).  Returns out. */
-const char *vmt_format_bytes(char *out, size_t n, uint64_t v);
-
-/* CLOCK_MONOTONIC in ns: the clock of trace timestamps.  Inline: the
- * replay loop reads it. */
-static inline uint64_t vmt_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 struct vtc_cmd {
 	const char *name;

@@ -14,6 +14,7 @@
 #include "diffmat.h"
 #include "rtable.h"
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 #define ALPHA 0.05
 #define MAX_RESULT (256u << 20) /* larger files are not vmreplay's */

@@ -15,6 +15,7 @@
 #include "diffres.h"
 #include "resultdiff.h"
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* The significance level of the test. */
 #define ALPHA 0.05

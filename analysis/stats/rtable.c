@@ -11,6 +11,7 @@
 #include "jsonread.h"
 #include "rtable.h"
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* ---- columns ---------------------------------------------------------------- */
 

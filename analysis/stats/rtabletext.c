@@ -8,6 +8,7 @@
 #include <string.h>
 #include "rtable.h"
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* ---- text -------------------------------------------------------------------- */
 

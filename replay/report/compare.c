@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "compare.h"
 #include "fidelity.h"
+#include "vmtutil.h"
 
 /* ---- rewriting into a temporary file ----------------------------------- */
 

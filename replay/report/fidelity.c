@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fidelity.h"
+#include "vmtutil.h"
 
 static const char *const kind_name[RP_FK__COUNT] = {
 	[RP_FK_ANON] = "anonymous", [RP_FK_PFILE] = "private file",

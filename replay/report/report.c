@@ -11,6 +11,7 @@
 #include "fidelity.h"
 #include "model.h"
 #include "replay.h"
+#include "vmtutil.h"
 
 static const char *order_name(int o)
 {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "arena.h"
 #include "model.h"
+#include "vmtutil.h"
 
 /* Completion counter of one replay thread: elements done, the lowest
  * count a sleeping thread waits for (0: nobody sleeps) and the word

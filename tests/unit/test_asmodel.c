@@ -34,6 +34,7 @@
 #include "asmodel.h"
 #include "tgen.h"
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 #define NPAGES 48 /* pages of the region */
 #define FILE_PAGES 64

@@ -23,6 +23,7 @@
 #include "faults.h"
 #include "tgen.h"
 #include "tpfind.h"
+#include "vmtutil.h"
 
 
 static uint64_t now_ns(void)

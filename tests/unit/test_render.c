@@ -14,6 +14,7 @@
 
 #include "tgen.h"
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include "fidelity.h"
 #include "rprun.h"
+#include "vmtutil.h"
 
 static void counters(struct tg_trace *t, uint32_t proc, uint32_t thread, uint32_t scope,
 		     uint64_t minflt, uint64_t nvcsw, uint64_t stops)

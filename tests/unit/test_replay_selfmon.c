@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "selfmon.h"
+#include "vmtutil.h"
 
 static struct rp_selfmon m;
 static int watching;
