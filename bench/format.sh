@@ -3,7 +3,7 @@
 # (goal <= 4 for the seed-000 loop) and decode+iterate throughput on one
 # core (goal >= 20 million events/s), for a seed-000-shaped stream and a
 # random-address stream.  Decode speed is the median of REPEATS reads.
-# Then whole processes (issue 18, goal >= 20 M events/s on 2 cores, memory
+# Then whole processes (goal >= 20 M events/s on 2 cores, memory
 # flat): vmtrace stat and lint on recordings of the seed-000 loop (new
 # style with touches, new style without, and the old style, whose
 # mprotect/mmap(MAP_FIXED) pairs split and merge VMAs in the model),

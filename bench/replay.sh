@@ -22,7 +22,7 @@
 #      records, for the fidelity section): replay wall time and faults
 #      with it over --no-watch, the two alternating on one trace, new and
 #      old mode (goal: wall within 1.05).
-#  (d) long traces (issue 18): the seed-000 loop recorded at about 1 M,
+#  (d) long traces: the seed-000 loop recorded at about 1 M,
 #      10 M and 50 M events; for each, one native run and one replay: the
 #      replay's peak RSS (the largest process of its tree), the load (time
 #      and events/s), the time from the start of the load to the first

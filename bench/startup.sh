@@ -13,10 +13,9 @@
 #    (it prints CLOCK_MONOTONIC there; a launcher prints it just before
 #    its exec), against the same program's exec to main without vmrec.
 #
-# Goals (issue 26): the stream backend at most 10 ms more to main and
-# 15 ms more in all for /bin/true, idle and with two hogs; python3 -c pass
-# at most 1.15x elapsed.  Issue 23's for inproc: python3 -c pass at most
-# 1.10x.
+# Goals: the stream backend at most 10 ms more to main and 15 ms more in
+# all for /bin/true, idle and with two hogs; python3 -c pass at most 1.15x
+# elapsed; for inproc, python3 -c pass at most 1.10x.
 # Usage: B=build sh bench/startup.sh [ROUNDS]
 set -eu
 . "$(dirname "$0")/common.inc"
