@@ -275,6 +275,144 @@ static uint32_t local_of(const struct recmap *m, uint32_t n, uint32_t rec)
 	return lo < n && m[lo].rec == rec ? m[lo].local : RP_VOID;
 }
 
+/* The replay's side of each thread: the first copy's threads (each copy
+ * replays the whole trace), found by their recorded index through tm
+ * (sorted by it); and their faults by kind, into their process's. */
+static void replay_threads(struct rp_fidelity *f, const rp_trace *t, const struct rp_run_result *r,
+			   const struct recmap *tm)
+{
+	for (uint32_t i = 0; i < r->nthreads; i++) {
+		const struct rp_thread_result *x = &r->threads[i];
+		uint32_t tid = x->copy == 0 ? local_of(tm, t->nthreads, x->thread) : RP_VOID;
+		if (tid == RP_VOID)
+			continue;
+		struct rp_fid_row *row = &f->threads[tid];
+		row->n[RP_FID_MINFLT].replay = x->minor_faults;
+		row->n[RP_FID_MAJFLT].replay = x->major_faults;
+		row->n[RP_FID_VCS].replay = x->voluntary_cs;
+		row->n[RP_FID_IVCS].replay = x->involuntary_cs;
+		row->n[RP_FID_OFFCPU].replay = x->call_off_cpu_ns;
+		if (!x->watched)
+			row->n[RP_FID_OFFCPU].have = 0;
+		/* its faults by kind, into its process's (scaled up for the
+		 * samples the kernel did not give) */
+		struct rp_fid_row *pr = &f->procs[t->threads[tid].proc];
+		if (x->watched && x->fault_samples) {
+			double up = (double)(x->fault_samples + x->fault_samples_lost) / (double)x->fault_samples;
+			for (int k = 0; k < RP_FK__COUNT; k++)
+				pr->rep_kind[k] += (uint64_t)((double)x->kind_faults[k] * up + 0.5);
+			pr->kinds_rep = 1;
+		}
+	}
+}
+
+/* Each process's row (recorded, and its threads' replayed values), and
+ * the whole trace's: the sum of the processes that have counters. */
+static void sum_procs(struct rp_fidelity *f, const rp_trace *t)
+{
+	for (uint32_t p = 0; p < t->nprocs; p++) {
+		struct rp_fid_row *row = &f->procs[p];
+		row->rec = t->procs[p].rec;
+		rec_proc(t, p, row, f->threads);
+		for (uint32_t tid = 0; tid < t->nthreads; tid++)
+			if (t->threads[tid].proc == p)
+				for (int k = 0; k < RP_FID__N; k++)
+					row->n[k].replay += f->threads[tid].n[k].replay;
+		if (!row->n[RP_FID_MINFLT].have) {
+			f->missing++;
+			continue;
+		}
+		for (int k = 0; k < RP_FID__N; k++) {
+			f->total.n[k].replay += row->n[k].replay;
+			f->total.n[k].recorded += row->n[k].recorded;
+		}
+		for (int k = 0; k < RP_FK__COUNT; k++) {
+			f->total.rec_kind[k] += row->rec_kind[k];
+			f->total.rep_kind[k] += row->rep_kind[k];
+		}
+		f->total.kinds_rec |= row->kinds_rec;
+		f->total.kinds_rep |= row->kinds_rep;
+	}
+	uint32_t counted = t->nprocs - f->missing, off = 0;
+	for (uint32_t p = 0; p < t->nprocs; p++)
+		off += f->procs[p].n[RP_FID_MINFLT].have && f->procs[p].n[RP_FID_OFFCPU].have;
+	for (int k = RP_FID_MINFLT; k <= RP_FID_IVCS; k++)
+		f->total.n[k].have = counted > 0;
+	f->total.n[RP_FID_OFFCPU].have = counted && off == counted;
+}
+
+/* Every row judged, and the wall time: first to last element, against
+ * the recording's span (judged at --speed=1). */
+static void judge_all(struct rp_fidelity *f, const rp_trace *t, const struct rp_run_result *r)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		judge_row(&f->threads[i], f->speed1);
+	for (uint32_t p = 0; p < t->nprocs; p++)
+		judge_row(&f->procs[p], f->speed1);
+	judge_row(&f->total, f->speed1);
+	f->wall.replay = r->wall_ns;
+	f->wall.recorded = t->last_ts > t->first_ts ? t->last_ts - t->first_ts : 0;
+	f->wall.have = 1;
+	if (f->speed1)
+		judge(&f->wall, RP_FID_WALL_TOL, RP_FID_WALL_FLOOR);
+}
+
+/* The verdict line: each ratio, then within or outside tolerance (and
+ * which were outside); sets f->ok. */
+static void verdict(struct rp_fidelity *f)
+{
+	f->ok = 1;
+	size_t n = 0;
+	char bad[160] = "";
+	size_t nb = 0;
+	for (int k = 0; k < RP_FID__N; k++) {
+		const struct rp_fid_num *x = &f->total.n[k];
+		char q[32];
+		ratio(q, sizeof(q), x);
+		n += (size_t)snprintf(f->verdict + n, n < sizeof(f->verdict) ? sizeof(f->verdict) - n : 0,
+				      "%s%s %s%s", k ? ", " : "", num_name[k], q,
+				      x->have && !x->judged ? " (not judged)" : "");
+		if (x->judged && !x->ok) {
+			f->ok = 0;
+			nb += (size_t)snprintf(bad + nb, nb < sizeof(bad) ? sizeof(bad) - nb : 0, "%s%s",
+					       nb ? ", " : "", num_name[k]);
+		}
+	}
+	char q[32];
+	ratio(q, sizeof(q), &f->wall);
+	if (f->speed1) {
+		n += (size_t)snprintf(f->verdict + n, n < sizeof(f->verdict) ? sizeof(f->verdict) - n : 0,
+				      ", wall %s", q);
+		if (!f->wall.ok) {
+			f->ok = 0;
+			nb += (size_t)snprintf(bad + nb, nb < sizeof(bad) ? sizeof(bad) - nb : 0, "%swall",
+					       nb ? ", " : "");
+		}
+	}
+	if (n < sizeof(f->verdict))
+		snprintf(f->verdict + n, sizeof(f->verdict) - n, f->ok ? ": within tolerance"
+			 : ": outside tolerance: %s", bad);
+}
+
+/* A warning for each process whose faults are outside tolerance, or one
+ * for the whole trace when none alone is (none for a rewritten trace). */
+static void warn_faults(struct rp_fidelity *f, const rp_trace *t)
+{
+	for (uint32_t p = 0; p < t->nprocs && !f->rewritten; p++) {
+		const struct rp_fid_row *row = &f->procs[p];
+		const struct rp_fid_num *mi = &row->n[RP_FID_MINFLT], *ma = &row->n[RP_FID_MAJFLT];
+		if ((mi->judged && !mi->ok) || (ma->judged && !ma->ok)) {
+			char who[200];
+			snprintf(who, sizeof(who), "process %u (pid %d, %s)", row->rec, (int)row->os_pid,
+				 row->path && row->path[0] ? row->path : "?");
+			warn_row(f, row, who);
+		}
+	}
+	const struct rp_fid_num *mi = &f->total.n[RP_FID_MINFLT], *ma = &f->total.n[RP_FID_MAJFLT];
+	if (!f->nwarn && !f->rewritten && ((mi->judged && !mi->ok) || (ma->judged && !ma->ok)))
+		warn_row(f, &f->total, "the trace (no process alone)");
+}
+
 int rp_fidelity(const rp_trace *t, const struct rp_options *o, const struct rp_run_result *r,
 		struct rp_fidelity *f)
 {
@@ -310,118 +448,12 @@ int rp_fidelity(const rp_trace *t, const struct rp_options *o, const struct rp_r
 		rec_thread(t, i, &f->threads[i]);
 	}
 	qsort(tm, t->nthreads, sizeof(*tm), cmp_rec);
-	/* The replay's side: the first copy's threads (each copy replays
-	 * the whole trace). */
-	for (uint32_t i = 0; i < r->nthreads; i++) {
-		const struct rp_thread_result *x = &r->threads[i];
-		uint32_t tid = x->copy == 0 ? local_of(tm, t->nthreads, x->thread) : RP_VOID;
-		if (tid == RP_VOID)
-			continue;
-		struct rp_fid_row *row = &f->threads[tid];
-		row->n[RP_FID_MINFLT].replay = x->minor_faults;
-		row->n[RP_FID_MAJFLT].replay = x->major_faults;
-		row->n[RP_FID_VCS].replay = x->voluntary_cs;
-		row->n[RP_FID_IVCS].replay = x->involuntary_cs;
-		row->n[RP_FID_OFFCPU].replay = x->call_off_cpu_ns;
-		if (!x->watched)
-			row->n[RP_FID_OFFCPU].have = 0;
-		/* its faults by kind, into its process's (scaled up for the
-		 * samples the kernel did not give) */
-		struct rp_fid_row *pr = &f->procs[t->threads[tid].proc];
-		if (x->watched && x->fault_samples) {
-			double up = (double)(x->fault_samples + x->fault_samples_lost) / (double)x->fault_samples;
-			for (int k = 0; k < RP_FK__COUNT; k++)
-				pr->rep_kind[k] += (uint64_t)((double)x->kind_faults[k] * up + 0.5);
-			pr->kinds_rep = 1;
-		}
-	}
+	replay_threads(f, t, r, tm);
 	free(tm);
-	for (uint32_t p = 0; p < t->nprocs; p++) {
-		struct rp_fid_row *row = &f->procs[p];
-		row->rec = t->procs[p].rec;
-		rec_proc(t, p, row, f->threads);
-		for (uint32_t tid = 0; tid < t->nthreads; tid++)
-			if (t->threads[tid].proc == p)
-				for (int k = 0; k < RP_FID__N; k++)
-					row->n[k].replay += f->threads[tid].n[k].replay;
-		if (!row->n[RP_FID_MINFLT].have) {
-			f->missing++;
-			continue;
-		}
-		for (int k = 0; k < RP_FID__N; k++) {
-			f->total.n[k].replay += row->n[k].replay;
-			f->total.n[k].recorded += row->n[k].recorded;
-		}
-		for (int k = 0; k < RP_FK__COUNT; k++) {
-			f->total.rec_kind[k] += row->rec_kind[k];
-			f->total.rep_kind[k] += row->rep_kind[k];
-		}
-		f->total.kinds_rec |= row->kinds_rec;
-		f->total.kinds_rep |= row->kinds_rep;
-	}
-	uint32_t counted = t->nprocs - f->missing, off = 0;
-	for (uint32_t p = 0; p < t->nprocs; p++)
-		off += f->procs[p].n[RP_FID_MINFLT].have && f->procs[p].n[RP_FID_OFFCPU].have;
-	for (int k = RP_FID_MINFLT; k <= RP_FID_IVCS; k++)
-		f->total.n[k].have = counted > 0;
-	f->total.n[RP_FID_OFFCPU].have = counted && off == counted;
-	for (uint32_t i = 0; i < t->nthreads; i++)
-		judge_row(&f->threads[i], f->speed1);
-	for (uint32_t p = 0; p < t->nprocs; p++)
-		judge_row(&f->procs[p], f->speed1);
-	judge_row(&f->total, f->speed1);
-	/* Wall time: first to last element, against the recording's span. */
-	f->wall.replay = r->wall_ns;
-	f->wall.recorded = t->last_ts > t->first_ts ? t->last_ts - t->first_ts : 0;
-	f->wall.have = 1;
-	if (f->speed1)
-		judge(&f->wall, RP_FID_WALL_TOL, RP_FID_WALL_FLOOR);
-
-	/* The verdict, and where faults differ. */
-	f->ok = 1;
-	size_t n = 0;
-	char bad[160] = "";
-	size_t nb = 0;
-	for (int k = 0; k < RP_FID__N; k++) {
-		const struct rp_fid_num *x = &f->total.n[k];
-		char q[32];
-		ratio(q, sizeof(q), x);
-		n += (size_t)snprintf(f->verdict + n, n < sizeof(f->verdict) ? sizeof(f->verdict) - n : 0,
-				      "%s%s %s%s", k ? ", " : "", num_name[k], q,
-				      x->have && !x->judged ? " (not judged)" : "");
-		if (x->judged && !x->ok) {
-			f->ok = 0;
-			nb += (size_t)snprintf(bad + nb, nb < sizeof(bad) ? sizeof(bad) - nb : 0, "%s%s",
-					       nb ? ", " : "", num_name[k]);
-		}
-	}
-	char q[32];
-	ratio(q, sizeof(q), &f->wall);
-	if (f->speed1) {
-		n += (size_t)snprintf(f->verdict + n, n < sizeof(f->verdict) ? sizeof(f->verdict) - n : 0,
-				      ", wall %s", q);
-		if (!f->wall.ok) {
-			f->ok = 0;
-			nb += (size_t)snprintf(bad + nb, nb < sizeof(bad) ? sizeof(bad) - nb : 0, "%swall",
-					       nb ? ", " : "");
-		}
-	}
-	if (n < sizeof(f->verdict))
-		snprintf(f->verdict + n, sizeof(f->verdict) - n, f->ok ? ": within tolerance"
-			 : ": outside tolerance: %s", bad);
-	for (uint32_t p = 0; p < t->nprocs && !f->rewritten; p++) {
-		const struct rp_fid_row *row = &f->procs[p];
-		const struct rp_fid_num *mi = &row->n[RP_FID_MINFLT], *ma = &row->n[RP_FID_MAJFLT];
-		if ((mi->judged && !mi->ok) || (ma->judged && !ma->ok)) {
-			char who[200];
-			snprintf(who, sizeof(who), "process %u (pid %d, %s)", row->rec, (int)row->os_pid,
-				 row->path && row->path[0] ? row->path : "?");
-			warn_row(f, row, who);
-		}
-	}
-	const struct rp_fid_num *mi = &f->total.n[RP_FID_MINFLT], *ma = &f->total.n[RP_FID_MAJFLT];
-	if (!f->nwarn && !f->rewritten && ((mi->judged && !mi->ok) || (ma->judged && !ma->ok)))
-		warn_row(f, &f->total, "the trace (no process alone)");
+	sum_procs(f, t);
+	judge_all(f, t, r);
+	verdict(f);
+	warn_faults(f, t);
 	reclaim_line(f, r);
 	mm_line(f, t);
 	return 0;
