@@ -78,14 +78,133 @@ static int parse_uint(const char *s, unsigned long lo, unsigned long hi,
 enum { OPT_FORCE = 256, OPT_STACKS, OPT_TOUCH, OPT_VERSION, OPT_SAME_CPU, OPT_BACKEND,
        OPT_RING, OPT_STACK_COPY };
 
+/* The --backend names, in the order of enum vmr_backend_choice. */
+static const char *const backend_names[] = { "auto", "stream", "ptrace", "inproc" };
+
 /* A --backend value; -1 if unknown. */
 static int backend_of(const char *name)
 {
-	static const char *const names[] = { "auto", "stream", "ptrace", "inproc" };
-	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
-		if (!strcmp(name, names[i]))
-			return i; /* (the order of enum vmr_backend_choice) */
+	for (int i = 0; i < (int)(sizeof(backend_names) / sizeof(backend_names[0])); i++)
+		if (!strcmp(name, backend_names[i]))
+			return i;
 	return -1;
+}
+
+/* Take in option c of getopt_long (its value in optarg): 0, 1 for an
+ * option that ends the parsing (--help, --version), or -EINVAL with the
+ * message in err. */
+static int take_option(int c, char **argv, struct vmr_opts *o, char *err, size_t errlen)
+{
+	unsigned long v;
+
+	switch (c) {
+	case 'o':
+		if (!*optarg)
+			return vmt_errf(err, errlen, -EINVAL, "-o: empty file name");
+		o->output = optarg;
+		return 0;
+	case OPT_FORCE:
+		o->force = 1;
+		return 0;
+	case 'q':
+		o->quiet = 1;
+		return 0;
+	case OPT_STACKS:
+		if (!optarg)
+			o->stack_depth = VMR_DEFAULT_STACK_DEPTH;
+		else if (parse_uint(optarg, 1, VMT_MAX_STACK_DEPTH, &v))
+			return vmt_errf(err, errlen, -EINVAL,
+					"--stacks: depth must be a number from 1 to %u, not '%s'",
+					VMT_MAX_STACK_DEPTH, optarg);
+		else
+			o->stack_depth = (unsigned)v;
+		return 0;
+	case OPT_TOUCH:
+		if (!strcmp(optarg, "resident"))
+			o->touch = VMR_TOUCH_RESIDENT;
+		else if (!strcmp(optarg, "faults"))
+			o->touch = VMR_TOUCH_FAULTS;
+		else if (!strcmp(optarg, "none"))
+			o->touch = VMR_TOUCH_NONE;
+		else
+			return vmt_errf(err, errlen, -EINVAL,
+					"--touch: unknown mode '%s' (use resident, faults or none)",
+					optarg);
+		return 0;
+	case OPT_BACKEND:
+		if ((o->backend = backend_of(optarg)) < 0)
+			return vmt_errf(err, errlen, -EINVAL,
+					"--backend: unknown backend '%s' (use auto, stream, inproc or ptrace)",
+					optarg);
+		return 0;
+	case OPT_RING:
+		if (parse_uint(optarg, 1, VMR_MAX_RING_MIB, &v) || (v & (v - 1)))
+			return vmt_errf(err, errlen, -EINVAL,
+					"--ring-size: '%s' is not a power of two from 1 to %u (MiB)",
+					optarg, VMR_MAX_RING_MIB);
+		o->ring_mib = (unsigned)v;
+		return 0;
+	case OPT_STACK_COPY:
+		if (parse_uint(optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY, &v) || (v & 7))
+			return vmt_errf(err, errlen, -EINVAL,
+					"--stack-copy: '%s' is not a multiple of 8 from %u to %u (bytes)",
+					optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY);
+		o->stack_copy = (unsigned)v;
+		return 0;
+	case 'p':
+		if (parse_uint(optarg, 1, 0x3fffffff, &v))
+			return vmt_errf(err, errlen, -EINVAL, "-p: invalid process id '%s'", optarg);
+		o->attach_pid = (pid_t)v;
+		return 0;
+	case OPT_SAME_CPU:
+		o->same_cpu = 1;
+		return 0;
+	case 'h':
+		o->action = VMR_HELP;
+		return 1;
+	case OPT_VERSION:
+		o->action = VMR_SHOW_VERSION;
+		return 1;
+	case ':':
+		return vmt_errf(err, errlen, -EINVAL, "option '%s' needs an argument",
+				argv[optind - 1]);
+	default:
+		if (optopt && optopt < 256)
+			return vmt_errf(err, errlen, -EINVAL, "unknown option '-%c'", optopt);
+		return vmt_errf(err, errlen, -EINVAL, "unknown option '%s'", argv[optind - 1]);
+	}
+}
+
+/* The options that do not go together, once all are parsed; the ring's
+ * default size.  0 or -EINVAL with the message in err. */
+static int check_options(struct vmr_opts *o, char *err, size_t errlen)
+{
+	/* (the stream backend's options: an error with the other one named) */
+	int other = o->backend == VMR_BACKEND_PTRACE || o->backend == VMR_BACKEND_INPROC;
+	if (other && o->ring_mib)
+		return vmt_errf(err, errlen, -EINVAL,
+				"--ring-size is for the stream backend, not --backend=%s",
+				backend_names[o->backend]);
+	if (other && o->stack_copy != VMR_DEFAULT_STACK_COPY)
+		return vmt_errf(err, errlen, -EINVAL,
+				"--stack-copy is for the stream backend, not --backend=%s",
+				backend_names[o->backend]);
+	o->ring_given = o->ring_mib != 0;
+	if (!o->ring_mib)
+		o->ring_mib = o->stack_depth ? VMR_DEFAULT_RING_MIB_STACKS : VMR_DEFAULT_RING_MIB;
+	if (o->attach_pid && o->same_cpu)
+		return vmt_errf(err, errlen, -EINVAL,
+				"--same-cpu cannot be used with -p (it would move the running program)");
+	if (o->attach_pid && o->cmd_argc > 0)
+		return vmt_errf(err, errlen, -EINVAL, "-p PID cannot be combined with a command");
+	if (o->touch == VMR_TOUCH_RESIDENT && o->backend == VMR_BACKEND_STREAM)
+		return vmt_errf(err, errlen, -EINVAL,
+				"--touch=resident needs --backend=ptrace or inproc (the stream "
+				"backend never stops the program to read its pages)");
+	if (!o->attach_pid && o->cmd_argc == 0)
+		return vmt_errf(err, errlen, -EINVAL,
+				"no command given (usage: vmrec [OPTIONS] -- CMD [ARG...] or vmrec -p PID)");
+	return 0;
 }
 
 int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_opts *o,
@@ -106,8 +225,7 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 		{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned long v;
-	int c;
+	int c, rc;
 
 	memset(o, 0, sizeof(*o));
 	o->touch = VMR_TOUCH_AUTO;
@@ -124,117 +242,12 @@ int vmr_parse_args(int argc, char **argv, const char *backend_env, struct vmr_op
 	optind = 0;
 	opterr = 0;
 	/* '+': stop at the first non-option, which is CMD. */
-	while ((c = getopt_long(argc, argv, "+:o:qp:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			if (!*optarg)
-				return vmt_errf(err, errlen, -EINVAL, "-o: empty file name");
-			o->output = optarg;
-			break;
-		case OPT_FORCE:
-			o->force = 1;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case OPT_STACKS:
-			if (!optarg) {
-				o->stack_depth = VMR_DEFAULT_STACK_DEPTH;
-			} else if (parse_uint(optarg, 1, VMT_MAX_STACK_DEPTH, &v)) {
-				return vmt_errf(err, errlen, -EINVAL,
-						"--stacks: depth must be a number from 1 to %u, not '%s'",
-						VMT_MAX_STACK_DEPTH, optarg);
-			} else {
-				o->stack_depth = (unsigned)v;
-			}
-			break;
-		case OPT_TOUCH:
-			if (!strcmp(optarg, "resident"))
-				o->touch = VMR_TOUCH_RESIDENT;
-			else if (!strcmp(optarg, "faults"))
-				o->touch = VMR_TOUCH_FAULTS;
-			else if (!strcmp(optarg, "none"))
-				o->touch = VMR_TOUCH_NONE;
-			else
-				return vmt_errf(err, errlen, -EINVAL,
-						"--touch: unknown mode '%s' (use resident, faults or none)",
-						optarg);
-			break;
-		case OPT_BACKEND:
-			if ((o->backend = backend_of(optarg)) < 0)
-				return vmt_errf(err, errlen, -EINVAL,
-						"--backend: unknown backend '%s' (use auto, stream, inproc or ptrace)",
-						optarg);
-			break;
-		case OPT_RING:
-			if (parse_uint(optarg, 1, VMR_MAX_RING_MIB, &v) || (v & (v - 1)))
-				return vmt_errf(err, errlen, -EINVAL,
-						"--ring-size: '%s' is not a power of two from 1 to %u (MiB)",
-						optarg, VMR_MAX_RING_MIB);
-			o->ring_mib = (unsigned)v;
-			break;
-		case OPT_STACK_COPY:
-			if (parse_uint(optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY, &v) || (v & 7))
-				return vmt_errf(err, errlen, -EINVAL,
-						"--stack-copy: '%s' is not a multiple of 8 from %u to %u (bytes)",
-						optarg, VMR_MIN_STACK_COPY, VMR_MAX_STACK_COPY);
-			o->stack_copy = (unsigned)v;
-			break;
-		case 'p':
-			if (parse_uint(optarg, 1, 0x3fffffff, &v))
-				return vmt_errf(err, errlen, -EINVAL,
-						"-p: invalid process id '%s'", optarg);
-			o->attach_pid = (pid_t)v;
-			break;
-		case OPT_SAME_CPU:
-			o->same_cpu = 1;
-			break;
-		case 'h':
-			o->action = VMR_HELP;
-			return 0;
-		case OPT_VERSION:
-			o->action = VMR_SHOW_VERSION;
-			return 0;
-		case ':':
-			return vmt_errf(err, errlen, -EINVAL, "option '%s' needs an argument",
-					argv[optind - 1]);
-		default:
-			if (optopt && optopt < 256)
-				return vmt_errf(err, errlen, -EINVAL,
-						"unknown option '-%c'", optopt);
-			return vmt_errf(err, errlen, -EINVAL,
-					"unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	/* (the stream backend's options: an error with the other one named) */
-	static const char *const bnames[] = { "auto", "stream", "ptrace", "inproc" };
-	int other = o->backend == VMR_BACKEND_PTRACE || o->backend == VMR_BACKEND_INPROC;
-	if (other && o->ring_mib)
-		return vmt_errf(err, errlen, -EINVAL,
-				"--ring-size is for the stream backend, not --backend=%s",
-				bnames[o->backend]);
-	if (other && o->stack_copy != VMR_DEFAULT_STACK_COPY)
-		return vmt_errf(err, errlen, -EINVAL,
-				"--stack-copy is for the stream backend, not --backend=%s",
-				bnames[o->backend]);
-	o->ring_given = o->ring_mib != 0;
-	if (!o->ring_mib)
-		o->ring_mib = o->stack_depth ? VMR_DEFAULT_RING_MIB_STACKS : VMR_DEFAULT_RING_MIB;
+	while ((c = getopt_long(argc, argv, "+:o:qp:h", longopts, NULL)) != -1)
+		if ((rc = take_option(c, argv, o, err, errlen)))
+			return rc < 0 ? rc : 0;
 	o->cmd_argc = argc - optind;
 	o->cmd_argv = argv + optind;
-	if (o->attach_pid && o->same_cpu)
-		return vmt_errf(err, errlen, -EINVAL,
-				"--same-cpu cannot be used with -p (it would move the running program)");
-	if (o->attach_pid && o->cmd_argc > 0)
-		return vmt_errf(err, errlen, -EINVAL, "-p PID cannot be combined with a command");
-	if (o->touch == VMR_TOUCH_RESIDENT && o->backend == VMR_BACKEND_STREAM)
-		return vmt_errf(err, errlen, -EINVAL,
-				"--touch=resident needs --backend=ptrace or inproc (the stream "
-				"backend never stops the program to read its pages)");
-	if (!o->attach_pid && o->cmd_argc == 0)
-		return vmt_errf(err, errlen, -EINVAL,
-				"no command given (usage: vmrec [OPTIONS] -- CMD [ARG...] or vmrec -p PID)");
-	return 0;
+	return check_options(o, err, errlen);
 }
 
 void vmr_options_string(const struct vmr_opts *o, const char *backend, int touch, char *buf,
