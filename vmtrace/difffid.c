@@ -99,6 +99,152 @@ static void rows_of(const struct van_recrun *rec, const struct van_result *res, 
 	}
 }
 
+/* 0 if every --fail-on condition names a metric of rows (or "any"),
+ * else -1 after one message. */
+static int check_metrics(const struct vtc_conds *cs, const struct frow *rows)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		int found = !strcmp(cs->c[i].metric, "any");
+		for (size_t k = 0; k < NMEAS && !found; k++)
+			found = vtc_cond_matches(&cs->c[i], rows[k].name, 1);
+		if (!found) {
+			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
+				cs->c[i].text, cs->c[i].metric);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* 1 if every judged row is within tolerance; else 0, and the names of
+ * those that are not into bad. */
+static int within(const struct frow *rows, char *bad, size_t len)
+{
+	int ok = 1;
+	size_t nb = 0;
+	bad[0] = 0;
+	for (size_t k = 0; k < NMEAS; k++)
+		if (rows[k].have && rows[k].judged && !rows[k].ok) {
+			ok = 0;
+			nb += (size_t)snprintf(bad + nb, nb < len ? len - nb : 0, "%s%s", nb ? ", " : "",
+					       rows[k].name);
+		}
+	return ok;
+}
+
+/* The JSON object up to its "failed" list, which put_failures fills. */
+static void put_json(struct vmt_buf *o, const char *trace, const char *result,
+		     const struct van_recrun *rec, const struct van_result *res,
+		     const struct frow *rows, int ok, int all)
+{
+	vmt_buf_puts(o, "{\"base\":");
+	vmt_buf_json_str(o, trace);
+	vmt_buf_puts(o, ",\"new\":");
+	vmt_buf_json_str(o, result);
+	vmt_buf_printf(o, ",\"kind\":\"trace_result\",\"runs\":%u,\"speed\":", res->nruns);
+	vmt_buf_json_num(o, res->speed);
+	vmt_buf_printf(o, ",\"processes\":%u,\"missing_processes\":%u,\"ok\":%s,\"metrics\":[",
+		       rec->procs, rec->procs_missing, ok ? "true" : "false");
+	int first = 1;
+	for (size_t k = 0; k < NMEAS; k++) {
+		const struct frow *r = &rows[k];
+		if (!r->have && !all)
+			continue;
+		vmt_buf_printf(o, "%s{\"name\":\"%s\",\"recorded\":", first ? "" : ",", r->name);
+		vmt_buf_json_num(o, r->rec);
+		if (r->have) {
+			vmt_buf_puts(o, ",\"replay\":");
+			vmt_buf_json_num(o, r->med);
+			vmt_buf_puts(o, ",\"replay_min\":");
+			vmt_buf_json_num(o, r->lo);
+			vmt_buf_puts(o, ",\"replay_max\":");
+			vmt_buf_json_num(o, r->hi);
+			vmt_buf_puts(o, ",\"ratio\":");
+			vmt_buf_json_num(o, r->ratio);
+			vmt_buf_printf(o, ",\"judged\":%s,\"ok\":%s}", r->judged ? "true" : "false",
+				       r->judged ? (r->ok ? "true" : "false") : "null");
+		} else {
+			vmt_buf_puts(o, ",\"replay\":null}");
+		}
+		first = 0;
+	}
+	vmt_buf_puts(o, "],\"failed\":[");
+}
+
+/* The text report: what is held against what, a row per measure, the
+ * fidelity line. */
+static void put_text(struct vmt_buf *o, const char *trace, const char *result,
+		     const struct van_recrun *rec, const struct van_result *res,
+		     const struct frow *rows, int ok, const char *bad, int all)
+{
+	vmt_buf_printf(o, "base  %s: the recorded run (%u process%s", trace, rec->procs,
+		       rec->procs == 1 ? "" : "es");
+	if (rec->procs_missing)
+		vmt_buf_printf(o, ", %u without counters left out", rec->procs_missing);
+	vmt_buf_printf(o, ")\nnew   %s: %u run%s at --speed=", result, res->nruns,
+		       res->nruns == 1 ? "" : "s");
+	if (res->speed > 0)
+		vmt_buf_printf(o, "%g", res->speed);
+	else
+		vmt_buf_puts(o, "max");
+	if (res->kernel)
+		vmt_buf_printf(o, " on Linux %s", res->kernel);
+	vmt_buf_printf(o, "\n\n%-20s %14s %14s %7s  %-21s %s\n", "metric", "recorded",
+		       "replay median", "ratio", "within tolerance", "replay min-max");
+	for (size_t k = 0; k < NMEAS; k++) {
+		const struct frow *r = &rows[k];
+		char ratio[24], mm[48], tol[32];
+		if (!r->have) {
+			if (all)
+				vmt_buf_printf(o, "%-20s %14.0f %14s\n", r->name, r->rec, "-");
+			continue;
+		}
+		snprintf(ratio, sizeof(ratio), isfinite(r->ratio) ? "%.3f" : "inf", r->ratio);
+		snprintf(mm, sizeof(mm), "%.0f-%.0f", r->lo, r->hi);
+		if (!r->judged)
+			snprintf(tol, sizeof(tol), "not judged");
+		else
+			snprintf(tol, sizeof(tol), "%s (%g%%)", r->ok ? "yes" : "NO",
+				 measures[k].tol * 100);
+		vmt_buf_printf(o, "%-20s %14.0f %14.0f %7s  %-21s %s\n", r->name, r->rec, r->med,
+			       ratio, tol, mm);
+	}
+	vmt_buf_printf(o, "(the replay's own: its first copy's threads; the recorded run's "
+			  "own: the launch and the recorder's stops taken off; tolerances of "
+			  "vmreplay(1), FIDELITY; switches, waits and wall judged at --speed=1 "
+			  "only)\nfidelity: %s%s\n", ok ? "within tolerance" : "outside tolerance: ",
+		       bad);
+}
+
+/* Each --fail-on condition that holds, for each metric it names; their
+ * number. */
+static int put_failures(struct vmt_buf *o, const struct vtc_conds *cs, const struct frow *rows,
+			int json)
+{
+	int nfail = 0;
+	for (size_t i = 0; i < cs->n; i++)
+		for (size_t k = 0; k < NMEAS; k++) {
+			const struct frow *r = &rows[k];
+			if (!r->have || !vtc_cond_matches(&cs->c[i], r->name, r->judged) ||
+			    !vtc_cond_holds(&cs->c[i], r->rec, r->med))
+				continue;
+			if (json) {
+				vmt_buf_printf(o, "%s{\"expr\":", nfail ? "," : "");
+				vmt_buf_json_str(o, cs->c[i].text);
+				vmt_buf_printf(o, ",\"metric\":\"%s\",\"recorded\":", r->name);
+				vmt_buf_json_num(o, r->rec);
+				vmt_buf_puts(o, ",\"replay\":");
+				vmt_buf_json_num(o, r->med);
+				vmt_buf_puts(o, "}");
+			} else {
+				vmt_buf_printf(o, "%sFAIL %s: recorded %.0f, replayed %.0f, condition '%s'\n",
+					       nfail ? "" : "\n", r->name, r->rec, r->med, cs->c[i].text);
+			}
+			nfail++;
+		}
+	return nfail;
+}
+
 int vtc_diff_trace_result(const char *trace, const char *result, const struct vtc_conds *cs,
 			  int json, int all)
 {
@@ -116,121 +262,18 @@ int vtc_diff_trace_result(const char *trace, const char *result, const struct vt
 		return 2;
 	struct frow rows[NMEAS];
 	rows_of(&rec, &res, rows);
-	for (size_t i = 0; i < cs->n; i++) {
-		int found = !strcmp(cs->c[i].metric, "any");
-		for (size_t k = 0; k < NMEAS && !found; k++)
-			found = vtc_cond_matches(&cs->c[i], rows[k].name, 1);
-		if (!found) {
-			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
-				cs->c[i].text, cs->c[i].metric);
-			van_result_free(&res);
-			return 2;
-		}
+	if (check_metrics(cs, rows) < 0) {
+		van_result_free(&res);
+		return 2;
 	}
-	int ok = 1;
-	char bad[160] = "";
-	size_t nb = 0;
-	for (size_t k = 0; k < NMEAS; k++)
-		if (rows[k].have && rows[k].judged && !rows[k].ok) {
-			ok = 0;
-			nb += (size_t)snprintf(bad + nb, nb < sizeof(bad) ? sizeof(bad) - nb : 0, "%s%s",
-					       nb ? ", " : "", rows[k].name);
-		}
+	char bad[160];
+	int ok = within(rows, bad, sizeof(bad));
 	struct vmt_buf o = { 0 };
-	if (json) {
-		vmt_buf_puts(&o, "{\"base\":");
-		vmt_buf_json_str(&o, trace);
-		vmt_buf_puts(&o, ",\"new\":");
-		vmt_buf_json_str(&o, result);
-		vmt_buf_printf(&o, ",\"kind\":\"trace_result\",\"runs\":%u,\"speed\":", res.nruns);
-		vmt_buf_json_num(&o, res.speed);
-		vmt_buf_printf(&o, ",\"processes\":%u,\"missing_processes\":%u,\"ok\":%s,\"metrics\":[",
-			       rec.procs, rec.procs_missing, ok ? "true" : "false");
-		int first = 1;
-		for (size_t k = 0; k < NMEAS; k++) {
-			const struct frow *r = &rows[k];
-			if (!r->have && !all)
-				continue;
-			vmt_buf_printf(&o, "%s{\"name\":\"%s\",\"recorded\":", first ? "" : ",", r->name);
-			vmt_buf_json_num(&o, r->rec);
-			if (r->have) {
-				vmt_buf_puts(&o, ",\"replay\":");
-				vmt_buf_json_num(&o, r->med);
-				vmt_buf_puts(&o, ",\"replay_min\":");
-				vmt_buf_json_num(&o, r->lo);
-				vmt_buf_puts(&o, ",\"replay_max\":");
-				vmt_buf_json_num(&o, r->hi);
-				vmt_buf_puts(&o, ",\"ratio\":");
-				vmt_buf_json_num(&o, r->ratio);
-				vmt_buf_printf(&o, ",\"judged\":%s,\"ok\":%s}", r->judged ? "true" : "false",
-					       r->judged ? (r->ok ? "true" : "false") : "null");
-			} else {
-				vmt_buf_puts(&o, ",\"replay\":null}");
-			}
-			first = 0;
-		}
-		vmt_buf_puts(&o, "],\"failed\":[");
-	} else {
-		vmt_buf_printf(&o, "base  %s: the recorded run (%u process%s", trace, rec.procs,
-			       rec.procs == 1 ? "" : "es");
-		if (rec.procs_missing)
-			vmt_buf_printf(&o, ", %u without counters left out", rec.procs_missing);
-		vmt_buf_printf(&o, ")\nnew   %s: %u run%s at --speed=", result, res.nruns,
-			       res.nruns == 1 ? "" : "s");
-		if (res.speed > 0)
-			vmt_buf_printf(&o, "%g", res.speed);
-		else
-			vmt_buf_puts(&o, "max");
-		if (res.kernel)
-			vmt_buf_printf(&o, " on Linux %s", res.kernel);
-		vmt_buf_printf(&o, "\n\n%-20s %14s %14s %7s  %-21s %s\n", "metric", "recorded",
-			       "replay median", "ratio", "within tolerance", "replay min-max");
-		for (size_t k = 0; k < NMEAS; k++) {
-			const struct frow *r = &rows[k];
-			char ratio[24], mm[48], tol[32];
-			if (!r->have) {
-				if (all)
-					vmt_buf_printf(&o, "%-20s %14.0f %14s\n", r->name, r->rec, "-");
-				continue;
-			}
-			snprintf(ratio, sizeof(ratio), isfinite(r->ratio) ? "%.3f" : "inf", r->ratio);
-			snprintf(mm, sizeof(mm), "%.0f-%.0f", r->lo, r->hi);
-			if (!r->judged)
-				snprintf(tol, sizeof(tol), "not judged");
-			else
-				snprintf(tol, sizeof(tol), "%s (%g%%)", r->ok ? "yes" : "NO",
-					 measures[k].tol * 100);
-			vmt_buf_printf(&o, "%-20s %14.0f %14.0f %7s  %-21s %s\n", r->name, r->rec, r->med,
-				       ratio, tol, mm);
-		}
-		vmt_buf_printf(&o, "(the replay's own: its first copy's threads; the recorded run's "
-				   "own: the launch and the recorder's stops taken off; tolerances of "
-				   "vmreplay(1), FIDELITY; switches, waits and wall judged at --speed=1 "
-				   "only)\nfidelity: %s%s\n", ok ? "within tolerance" : "outside tolerance: ",
-			       bad);
-	}
-	int nfail = 0;
-	for (size_t i = 0; i < cs->n; i++)
-		for (size_t k = 0; k < NMEAS; k++) {
-			const struct frow *r = &rows[k];
-			if (!r->have || !vtc_cond_matches(&cs->c[i], r->name, r->judged) ||
-			    !vtc_cond_holds(&cs->c[i], r->rec, r->med))
-				continue;
-			if (json) {
-				vmt_buf_printf(&o, "%s{\"expr\":", nfail ? "," : "");
-				vmt_buf_json_str(&o, cs->c[i].text);
-				vmt_buf_printf(&o, ",\"metric\":\"%s\",\"recorded\":", r->name);
-				vmt_buf_json_num(&o, r->rec);
-				vmt_buf_puts(&o, ",\"replay\":");
-				vmt_buf_json_num(&o, r->med);
-				vmt_buf_puts(&o, "}");
-			} else {
-				vmt_buf_printf(&o, "%sFAIL %s: recorded %.0f, replayed %.0f, condition '%s'\n",
-					       nfail ? "" : "\n", r->name, r->rec, r->med, cs->c[i].text);
-			}
-			nfail++;
-		}
-	int st = vtc_diff_verdict(&o, json, cs->n, nfail);
+	if (json)
+		put_json(&o, trace, result, &rec, &res, rows, ok, all);
+	else
+		put_text(&o, trace, result, &rec, &res, rows, ok, bad, all);
+	int st = vtc_diff_verdict(&o, json, cs->n, put_failures(&o, cs, rows, json));
 	vmt_buf_free(&o);
 	van_result_free(&res);
 	return st;
