@@ -100,6 +100,11 @@ static int row_matches(const struct vtc_cond *c, const struct row *r)
 	return vtc_cond_matches(c, r->name, !(r->flags & VAN_METRIC_NOISY));
 }
 
+static const char *row_name(const void *rows, size_t i)
+{
+	return ((const struct row *)rows)[i].name;
+}
+
 /* Rows: every metric of base, then those only new has (unknown advice). */
 static struct row *join(const struct van_metric *a, size_t na, const struct van_metric *b,
 			size_t nb, size_t *n)
@@ -247,18 +252,9 @@ static int report(const char *pa, const char *pb, const struct van_stats *a,
 		free(ma), free(mb);
 		return 2;
 	}
-	/* Every metric name of a condition must exist (a typo must not pass
-	 * silently). */
-	for (size_t i = 0; i < cs->n; i++) {
-		int found = 0;
-		for (size_t j = 0; j < n && !found; j++)
-			found = row_matches(&cs->c[i], &rows[j]);
-		if (!found && strcmp(cs->c[i].metric, "any") != 0) {
-			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
-				cs->c[i].text, cs->c[i].metric);
-			free(rows), free(ma), free(mb);
-			return 2;
-		}
+	if (vtc_conds_known(cs, row_name, rows, n) < 0) {
+		free(rows), free(ma), free(mb);
+		return 2;
 	}
 	struct vmt_buf out = { 0 };
 	if (json) {

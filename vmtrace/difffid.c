@@ -99,21 +99,9 @@ static void rows_of(const struct van_recrun *rec, const struct van_result *res, 
 	}
 }
 
-/* 0 if every --fail-on condition names a metric of rows (or "any"),
- * else -1 after one message. */
-static int check_metrics(const struct vtc_conds *cs, const struct frow *rows)
+static const char *row_name(const void *rows, size_t i)
 {
-	for (size_t i = 0; i < cs->n; i++) {
-		int found = !strcmp(cs->c[i].metric, "any");
-		for (size_t k = 0; k < NMEAS && !found; k++)
-			found = vtc_cond_matches(&cs->c[i], rows[k].name, 1);
-		if (!found) {
-			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
-				cs->c[i].text, cs->c[i].metric);
-			return -1;
-		}
-	}
-	return 0;
+	return ((const struct frow *)rows)[i].name;
 }
 
 /* 1 if every judged row is within tolerance; else 0, and the names of
@@ -262,7 +250,7 @@ int vtc_diff_trace_result(const char *trace, const char *result, const struct vt
 		return 2;
 	struct frow rows[NMEAS];
 	rows_of(&rec, &res, rows);
-	if (check_metrics(cs, rows) < 0) {
+	if (vtc_conds_known(cs, row_name, rows, NMEAS) < 0) {
 		van_result_free(&res);
 		return 2;
 	}

@@ -105,6 +105,11 @@ static void fail_line(struct vmt_buf *o, int json, int nfail, const struct vtc_c
 		       c->text);
 }
 
+static const char *row_name(const void *rows, size_t i)
+{
+	return ((const struct van_rtrow *)rows)[i].name;
+}
+
 int vtc_diff_table(char *const *paths, size_t n, const struct vtc_conds *cs, int json, int all)
 {
 	struct van_rcol *cols = calloc(n, sizeof(*cols));
@@ -133,17 +138,8 @@ int vtc_diff_table(char *const *paths, size_t n, const struct vtc_conds *cs, int
 		fprintf(stderr, "vmtrace diff: out of memory\n");
 		goto out;
 	}
-	/* A condition must name a metric of the table: a typo must not pass. */
-	for (size_t i = 0; i < cs->n; i++) {
-		int found = !strcmp(cs->c[i].metric, "any");
-		for (size_t j = 0; j < t.nrows && !found; j++)
-			found = vtc_cond_matches(&cs->c[i], t.rows[j].name, 1);
-		if (!found) {
-			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
-				cs->c[i].text, cs->c[i].metric);
-			goto out;
-		}
-	}
+	if (vtc_conds_known(cs, row_name, t.rows, t.nrows) < 0)
+		goto out;
 	if (json) {
 		vmt_buf_puts(&o, "{");
 		van_rtable_json(&t, all, &o);

@@ -220,6 +220,11 @@ static int holds(const struct vtc_cond *c, const struct van_rrow *r)
 	return vtc_cond_holds(c, r->base, r->new_) && r->sig != VAN_SIG_NO;
 }
 
+static const char *row_name(const void *rows, size_t i)
+{
+	return ((const struct van_rrow *)rows)[i].name;
+}
+
 static int shown(const struct van_rrow *r, int all)
 {
 	return all || r->base_max != 0 || r->new_max != 0 || r->base_min != 0 || r->new_min != 0;
@@ -242,16 +247,8 @@ int vtc_diff_results(const char *pa, const char *pb, const struct vtc_conds *cs,
 		fprintf(stderr, "vmtrace diff: out of memory\n");
 		goto out;
 	}
-	for (size_t i = 0; i < cs->n; i++) {
-		int found = strcmp(cs->c[i].metric, "any") == 0;
-		for (size_t j = 0; j < n && !found; j++)
-			found = vtc_cond_matches(&cs->c[i], rows[j].name, 1);
-		if (!found) {
-			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
-				cs->c[i].text, cs->c[i].metric);
-			goto out;
-		}
-	}
+	if (vtc_conds_known(cs, row_name, rows, n) < 0)
+		goto out;
 
 	struct vmt_buf o = { 0 };
 	if (json) {

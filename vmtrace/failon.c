@@ -114,6 +114,22 @@ int vtc_cond_matches(const struct vtc_cond *c, const char *name, int in_any)
 	return fnmatch(c->metric, name, 0) == 0;
 }
 
+int vtc_conds_known(const struct vtc_conds *cs, const char *(*name)(const void *rows, size_t i),
+		    const void *rows, size_t n)
+{
+	for (size_t i = 0; i < cs->n; i++) {
+		int found = !strcmp(cs->c[i].metric, "any");
+		for (size_t j = 0; j < n && !found; j++)
+			found = vtc_cond_matches(&cs->c[i], name(rows, j), 1);
+		if (!found) {
+			fprintf(stderr, "vmtrace diff: bad --fail-on expression '%s': no metric '%s'\n",
+				cs->c[i].text, cs->c[i].metric);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int vtc_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail)
 {
 	if (json)

@@ -38,6 +38,13 @@ int vtc_cond_holds(const struct vtc_cond *c, double base, double nw);
  * in_any is set. */
 int vtc_cond_matches(const struct vtc_cond *c, const char *name, int in_any);
 
+/* Whether every condition of cs names a metric, "any" or one of the n
+ * names that name(rows, i) gives (a glob: at least one): 0, or -1 after
+ * `vmtrace diff: bad --fail-on expression '...': no metric '...'` (a typo
+ * must not pass silently). */
+int vtc_conds_known(const struct vtc_conds *cs, const char *(*name)(const void *rows, size_t i),
+		    const void *rows, size_t n);
+
 /* The end of a diff: the verdict appended to out (with json, closing the
  * "failed" list and the object; as text only when there are nconds
  * conditions), then out written to standard output.  Returns the exit
