@@ -230,6 +230,104 @@ static int shown(const struct van_rrow *r, int all)
 	return all || r->base_max != 0 || r->new_max != 0 || r->base_min != 0 || r->new_min != 0;
 }
 
+/* The JSON object up to its "failed" list, which put_failures fills. */
+static void put_json(struct vmt_buf *o, const char *pa, const char *pb,
+		     const struct van_result *a, const struct van_result *b,
+		     const struct van_rrow *rows, size_t n, int all)
+{
+	vmt_buf_puts(o, "{\"base\":");
+	vmt_buf_json_str(o, pa);
+	vmt_buf_puts(o, ",\"new\":");
+	vmt_buf_json_str(o, pb);
+	vmt_buf_printf(o, ",\"kind\":\"results\",\"alpha\":%g,\"base_result\":", ALPHA);
+	json_side(o, a);
+	vmt_buf_puts(o, ",\"new_result\":");
+	json_side(o, b);
+	vmt_buf_puts(o, ",\"metrics\":[");
+	int first = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!shown(&rows[i], all))
+			continue;
+		if (!first)
+			vmt_buf_puts(o, ",");
+		json_row(o, &rows[i]);
+		first = 0;
+	}
+	vmt_buf_puts(o, "],\"failed\":[");
+}
+
+/* The text report: the two sides, a row per metric, the legend. */
+static void put_text(struct vmt_buf *o, const char *pa, const char *pb,
+		     const struct van_result *a, const struct van_result *b,
+		     const struct van_rrow *rows, size_t n, int all)
+{
+	describe(o, "base", pa, a);
+	describe(o, "new", pb, b);
+	if (strcmp(a->trace, b->trace) != 0 || a->trace_events != b->trace_events)
+		vmt_buf_printf(o, "(the two replayed different traces: '%s' and '%s')\n", a->trace,
+			       b->trace);
+	if ((a->accel && strcmp(a->accel, "tcg") == 0) || (b->accel && strcmp(b->accel, "tcg") == 0))
+		vmt_buf_puts(o, "(TCG emulates the processor: its times are not comparable with"
+				" other machines'; compare counts and ratios)\n");
+	vmt_buf_printf(o, "\n%-22s %14s %14s %7s %7s  %-12s  %-21s %s\n", "metric",
+		       "base median", "new median", "ratio", "p", "significant",
+		       "base min-max", "new min-max");
+	for (size_t i = 0; i < n; i++)
+		if (shown(&rows[i], all))
+			text_row(o, &rows[i]);
+	vmt_buf_printf(o, "(ratio: new median / base median, the divisor at least 1;"
+			  " p: two-sided Mann-Whitney U test over the runs, significant"
+			  " below %g", ALPHA);
+	if (van_mwu_min_p(a->nruns, b->nruns) >= ALPHA)
+		vmt_buf_printf(o, "; with %u and %u runs no difference can be: give each"
+				  " side at least %u (vmreplay --repeat)",
+			       a->nruns, b->nruns, runs_needed());
+	vmt_buf_puts(o, ")\n");
+}
+
+/* Each --fail-on condition that holds, for each metric it names; their
+ * number. */
+static int put_failures(struct vmt_buf *o, const struct vtc_conds *cs,
+			const struct van_rrow *rows, size_t n, int json)
+{
+	int nfail = 0;
+	for (size_t i = 0; i < cs->n; i++) {
+		for (size_t j = 0; j < n; j++) {
+			const struct van_rrow *r = &rows[j];
+			if (!vtc_cond_matches(&cs->c[i], r->name, 1) || !holds(&cs->c[i], r))
+				continue;
+			if (json) {
+				vmt_buf_printf(o, "%s{\"expr\":", nfail ? "," : "");
+				vmt_buf_json_str(o, cs->c[i].text);
+				vmt_buf_printf(o, ",\"metric\":\"%s\",\"base\":", r->name);
+				vmt_buf_json_num(o, r->base);
+				vmt_buf_puts(o, ",\"new\":");
+				vmt_buf_json_num(o, r->new_);
+				vmt_buf_puts(o, ",\"change_pct\":");
+				vmt_buf_json_num(o, r->change_pct);
+				vmt_buf_printf(o, ",\"significant\":\"%s\"}", sig_name(r->sig));
+			} else {
+				char x[32], y[32], pct[32];
+				const char *unit;
+				double div = unit_of(r, &unit);
+				fmt(x, sizeof(x), r->base, div, unit);
+				fmt(y, sizeof(y), r->new_, div, unit);
+				if (isinf(r->change_pct))
+					snprintf(pct, sizeof(pct), "%s", r->change_pct > 0 ? "+inf%" : "-inf%");
+				else
+					snprintf(pct, sizeof(pct), "%+.1f%%", r->change_pct);
+				vmt_buf_printf(o, "%sFAIL %s: %s -> %s (%s, %s), condition '%s'\n",
+					       nfail ? "" : "\n", r->name, x, y, pct,
+					       r->sig == VAN_SIG_FEW ? "too few runs to tell it from noise"
+								     : "significant",
+					       cs->c[i].text);
+			}
+			nfail++;
+		}
+	}
+	return nfail;
+}
+
 int vtc_diff_results(const char *pa, const char *pb, const struct vtc_conds *cs, int json,
 		     int all)
 {
@@ -249,89 +347,12 @@ int vtc_diff_results(const char *pa, const char *pb, const struct vtc_conds *cs,
 	}
 	if (vtc_conds_known(cs, row_name, rows, n) < 0)
 		goto out;
-
 	struct vmt_buf o = { 0 };
-	if (json) {
-		vmt_buf_puts(&o, "{\"base\":");
-		vmt_buf_json_str(&o, pa);
-		vmt_buf_puts(&o, ",\"new\":");
-		vmt_buf_json_str(&o, pb);
-		vmt_buf_printf(&o, ",\"kind\":\"results\",\"alpha\":%g,\"base_result\":", ALPHA);
-		json_side(&o, &a);
-		vmt_buf_puts(&o, ",\"new_result\":");
-		json_side(&o, &b);
-		vmt_buf_puts(&o, ",\"metrics\":[");
-		int first = 1;
-		for (size_t i = 0; i < n; i++) {
-			if (!shown(&rows[i], all))
-				continue;
-			if (!first)
-				vmt_buf_puts(&o, ",");
-			json_row(&o, &rows[i]);
-			first = 0;
-		}
-		vmt_buf_puts(&o, "],\"failed\":[");
-	} else {
-		describe(&o, "base", pa, &a);
-		describe(&o, "new", pb, &b);
-		if (strcmp(a.trace, b.trace) != 0 || a.trace_events != b.trace_events)
-			vmt_buf_printf(&o, "(the two replayed different traces: '%s' and '%s')\n", a.trace,
-				       b.trace);
-		if ((a.accel && strcmp(a.accel, "tcg") == 0) || (b.accel && strcmp(b.accel, "tcg") == 0))
-			vmt_buf_puts(&o, "(TCG emulates the processor: its times are not comparable with"
-					 " other machines'; compare counts and ratios)\n");
-		vmt_buf_printf(&o, "\n%-22s %14s %14s %7s %7s  %-12s  %-21s %s\n", "metric",
-			       "base median", "new median", "ratio", "p", "significant",
-			       "base min-max", "new min-max");
-		for (size_t i = 0; i < n; i++)
-			if (shown(&rows[i], all))
-				text_row(&o, &rows[i]);
-		vmt_buf_printf(&o, "(ratio: new median / base median, the divisor at least 1;"
-				   " p: two-sided Mann-Whitney U test over the runs, significant"
-				   " below %g", ALPHA);
-		if (van_mwu_min_p(a.nruns, b.nruns) >= ALPHA)
-			vmt_buf_printf(&o, "; with %u and %u runs no difference can be: give each"
-					   " side at least %u (vmreplay --repeat)",
-				       a.nruns, b.nruns, runs_needed());
-		vmt_buf_puts(&o, ")\n");
-	}
-
-	int nfail = 0;
-	for (size_t i = 0; i < cs->n; i++) {
-		for (size_t j = 0; j < n; j++) {
-			const struct van_rrow *r = &rows[j];
-			if (!vtc_cond_matches(&cs->c[i], r->name, 1) || !holds(&cs->c[i], r))
-				continue;
-			if (json) {
-				vmt_buf_printf(&o, "%s{\"expr\":", nfail ? "," : "");
-				vmt_buf_json_str(&o, cs->c[i].text);
-				vmt_buf_printf(&o, ",\"metric\":\"%s\",\"base\":", r->name);
-				vmt_buf_json_num(&o, r->base);
-				vmt_buf_puts(&o, ",\"new\":");
-				vmt_buf_json_num(&o, r->new_);
-				vmt_buf_puts(&o, ",\"change_pct\":");
-				vmt_buf_json_num(&o, r->change_pct);
-				vmt_buf_printf(&o, ",\"significant\":\"%s\"}", sig_name(r->sig));
-			} else {
-				char x[32], y[32], pct[32];
-				const char *unit;
-				double div = unit_of(r, &unit);
-				fmt(x, sizeof(x), r->base, div, unit);
-				fmt(y, sizeof(y), r->new_, div, unit);
-				if (isinf(r->change_pct))
-					snprintf(pct, sizeof(pct), "%s", r->change_pct > 0 ? "+inf%" : "-inf%");
-				else
-					snprintf(pct, sizeof(pct), "%+.1f%%", r->change_pct);
-				vmt_buf_printf(&o, "%sFAIL %s: %s -> %s (%s, %s), condition '%s'\n",
-					       nfail ? "" : "\n", r->name, x, y, pct,
-					       r->sig == VAN_SIG_FEW ? "too few runs to tell it from noise"
-								     : "significant",
-					       cs->c[i].text);
-			}
-			nfail++;
-		}
-	}
-	status = vtc_diff_verdict(&o, json, cs->n, nfail);
+	if (json)
+		put_json(&o, pa, pb, &a, &b, rows, n, all);
+	else
+		put_text(&o, pa, pb, &a, &b, rows, n, all);
+	status = vtc_diff_verdict(&o, json, cs->n, put_failures(&o, cs, rows, n, json));
 	vmt_buf_free(&o);
 out:
 	free(rows);
