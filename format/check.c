@@ -8,6 +8,74 @@
 
 /* ---- validation ---------------------------------------------------------- */
 
+/* The kinds with more than a field or two to check, one function each. */
+
+static int check_syscall(const struct vmt_event *ev, const char **why)
+{
+	const struct vmt_syscall *sc = &ev->u.sc;
+	if (sc->op == 0 || sc->op >= VMT_OP__COUNT)
+		BAD("unknown syscall op");
+	if (sc->nargs > VMT_MAX_ARGS)
+		BAD("more than 6 syscall arguments");
+	if (sc->flags & ~(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN))
+		BAD("unknown syscall flags");
+	if (!(sc->flags & VMT_SC_NO_RESULT) && sc->exit_ns < ev->ts_ns)
+		BAD("syscall exit time before its entry time");
+	if (sc->result < 0 && !vmt_is_errno(sc->result) &&
+	    vmt_op_info(sc->op)->ret != VMT_RET_ADDR)
+		BAD("syscall result is neither a value nor an errno");
+	return vmt_sc_waits_check(sc, ev->ts_ns, why);
+}
+
+static int check_maps(const struct vmt_maps *m, uint64_t pmask, const char **why)
+{
+	uint64_t prev_end = 0;
+	if (m->count && !m->entries)
+		BAD("maps without entries");
+	if (m->count > VMT_MAX_MAPS_ENTRIES)
+		BAD("maps entry count exceeds the limit");
+	for (uint32_t i = 0; i < m->count; i++) {
+		const struct vmt_map_entry *e = &m->entries[i];
+		if (e->start >= e->end)
+			BAD("maps entry with start >= end");
+		if ((e->start | e->end) & pmask)
+			BAD("maps entry not page aligned");
+		if (e->start < prev_end)
+			BAD("maps entries overlap or are unsorted");
+		if (e->perms & ~0xfu)
+			BAD("maps entry with unknown permission bits");
+		if (!e->path || strlen(e->path) > VMT_MAX_STRING)
+			BAD("maps entry path missing or too long");
+		prev_end = e->end;
+	}
+	return 0;
+}
+
+static int check_touch(const struct vmt_touch *t, uint64_t pmask, const char **why)
+{
+	uint64_t n = 0;
+	if (t->start & pmask)
+		BAD("touch start not page aligned");
+	if (t->reason > VMT_TOUCH_SNAPSHOT)
+		BAD("unknown touch reason");
+	if (t->nruns == 0 || !t->runs)
+		BAD("touch without runs");
+	if (t->nruns > VMT_MAX_TOUCH_RUNS)
+		BAD("touch run count exceeds the limit");
+	for (uint32_t i = 0; i < t->nruns; i++) {
+		if (t->runs[i].pages == 0 || t->runs[i].pages > (1ull << 40))
+			BAD("touch run length out of range");
+		if (t->runs[i].state > VMT_PAGE_WRITTEN)
+			BAD("unknown touch page state");
+		n += t->runs[i].pages;
+	}
+	if (n != t->npages || n > (1ull << 40))
+		BAD("touch page count does not match its runs");
+	if (t->start + n * (pmask + 1) < t->start)
+		BAD("touch range wraps around");
+	return 0;
+}
+
 int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 		       const char **why)
 {
@@ -18,21 +86,8 @@ int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 	if (ev->proc >= VMT_MAX_THREADS)
 		BAD("process index out of range");
 	switch (ev->kind) {
-	case VMT_EV_SYSCALL: {
-		const struct vmt_syscall *sc = &ev->u.sc;
-		if (sc->op == 0 || sc->op >= VMT_OP__COUNT)
-			BAD("unknown syscall op");
-		if (sc->nargs > VMT_MAX_ARGS)
-			BAD("more than 6 syscall arguments");
-		if (sc->flags & ~(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN))
-			BAD("unknown syscall flags");
-		if (!(sc->flags & VMT_SC_NO_RESULT) && sc->exit_ns < ev->ts_ns)
-			BAD("syscall exit time before its entry time");
-		if (sc->result < 0 && !vmt_is_errno(sc->result) &&
-		    vmt_op_info(sc->op)->ret != VMT_RET_ADDR)
-			BAD("syscall result is neither a value nor an errno");
-		return vmt_sc_waits_check(sc, ev->ts_ns, why);
-	}
+	case VMT_EV_SYSCALL:
+		return check_syscall(ev, why);
 	case VMT_EV_MAP_FILE:
 		if (!ev->u.file.path)
 			BAD("map_file without path");
@@ -58,53 +113,10 @@ int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 		if (!ev->u.exec.path || strlen(ev->u.exec.path) > VMT_MAX_STRING)
 			BAD("exec path missing or too long");
 		break;
-	case VMT_EV_MAPS: {
-		const struct vmt_maps *m = &ev->u.maps;
-		uint64_t prev_end = 0;
-		if (m->count && !m->entries)
-			BAD("maps without entries");
-		if (m->count > VMT_MAX_MAPS_ENTRIES)
-			BAD("maps entry count exceeds the limit");
-		for (uint32_t i = 0; i < m->count; i++) {
-			const struct vmt_map_entry *e = &m->entries[i];
-			if (e->start >= e->end)
-				BAD("maps entry with start >= end");
-			if ((e->start | e->end) & pmask)
-				BAD("maps entry not page aligned");
-			if (e->start < prev_end)
-				BAD("maps entries overlap or are unsorted");
-			if (e->perms & ~0xfu)
-				BAD("maps entry with unknown permission bits");
-			if (!e->path || strlen(e->path) > VMT_MAX_STRING)
-				BAD("maps entry path missing or too long");
-			prev_end = e->end;
-		}
-		break;
-	}
-	case VMT_EV_TOUCH: {
-		const struct vmt_touch *t = &ev->u.touch;
-		uint64_t n = 0;
-		if (t->start & pmask)
-			BAD("touch start not page aligned");
-		if (t->reason > VMT_TOUCH_SNAPSHOT)
-			BAD("unknown touch reason");
-		if (t->nruns == 0 || !t->runs)
-			BAD("touch without runs");
-		if (t->nruns > VMT_MAX_TOUCH_RUNS)
-			BAD("touch run count exceeds the limit");
-		for (uint32_t i = 0; i < t->nruns; i++) {
-			if (t->runs[i].pages == 0 || t->runs[i].pages > (1ull << 40))
-				BAD("touch run length out of range");
-			if (t->runs[i].state > VMT_PAGE_WRITTEN)
-				BAD("unknown touch page state");
-			n += t->runs[i].pages;
-		}
-		if (n != t->npages || n > (1ull << 40))
-			BAD("touch page count does not match its runs");
-		if (t->start + n * (pmask + 1) < t->start)
-			BAD("touch range wraps around");
-		break;
-	}
+	case VMT_EV_MAPS:
+		return check_maps(&ev->u.maps, pmask, why);
+	case VMT_EV_TOUCH:
+		return check_touch(&ev->u.touch, pmask, why);
 	case VMT_EV_FAULT:
 		if (ev->u.fault.access & ~7u)
 			BAD("unknown fault access bits");
