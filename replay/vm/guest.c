@@ -275,7 +275,9 @@ int rp_guest_is_init(int argc, char **argv)
 	return getpid() == 1 && argc >= 1 && strcmp(argv[0], "/init") == 0;
 }
 
-int rp_guest_main(void)
+/* The results port (the second serial line) opened raw, and the first
+ * frames: the protocol's version, the kernel release, the CPU count. */
+static void open_port(void)
 {
 	/* devtmpfs where the kernel has it; else the archive's own nodes. */
 	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
@@ -295,7 +297,12 @@ int rp_guest_main(void)
 	char nb[32];
 	snprintf(nb, sizeof(nb), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
 	frame_str('N', nb);
+}
 
+/* /proc, /sys (and debugfs where there is one) mounted, and the host's
+ * settings for this guest (sysctl: the recording's mm settings) set. */
+static void set_up_system(void)
+{
 	if (mount("proc", "/proc", "proc", 0, NULL) < 0)
 		give_up("mount /proc");
 	if (mount("sysfs", "/sys", "sysfs", 0, NULL) < 0)
@@ -307,25 +314,31 @@ int rp_guest_main(void)
 	char *sysctl = slurp(RP_VM_DIR "/sysctl", &slen);
 	if (sysctl)
 		set_files(sysctl, slen);
+}
 
+/* The replay's command line and environment, as the host gave them. */
+static char *replay_argv[MAX_ARGS + 2], *replay_envv[16];
+
+/* The host's arguments, environment and working directory for the
+ * replay, read (into replay_argv and replay_envv) and gone into. */
+static void read_invocation(void)
+{
 	size_t alen, clen, elen;
 	char *args = slurp(RP_VM_DIR "/args", &alen), *cwd = slurp(RP_VM_DIR "/cwd", &clen);
 	char *env = slurp(RP_VM_DIR "/env", &elen);
 	if (!args || !cwd || !env)
 		give_up("read " RP_VM_DIR);
-	static char *argv[MAX_ARGS + 2], *envv[16];
-	argv[0] = "vmreplay";
-	split(args, alen, argv + 1, MAX_ARGS);
-	split(env, elen, envv, sizeof(envv) / sizeof(envv[0]));
+	replay_argv[0] = "vmreplay";
+	split(args, alen, replay_argv + 1, MAX_ARGS);
+	split(env, elen, replay_envv, sizeof(replay_envv) / sizeof(replay_envv[0]));
 	if (chdir(cwd) < 0)
 		give_up("chdir to the host's working directory");
+}
 
-	int po[2], pe[2];
-	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0)
-		give_up("pipe");
-	static struct tasks before;
-	tasks_read(&before);
-	uint64_t irq0 = irq_ns(), t0 = now_ms();
+/* The replay started as an ordinary vmreplay (read_invocation's), its
+ * standard output and error into po[1] and pe[1].  Returns its pid. */
+static pid_t start_replay(const int po[2], const int pe[2])
+{
 	pid_t pid = fork();
 	if (pid < 0)
 		give_up("fork");
@@ -337,15 +350,19 @@ int rp_guest_main(void)
 		setenv("PATH", "/", 1);
 		setenv("HOME", "/", 1);
 		setenv("TMPDIR", "/tmp", 1);
-		for (size_t i = 0; envv[i]; i++)
-			putenv(envv[i]);
-		execv("/init", argv); /* not PID 1: an ordinary vmreplay */
+		for (size_t i = 0; replay_envv[i]; i++)
+			putenv(replay_envv[i]);
+		execv("/init", replay_argv); /* not PID 1: an ordinary vmreplay */
 		_exit(127);
 	}
-	close(po[1]);
-	close(pe[1]);
+	return pid;
+}
 
-	struct pollfd pf[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
+/* The replay's output (fd out) and errors (fd err) framed onto the port
+ * until both end, with a heartbeat frame every HEARTBEAT_MS. */
+static void relay(int out, int err)
+{
+	struct pollfd pf[2] = { { out, POLLIN, 0 }, { err, POLLIN, 0 } };
 	int open_fds = 2;
 	uint64_t beat = now_ms();
 	static char buf[16384];
@@ -372,15 +389,14 @@ int rp_guest_main(void)
 			}
 		}
 	}
-	/* PID 1 adopts every orphan: reap until the replay itself. */
-	int st = 0;
-	pid_t w;
-	while ((w = wait(&st)) != pid)
-		if (w < 0 && errno != EINTR)
-			break;
-	int code = w != pid ? 127 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	/* What else ran meanwhile, against what the guest's CPUs could run. */
-	uint64_t other = others_ns(&before, irq0), el = now_ms() - t0;
+}
+
+/* The last frames: what else ran meanwhile (since `before`, irq0 and t0)
+ * against what the guest's CPUs could run, the results file, and the
+ * replay's exit code. */
+static void report_end(int code, const struct tasks *before, uint64_t irq0, uint64_t t0)
+{
+	uint64_t other = others_ns(before, irq0), el = now_ms() - t0;
 	struct rusage ru;
 	uint64_t rcpu = 0;
 	if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
@@ -394,8 +410,34 @@ int rp_guest_main(void)
 	char *json = slurp(RP_VM_GUEST_JSON, &jlen);
 	if (json)
 		frame('J', json, jlen);
+	char nb[32];
 	snprintf(nb, sizeof(nb), "%d", code);
 	frame_str('X', nb);
+}
+
+int rp_guest_main(void)
+{
+	open_port();
+	set_up_system();
+	read_invocation();
+	int po[2], pe[2];
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0)
+		give_up("pipe");
+	static struct tasks before;
+	tasks_read(&before);
+	uint64_t irq0 = irq_ns(), t0 = now_ms();
+	pid_t pid = start_replay(po, pe);
+	close(po[1]);
+	close(pe[1]);
+	relay(po[0], pe[0]);
+	/* PID 1 adopts every orphan: reap until the replay itself. */
+	int st = 0;
+	pid_t w;
+	while ((w = wait(&st)) != pid)
+		if (w < 0 && errno != EINTR)
+			break;
+	report_end(w != pid ? 127 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), &before,
+		   irq0, t0);
 	power_off();
 	return 0;
 }
