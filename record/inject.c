@@ -515,47 +515,34 @@ static uint64_t vdso_of(pid_t tid)
 	return base;
 }
 
-int ip_inject(struct vmr_rec *r, struct inproc *ip, pid_t tid, int pending, char *err,
-	      size_t errlen)
+/* The runtime's segments mapped into the stopped thread tid, by calls it
+ * makes from its entry at saved.rip (patched to "syscall; int3" for the
+ * time, then restored).  0 or -errno, with the message in err. */
+static long map_segments(pid_t tid, const struct ip_img *img, const struct user_regs_struct *saved,
+			 int *pending, char *err, size_t errlen)
 {
-	const struct ip_img *img = &ip->img;
-	struct user_regs_struct saved, w;
-	int memfd = -1;
+	uint64_t at = saved->rip;
 	long e = 0;
-
-	/* The exec stop is inside execve, which sets rax as it returns:
-	 * first to its syscall-exit stop, where registers are the thread's. */
-	if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0 || next_stop(tid, &pending) < 0) {
-		e = -ESRCH;
-		snprintf(err, errlen, "it died at its exec");
-		goto out;
-	}
-	if (ptrace(PTRACE_GETREGS, tid, 0, &saved) < 0) {
-		e = -errno;
-		snprintf(err, errlen, "cannot read its registers: %s", strerror(errno));
-		goto out;
-	}
-	uint64_t at = saved.rip;
 	errno = 0;
 	long word = ptrace(PTRACE_PEEKTEXT, tid, (void *)at, 0);
 	if (errno) {
 		e = -errno;
 		snprintf(err, errlen, "cannot read its entry: %s", strerror(errno));
-		goto out;
+		return e;
 	}
 	/* syscall; int3 */
 	long patched = (long)(((uint64_t)word & ~0xffffffull) | 0xcc050full);
 	if (ptrace(PTRACE_POKETEXT, tid, (void *)at, (void *)patched) < 0) {
 		e = -errno;
 		snprintf(err, errlen, "cannot write its entry: %s", strerror(errno));
-		goto out;
+		return e;
 	}
 	for (int i = 0; i < img->nseg && !e; i++) {
 		const struct ip_seg *s = &img->seg[i];
 		uint64_t a0 = pg_down(s->vaddr);
 		long a[6] = { (long)a0, (long)(pg_up(s->vaddr + s->memsz) - a0), s->prot,
 			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, (long)IP_MAGIC_OFF };
-		long m = remote_call(tid, &saved, at, SYS_mmap, a, &pending);
+		long m = remote_call(tid, saved, at, SYS_mmap, a, pending);
 		if (m != (long)a0) {
 			e = m < 0 ? m : -EEXIST;
 			snprintf(err, errlen, "cannot map the runtime at %#llx: %s",
@@ -563,21 +550,20 @@ int ip_inject(struct vmr_rec *r, struct inproc *ip, pid_t tid, int pending, char
 		}
 	}
 	ptrace(PTRACE_POKETEXT, tid, (void *)at, (void *)word);
-	if (e)
-		goto out;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)tid);
-	if ((memfd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
-		e = -errno;
-		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-		goto out;
-	}
+	return e;
+}
+
+/* The runtime's contents and its parameters written through memfd (the
+ * thread's /proc/PID/mem).  0 or -EIO, with the message in err. */
+static long write_runtime(const struct vmr_rec *r, const struct inproc *ip, pid_t tid, int memfd,
+			  char *err, size_t errlen)
+{
+	const struct ip_img *img = &ip->img;
 	for (int i = 0; i < img->nseg; i++) {
 		const struct ip_seg *s = &img->seg[i];
 		if (pwrite(memfd, img->file + s->off, s->filesz, (off_t)s->vaddr) != (ssize_t)s->filesz) {
-			e = -EIO;
 			snprintf(err, errlen, "cannot write the runtime: %s", strerror(errno));
-			goto out;
+			return -EIO;
 		}
 	}
 	struct ip_params pa;
@@ -593,46 +579,86 @@ int ip_inject(struct vmr_rec *r, struct inproc *ip, pid_t tid, int pending, char
 	for (int nr = 0; nr < IP_MAX_NR && nr < VMR_MAX_NR; nr++)
 		pa.op_of_nr[nr] = r->sys.op_of_nr[nr];
 	if (pwrite(memfd, &pa, sizeof(pa), (off_t)img->hdr.params) != (ssize_t)sizeof(pa)) {
-		e = -EIO;
 		snprintf(err, errlen, "cannot write the runtime's parameters: %s", strerror(errno));
-		goto out;
+		return -EIO;
 	}
-	/* init(params), returning to the runtime's int3 */
-	w = saved;
-	w.rsp = ((saved.rsp - 2048) & ~15ull) - 8;
+	return 0;
+}
+
+/* The runtime's init(params) run in thread tid, on a stack below its own,
+ * returning to the runtime's int3; then the registers of the exec back,
+ * but for the thread block's GS the runtime set.  0 or -errno, with the
+ * message in err. */
+static long run_init(pid_t tid, const struct ip_img *img, int memfd,
+		     struct user_regs_struct *saved, int *pending, char *err, size_t errlen)
+{
+	struct user_regs_struct w = *saved;
+	long e;
+	w.rsp = ((saved->rsp - 2048) & ~15ull) - 8;
 	if (pwrite(memfd, &img->hdr.trap_ret, 8, (off_t)w.rsp) != 8) {
-		e = -EIO;
 		snprintf(err, errlen, "cannot write its stack: %s", strerror(errno));
-		goto out;
+		return -EIO;
 	}
 	w.rip = img->hdr.init;
 	w.rdi = img->hdr.params;
 	w.orig_rax = (uint64_t)-1;
 	w.rax = 0;
 	if (ptrace(PTRACE_SETREGS, tid, 0, &w) < 0 || ptrace(PTRACE_CONT, tid, 0, 0) < 0 ||
-	    next_stop(tid, &pending) < 0 || ptrace(PTRACE_GETREGS, tid, 0, &w) < 0) {
-		e = -ESRCH;
+	    next_stop(tid, pending) < 0 || ptrace(PTRACE_GETREGS, tid, 0, &w) < 0) {
 		snprintf(err, errlen, "it died in the runtime's set-up");
-		goto out;
+		return -ESRCH;
 	}
 	if (w.rip != img->hdr.trap_ret + 1) {
-		e = -EFAULT;
 		snprintf(err, errlen, "the runtime's set-up stopped at %#llx",
 			 (unsigned long long)w.rip);
-		goto out;
+		return -EFAULT;
 	}
 	if ((long)w.rax < 0) {
 		e = (long)w.rax;
 		snprintf(err, errlen, "the runtime's set-up failed: %s", strerror((int)-e));
-		goto out;
+		return e;
 	}
-	/* (the registers of the exec, but the thread block's GS the runtime set) */
-	saved.gs_base = w.gs_base;
-	saved.gs = w.gs;
-	if (ptrace(PTRACE_SETREGS, tid, 0, &saved) < 0) {
+	saved->gs_base = w.gs_base;
+	saved->gs = w.gs;
+	if (ptrace(PTRACE_SETREGS, tid, 0, saved) < 0) {
 		e = -errno;
 		snprintf(err, errlen, "cannot restore its registers: %s", strerror(errno));
+		return e;
 	}
+	return 0;
+}
+
+int ip_inject(struct vmr_rec *r, struct inproc *ip, pid_t tid, int pending, char *err,
+	      size_t errlen)
+{
+	const struct ip_img *img = &ip->img;
+	struct user_regs_struct saved;
+	int memfd = -1;
+	long e = 0;
+
+	/* The exec stop is inside execve, which sets rax as it returns:
+	 * first to its syscall-exit stop, where registers are the thread's. */
+	if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0 || next_stop(tid, &pending) < 0) {
+		e = -ESRCH;
+		snprintf(err, errlen, "it died at its exec");
+		goto out;
+	}
+	if (ptrace(PTRACE_GETREGS, tid, 0, &saved) < 0) {
+		e = -errno;
+		snprintf(err, errlen, "cannot read its registers: %s", strerror(errno));
+		goto out;
+	}
+	if ((e = map_segments(tid, img, &saved, &pending, err, errlen)))
+		goto out;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)tid);
+	if ((memfd = open(path, O_RDWR | O_CLOEXEC)) < 0) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (!(e = write_runtime(r, ip, tid, memfd, err, errlen)))
+		e = run_init(tid, img, memfd, &saved, &pending, err, errlen);
 out:
 	if (memfd >= 0)
 		close(memfd);
