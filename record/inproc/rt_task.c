@@ -143,40 +143,93 @@ static long safe_read(void *dst, uint64_t src, uint64_t n)
 	return got == (long)n ? 0 : -RT_EFAULT;
 }
 
+/* The clone flags and new stack of call nr (fork, vfork, clone or
+ * clone3) from its arguments in mc: 0, or -RT_EINVAL / -RT_EFAULT for a
+ * clone3 whose arguments cannot be read. */
+static long clone_flags(long nr, const struct rt_mcontext *mc, uint64_t *flags, uint64_t *newsp)
+{
+	long a0 = (long)mc->rdi, a1 = (long)mc->rsi;
+
+	*flags = 0;
+	*newsp = 0;
+	switch (nr) {
+	case NR_fork:
+		*flags = 17; /* SIGCHLD */
+		return 0;
+	case NR_vfork:
+		*flags = RT_CLONE_VM | RT_CLONE_VFORK | 17;
+		return 0;
+	case NR_clone:
+		*flags = (uint64_t)a0;
+		*newsp = (uint64_t)a1;
+		return 0;
+	default: { /* clone3 */
+		struct rt_clone_args ca;
+		memset(&ca, 0, sizeof(ca));
+		if (a1 < 64)
+			return -RT_EINVAL;
+		if (safe_read(&ca, (uint64_t)a0, sizeof(ca)))
+			return -RT_EFAULT;
+		*flags = ca.flags | (ca.exit_signal & 0xff);
+		if (ca.stack)
+			*newsp = ca.stack + ca.stack_size;
+		return 0;
+	}
+	}
+}
+
+/* Where the child of a clone with its own stack (newsp), or of a vfork,
+ * starts: a copy of the signal frame uc on that stack (a vfork: on the
+ * runtime's own vfork stack, with a copy for the parent too) and the
+ * context the child resumes from.  NULL for a fork, which resumes on its
+ * copy of the parent's stack; *err set when the vfork stack cannot be
+ * mapped. */
+static struct child_ctx *child_context(struct rt_thread *t, struct rt_ucontext *uc, int vm,
+				       int vf, uint64_t newsp, long *err)
+{
+	struct child_ctx *x = 0;
+	*err = 0;
+	if (newsp) {
+		uint64_t top = (newsp - 256) & ~63ull;
+		struct rt_ucontext *cu = frame_copy(&top, uc, 0, newsp, vm && !vf);
+		x = (struct child_ctx *)((top - sizeof(*x)) & ~15ull);
+		memset(x, 0, sizeof(*x));
+		x->uc = cu;
+		x->c.resume = 1;
+		x->c.csp = ((uint64_t)x - 64) & ~15ull;
+	} else if (vm) { /* vfork: from the runtime's stack */
+		if (!t->vfork_stack) {
+			long m = rt_own_map(0, VFORK_STACK, 3, 0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */);
+			if (m < 0 && m > -4096) {
+				*err = m;
+				return 0;
+			}
+			t->vfork_stack = (void *)m;
+		}
+		uint64_t top = (uint64_t)t->vfork_stack + VFORK_STACK - 64;
+		struct rt_ucontext *pu = frame_copy(&top, uc, 0, uc->mc.rsp, 0);
+		struct rt_ucontext *cu = frame_copy(&top, uc, 0, uc->mc.rsp, 0);
+		x = (struct child_ctx *)((top - sizeof(*x)) & ~15ull);
+		memset(x, 0, sizeof(*x));
+		x->uc = cu;
+		x->puc = pu;
+		x->c.resume = 1;
+		x->c.csp = ((uint64_t)x - 64) & ~15ull;
+		x->c.sp = x->c.csp;
+	}
+	return x;
+}
+
 void rt_clone(struct rt_thread *t, long nr, struct rt_ucontext *uc)
 {
 	struct rt_mcontext *mc = &uc->mc;
 	long a0 = (long)mc->rdi, a1 = (long)mc->rsi, a2 = (long)mc->rdx, a3 = (long)mc->r10,
 	     a4 = (long)mc->r8;
-	uint64_t flags = 0, newsp = 0;
-
-	switch (nr) {
-	case NR_fork:
-		flags = 17; /* SIGCHLD */
-		break;
-	case NR_vfork:
-		flags = RT_CLONE_VM | RT_CLONE_VFORK | 17;
-		break;
-	case NR_clone:
-		flags = (uint64_t)a0;
-		newsp = (uint64_t)a1;
-		break;
-	default: { /* clone3 */
-		struct rt_clone_args ca;
-		memset(&ca, 0, sizeof(ca));
-		if (a1 < 64) {
-			mc->rax = (uint64_t)-RT_EINVAL;
-			return;
-		}
-		if (safe_read(&ca, (uint64_t)a0, sizeof(ca))) {
-			mc->rax = (uint64_t)-RT_EFAULT;
-			return;
-		}
-		flags = ca.flags | (ca.exit_signal & 0xff);
-		if (ca.stack)
-			newsp = ca.stack + ca.stack_size;
-		break;
-	}
+	uint64_t flags, newsp;
+	long e = clone_flags(nr, mc, &flags, &newsp);
+	if (e) {
+		mc->rax = (uint64_t)e;
+		return;
 	}
 	int vm = (flags & RT_CLONE_VM) != 0, vf = (flags & RT_CLONE_VFORK) != 0;
 	if (vm && !vf && !newsp) {
@@ -199,34 +252,10 @@ void rt_clone(struct rt_thread *t, long nr, struct rt_ucontext *uc)
 
 	struct rt_cctx plain = { 0, 0, 0 };
 	struct rt_cctx *c = &plain;
-	struct child_ctx *x = 0;
-	if (newsp) {
-		uint64_t top = (newsp - 256) & ~63ull;
-		struct rt_ucontext *cu = frame_copy(&top, uc, 0, newsp, vm && !vf);
-		x = (struct child_ctx *)((top - sizeof(*x)) & ~15ull);
-		memset(x, 0, sizeof(*x));
-		x->uc = cu;
-		x->c.resume = 1;
-		x->c.csp = ((uint64_t)x - 64) & ~15ull;
-	} else if (vm) { /* vfork: from the runtime's stack */
-		if (!t->vfork_stack) {
-			long m = rt_own_map(0, VFORK_STACK, 3, 0x22 /* MAP_PRIVATE|MAP_ANONYMOUS */);
-			if (m < 0 && m > -4096) {
-				mc->rax = (uint64_t)m;
-				goto out;
-			}
-			t->vfork_stack = (void *)m;
-		}
-		uint64_t top = (uint64_t)t->vfork_stack + VFORK_STACK - 64;
-		struct rt_ucontext *pu = frame_copy(&top, uc, 0, mc->rsp, 0);
-		struct rt_ucontext *cu = frame_copy(&top, uc, 0, mc->rsp, 0);
-		x = (struct child_ctx *)((top - sizeof(*x)) & ~15ull);
-		memset(x, 0, sizeof(*x));
-		x->uc = cu;
-		x->puc = pu;
-		x->c.resume = 1;
-		x->c.csp = ((uint64_t)x - 64) & ~15ull;
-		x->c.sp = x->c.csp;
+	struct child_ctx *x = child_context(t, uc, vm, vf, newsp, &e);
+	if (e) {
+		mc->rax = (uint64_t)e;
+		goto out;
 	}
 	if (x) {
 		x->parent = t;
