@@ -191,26 +191,21 @@ static uint64_t pageof(uint64_t a)
 	return a & ~4095ull;
 }
 
-uint32_t vmr_insn_access(const unsigned char *c, size_t len, uint64_t ip, uint64_t addr,
-			 const uint64_t *si_di_sp)
+/* What the instruction at c (len bytes) does to memory, from its prefixes,
+ * opcode and ModRM: one of the kinds above (UNKNOWN: none, or not known). */
+static int decode_kind(const unsigned char *c, size_t len)
 {
 	size_t i = 0;
-	unsigned pp = 0, rep = 0;
-	int kind = UNKNOWN;
+	unsigned pp = 0;
 
-	if (addr >= ip && addr < ip + 16)
-		return VMT_FAULT_EXEC;
-	/* (an instruction that spans into the next page faulted on it) */
-	if (pageof(addr) == pageof(ip + 15) && pageof(addr) != pageof(ip) && addr < ip + 16)
-		return VMT_FAULT_EXEC;
 	for (; i < len; i++) {
 		unsigned b = c[i];
 		if (b == 0x66)
 			pp = 1;
 		else if (b == 0xf3)
-			pp = 2, rep = 1;
+			pp = 2;
 		else if (b == 0xf2)
-			pp = 3, rep = 1;
+			pp = 3;
 		else if (b == 0xf0 || b == 0x2e || b == 0x36 || b == 0x3e || b == 0x26 || b == 0x64 ||
 			 b == 0x65 || b == 0x67)
 			;
@@ -220,72 +215,82 @@ uint32_t vmr_insn_access(const unsigned char *c, size_t len, uint64_t ip, uint64
 	if (i < len && c[i] >= 0x40 && c[i] <= 0x4f)
 		i++; /* REX */
 	if (i >= len)
-		return 0;
+		return UNKNOWN;
 	unsigned op = c[i++];
 	if (op == 0xc5 || op == 0xc4 || op == 0x62) {
 		unsigned map, vpp;
 		if (op == 0xc5) {
 			if (i + 1 >= len)
-				return 0;
+				return UNKNOWN;
 			map = 1;
 			vpp = c[i] & 3;
 			i += 1;
 		} else if (op == 0xc4) {
 			if (i + 2 >= len)
-				return 0;
+				return UNKNOWN;
 			map = c[i] & 0x1f;
 			vpp = c[i + 1] & 3;
 			i += 2;
 		} else {
 			if (i + 3 >= len)
-				return 0;
+				return UNKNOWN;
 			map = c[i] & 7;
 			vpp = c[i + 1] & 3;
 			i += 3;
 		}
 		if (i + 1 >= len)
-			return 0;
+			return UNKNOWN;
 		unsigned vop = c[i++], modrm = c[i];
 		if ((modrm >> 6) == 3)
-			return 0;
-		kind = vexmap(map, vop, (modrm >> 3) & 7, vpp, op == 0x62);
+			return NONE; /* a register operand */
+		return vexmap(map, vop, (modrm >> 3) & 7, vpp, op == 0x62);
 	} else if (op == 0x0f) {
 		if (i >= len)
-			return 0;
+			return UNKNOWN;
 		unsigned op2 = c[i++];
 		if (op2 == 0x38 || op2 == 0x3a) {
 			if (i + 1 >= len)
-				return 0;
+				return UNKNOWN;
 			unsigned op3 = c[i++], modrm = c[i];
 			if ((modrm >> 6) == 3)
-				return 0;
-			kind = op2 == 0x38 ? map0f38(op3, pp) : map0f3a(op3);
+				return NONE; /* a register operand */
+			return op2 == 0x38 ? map0f38(op3, pp) : map0f3a(op3);
 		} else if (op2 == 0xa0 || op2 == 0xa8) {
-			kind = STACKW; /* push fs, gs */
+			return STACKW; /* push fs, gs */
 		} else if (op2 == 0xa1 || op2 == 0xa9) {
-			kind = STACKR;
+			return STACKR;
 		} else if ((op2 >= 0x80 && op2 <= 0x8f) || (op2 >= 0xc8 && op2 <= 0xcf) || op2 == 0x05 ||
 			   op2 == 0x0b || op2 == 0x31 || op2 == 0xa2) {
-			return 0; /* no ModRM, no memory */
+			return NONE; /* no ModRM, no memory */
 		} else {
 			if (i >= len)
-				return 0;
+				return UNKNOWN;
 			unsigned modrm = c[i];
 			if ((modrm >> 6) == 3)
-				return op2 == 0xf7 ? VMT_FAULT_WRITE : 0; /* MASKMOVQ writes [rdi] */
-			kind = map0f(op2, (modrm >> 3) & 7, pp);
+				return op2 == 0xf7 ? WR : NONE; /* MASKMOVQ writes [rdi] */
+			return map0f(op2, (modrm >> 3) & 7, pp);
 		}
 	} else if (has_modrm_legacy(op)) {
 		if (i >= len)
-			return 0;
+			return UNKNOWN;
 		unsigned modrm = c[i];
 		if ((modrm >> 6) == 3)
-			return 0;
-		kind = legacy(op, (modrm >> 3) & 7);
+			return NONE; /* a register operand */
+		return legacy(op, (modrm >> 3) & 7);
 	} else {
-		kind = legacy_nomodrm(op);
+		return legacy_nomodrm(op);
 	}
-	(void)rep;
+}
+
+uint32_t vmr_insn_access(const unsigned char *c, size_t len, uint64_t ip, uint64_t addr,
+			 const uint64_t *si_di_sp)
+{
+	if (addr >= ip && addr < ip + 16)
+		return VMT_FAULT_EXEC;
+	/* (an instruction that spans into the next page faulted on it) */
+	if (pageof(addr) == pageof(ip + 15) && pageof(addr) != pageof(ip) && addr < ip + 16)
+		return VMT_FAULT_EXEC;
+	int kind = decode_kind(c, len);
 	/* the stack side of an instruction with two accesses */
 	int near_sp = si_di_sp && addr + 4096 > si_di_sp[2] - 64 && addr < si_di_sp[2] + 64;
 	switch (kind) {
