@@ -743,6 +743,49 @@ static void json_touch(struct vmt_buf *b, const struct vmt_touch *t)
 	vmt_buf_puts(b, "]");
 }
 
+static void json_map_file(struct vmt_buf *b, const struct vmt_map_file *f)
+{
+	jstr(b, "path", f->path ? f->path : "");
+	ju64(b, "dev", f->dev);
+	ju64(b, "dev_major", dev_major(f->dev));
+	ju64(b, "dev_minor", dev_minor(f->dev));
+	ju64(b, "ino", f->ino);
+	ju64(b, "size", f->size);
+	ju64(b, "open_flags", f->open_flags);
+	ju64(b, "mode", f->mode);
+}
+
+/* The raw wait status, and decoded for scripts: exit code or signal, the
+ * other null. */
+static void json_process_exit(struct vmt_buf *b, int32_t st)
+{
+	int low = st & 0x7f;
+
+	ji64(b, "status", st);
+	if (low == 0)
+		ji64(b, "exit_code", (st >> 8) & 0xff);
+	else
+		vmt_buf_puts(b, ",\"exit_code\":null");
+	if (low != 0 && low != 0x7f)
+		ji64(b, "signal", low);
+	else
+		vmt_buf_puts(b, ",\"signal\":null");
+}
+
+static void json_stack(struct vmt_buf *b, const struct vmt_stack *s)
+{
+	ju64(b, "id", s->id);
+	ju64(b, "depth", s->depth);
+	jkey(b, "ips");
+	vmt_buf_puts(b, "[");
+	for (uint32_t i = 0; s->ips && i < s->depth; i++) {
+		if (i)
+			vmt_buf_putc(b, ',');
+		vmt_buf_u64(b, s->ips[i]);
+	}
+	vmt_buf_puts(b, "]");
+}
+
 void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 {
 	const char *kind = vmt_kind_name(ev->kind);
@@ -760,19 +803,9 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 	case VMT_EV_SYSCALL:
 		json_syscall(b, ev);
 		break;
-	case VMT_EV_MAP_FILE: {
-		const struct vmt_map_file *f = &ev->u.file;
-
-		jstr(b, "path", f->path ? f->path : "");
-		ju64(b, "dev", f->dev);
-		ju64(b, "dev_major", dev_major(f->dev));
-		ju64(b, "dev_minor", dev_minor(f->dev));
-		ju64(b, "ino", f->ino);
-		ju64(b, "size", f->size);
-		ju64(b, "open_flags", f->open_flags);
-		ju64(b, "mode", f->mode);
+	case VMT_EV_MAP_FILE:
+		json_map_file(b, &ev->u.file);
 		break;
-	}
 	case VMT_EV_THREAD_START:
 		jid(b, "parent_thread", ev->u.thread_start.parent_thread);
 		ji64(b, "os_tid", ev->u.thread_start.os_tid);
@@ -789,22 +822,9 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 	case VMT_EV_EXEC:
 		jstr(b, "path", ev->u.exec.path ? ev->u.exec.path : "");
 		break;
-	case VMT_EV_PROCESS_EXIT: {
-		int32_t st = ev->u.process_exit.status;
-		int low = st & 0x7f;
-
-		ji64(b, "status", st);
-		/* Decoded for scripts: exit code or signal, the other null. */
-		if (low == 0)
-			ji64(b, "exit_code", (st >> 8) & 0xff);
-		else
-			vmt_buf_puts(b, ",\"exit_code\":null");
-		if (low != 0 && low != 0x7f)
-			ji64(b, "signal", low);
-		else
-			vmt_buf_puts(b, ",\"signal\":null");
+	case VMT_EV_PROCESS_EXIT:
+		json_process_exit(b, ev->u.process_exit.status);
 		break;
-	}
 	case VMT_EV_MAPS:
 		json_maps(b, &ev->u.maps);
 		break;
@@ -816,21 +836,9 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 		ju64(b, "ip", ev->u.fault.ip);
 		ju64(b, "access", ev->u.fault.access);
 		break;
-	case VMT_EV_STACK: {
-		const struct vmt_stack *s = &ev->u.stack;
-
-		ju64(b, "id", s->id);
-		ju64(b, "depth", s->depth);
-		jkey(b, "ips");
-		vmt_buf_puts(b, "[");
-		for (uint32_t i = 0; s->ips && i < s->depth; i++) {
-			if (i)
-				vmt_buf_putc(b, ',');
-			vmt_buf_u64(b, s->ips[i]);
-		}
-		vmt_buf_puts(b, "]");
+	case VMT_EV_STACK:
+		json_stack(b, &ev->u.stack);
 		break;
-	}
 	case VMT_EV_SYMBOL:
 		ju64(b, "ip", ev->u.symbol.ip);
 		jid(b, "module", ev->u.symbol.module);
