@@ -35,6 +35,72 @@ static void comm_of(pid_t pid, char *buf, size_t len)
 		snprintf(buf, len, "pid%d", (int)pid);
 }
 
+/* The trace header: this machine, vmrec, and the command line (of the
+ * attached program, as it was at the attach, with -p). */
+static void fill_header(struct vmt_header *h, const struct vmr_opts *o)
+{
+	vmt_header_from_host(h);
+	h->recorder = "vmrec " VMR_VERSION;
+	h->argc = (uint32_t)o->cmd_argc;
+	h->argv = (const char *const *)o->cmd_argv;
+	if (o->attach_pid) {
+		static char line[16384];
+		static const char *words[512];
+		int n = vmr_proc_cmdline(o->attach_pid, line, sizeof(line), words, 512);
+		h->argc = n > 0 ? (uint32_t)n : 0;
+		h->argv = n > 0 ? words : NULL;
+	}
+}
+
+/* A write error, said when it happened (the recording stopped there):
+ * what of the trace is kept. */
+static void say_write_error(const struct vmr_opts *o, struct vmr_output *out,
+			    const struct vmr_summary *sum)
+{
+	char kept[160];
+	if (sum->written_events == 0 && vmr_output_discard(out) == 1)
+		snprintf(kept, sizeof(kept), "no trace kept");
+	else if (sum->written_events == 0)
+		snprintf(kept, sizeof(kept), "nothing of the trace was written");
+	else
+		snprintf(kept, sizeof(kept), "the trace keeps its first %llu events",
+			 (unsigned long long)sum->written_events);
+	fprintf(stderr, "vmrec: cannot write '%s': %s; %s%s\n", out->path,
+		vmt_strerror(sum->write_error),
+		!sum->write_error_stopped ? ""
+		: o->attach_pid		  ? "recording stopped (the program runs on), "
+					  : "recording stopped and the program killed, ",
+		kept);
+}
+
+/* The summary lines at the end of a recording (not with -q). */
+static void print_summary(const struct vmr_summary *sum, const char *path)
+{
+	double ratio = sum->file_bytes ? (double)sum->raw_bytes / (double)sum->file_bytes : 0;
+	fprintf(stderr,
+		"vmrec: %llu events, %u thread%s, %u process%s, %llu bytes (ratio %.1f), %llu lost -> %s\n",
+		(unsigned long long)sum->events, sum->threads,
+		sum->threads == 1 ? "" : "s", sum->procs,
+		sum->procs == 1 ? "" : "es",
+		(unsigned long long)sum->file_bytes, ratio,
+		(unsigned long long)sum->lost, path);
+	if (!sum->stack_captures)
+		return;
+	fprintf(stderr, "vmrec: %llu distinct stacks; of %llu calls, %llu without a stack, "
+		"%llu with only the innermost frame\n",
+		(unsigned long long)sum->stacks, (unsigned long long)sum->stack_captures,
+		(unsigned long long)sum->stack_failed,
+		(unsigned long long)sum->stack_shallow);
+	if (sum->stack_skipped)
+		fprintf(stderr, "vmrec: %llu of the calls without a stack came while "
+			"vmrec was far behind (see --stack-copy)\n",
+			(unsigned long long)sum->stack_skipped);
+	if (sum->stack_cut)
+		fprintf(stderr, "vmrec: %llu of the stacks end where the stack copy "
+			"did, short of the top (see --stack-copy)\n",
+			(unsigned long long)sum->stack_cut);
+}
+
 int main(int argc, char **argv)
 {
 	struct vmr_opts o;
@@ -73,18 +139,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	vmt_header_from_host(&h);
-	h.recorder = "vmrec " VMR_VERSION;
-	h.argc = (uint32_t)o.cmd_argc;
-	h.argv = (const char *const *)o.cmd_argv;
-	if (o.attach_pid) {
-		/* the attached program's command line, as it was at the attach */
-		static char line[16384];
-		static const char *words[512];
-		int n = vmr_proc_cmdline(o.attach_pid, line, sizeof(line), words, 512);
-		h.argc = n > 0 ? (uint32_t)n : 0;
-		h.argv = n > 0 ? words : NULL;
-	}
+	fill_header(&h, &o);
 
 	e = vmr_record(&o, fd, &h, notice, NULL, &sum, err, sizeof(err));
 	if (close(fd) < 0 && !e) {
@@ -93,21 +148,7 @@ int main(int argc, char **argv)
 		sum.exit_code = 1;
 	}
 	if (e && sum.write_error) {
-		/* Said when it happened: the recording stopped there. */
-		char kept[160];
-		if (sum.written_events == 0 && vmr_output_discard(&out) == 1)
-			snprintf(kept, sizeof(kept), "no trace kept");
-		else if (sum.written_events == 0)
-			snprintf(kept, sizeof(kept), "nothing of the trace was written");
-		else
-			snprintf(kept, sizeof(kept), "the trace keeps its first %llu events",
-				 (unsigned long long)sum.written_events);
-		fprintf(stderr, "vmrec: cannot write '%s': %s; %s%s\n", out.path,
-			vmt_strerror(sum.write_error),
-			!sum.write_error_stopped ? ""
-			: o.attach_pid		 ? "recording stopped (the program runs on), "
-						 : "recording stopped and the program killed, ",
-			kept);
+		say_write_error(&o, &out, &sum);
 		return sum.exit_code;
 	}
 	if (e) {
@@ -118,30 +159,7 @@ int main(int argc, char **argv)
 			vmr_output_discard(&out);
 		return sum.exit_code;
 	}
-	if (!o.quiet) {
-		double ratio = sum.file_bytes ? (double)sum.raw_bytes / (double)sum.file_bytes : 0;
-		fprintf(stderr,
-			"vmrec: %llu events, %u thread%s, %u process%s, %llu bytes (ratio %.1f), %llu lost -> %s\n",
-			(unsigned long long)sum.events, sum.threads,
-			sum.threads == 1 ? "" : "s", sum.procs,
-			sum.procs == 1 ? "" : "es",
-			(unsigned long long)sum.file_bytes, ratio,
-			(unsigned long long)sum.lost, out.path);
-		if (sum.stack_captures) {
-			fprintf(stderr, "vmrec: %llu distinct stacks; of %llu calls, %llu without a stack, "
-				"%llu with only the innermost frame\n",
-				(unsigned long long)sum.stacks, (unsigned long long)sum.stack_captures,
-				(unsigned long long)sum.stack_failed,
-				(unsigned long long)sum.stack_shallow);
-			if (sum.stack_skipped)
-				fprintf(stderr, "vmrec: %llu of the calls without a stack came while "
-					"vmrec was far behind (see --stack-copy)\n",
-					(unsigned long long)sum.stack_skipped);
-			if (sum.stack_cut)
-				fprintf(stderr, "vmrec: %llu of the stacks end where the stack copy "
-					"did, short of the top (see --stack-copy)\n",
-					(unsigned long long)sum.stack_cut);
-		}
-	}
+	if (!o.quiet)
+		print_summary(&sum, out.path);
 	return sum.exit_code;
 }
