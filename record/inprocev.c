@@ -261,8 +261,8 @@ static int end_tasks(struct vmr_rec *r, struct inproc *ip, struct vmr_proc *p,
 	pid_t tids[256];
 	for (;;) {
 		int n = 0;
-		for (uint32_t i = 0; i < r->tabcap && n < 256; i++) {
-			struct vmr_task *o = r->tab[i];
+		for (size_t i = 0; i < r->tasks.cap && n < 256; i++) {
+			struct vmr_task *o = vmr_task_slot(r, i);
 			if (o && o->proc == p && o != keep)
 				tids[n++] = o->tid;
 		}
@@ -290,21 +290,13 @@ static void proc_ended(struct inproc *ip, pid_t pid, int status)
 		p->dead = 1;
 }
 
-static struct vmr_task *task_of_pid(struct vmr_rec *r, pid_t pid)
-{
-	for (uint32_t i = 0; i < r->tabcap; i++)
-		if (r->tab[i] && r->tab[i]->proc->pid == pid)
-			return r->tab[i];
-	return NULL;
-}
-
 static void on_start(struct vmr_rec *r, struct inproc *ip, struct ipq *q, const struct ip_start *st,
 		     uint64_t ts)
 {
 	struct vmr_task *t = vmr_task_find(r, st->tid);
 	if (!t) {
 		/* its creation was not seen: it joins its process, or starts one */
-		struct vmr_task *lead = task_of_pid(r, st->pid);
+		struct vmr_task *lead = vmr_task_of_pid(r, st->pid);
 		struct vmr_proc *p = lead ? lead->proc : vmr_proc_new(r, st->pid);
 		if (!p || !(t = vmr_task_add(r, st->tid, p)))
 			return;
@@ -485,7 +477,7 @@ static void on_exec(struct vmr_rec *r, struct inproc *ip, const unsigned char *r
 
 static void on_dead(struct vmr_rec *r, struct inproc *ip, const struct ipx_dead *d)
 {
-	struct vmr_task *t = task_of_pid(r, d->pid);
+	struct vmr_task *t = vmr_task_of_pid(r, d->pid);
 	if (t) {
 		ip_cnt_dead(t->proc, vmr_task_find(r, d->pid), d);
 		end_tasks(r, ip, t->proc, NULL, d->status, d->h.t);

@@ -130,9 +130,9 @@ struct vmr_rec {
 	unsigned page_shift;
 	uint64_t page_size;
 
-	/* tid -> task, open addressing with linear probing */
-	struct vmr_task **tab;
-	uint32_t tabcap, ntasks;
+	/* tid -> task (its pointer): (tid, 0) -> struct vmr_task *; a walk
+	 * over them goes through vmr_task_slot() */
+	struct vmt_htab tasks;
 	uint32_t next_thread, next_proc;
 
 	struct vmr_orphan *orph; /* stops of tasks whose creator's event has
@@ -226,6 +226,14 @@ int vmr_task_end(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts)
 void vmr_task_gone(struct vmr_rec *r, struct vmr_task *t);
 /* The tid table, new processes, their start and MAPS events. */
 struct vmr_task *vmr_task_find(struct vmr_rec *r, pid_t tid);
+/* The task in slot i of the tid table (i < r->tasks.cap), or NULL: a
+ * walk over every task, in no particular order. */
+static inline struct vmr_task *vmr_task_slot(const struct vmr_rec *r, size_t i)
+{
+	return r->tasks.e[i].used ? (struct vmr_task *)(uintptr_t)r->tasks.e[i].v : NULL;
+}
+/* A task of the process whose pid is pid, or NULL. */
+struct vmr_task *vmr_task_of_pid(struct vmr_rec *r, pid_t pid);
 struct vmr_task *vmr_task_add(struct vmr_rec *r, pid_t tid, struct vmr_proc *p);
 /* t is known by tid from now on (a thread that exec'd took its leader's). */
 void vmr_task_retid(struct vmr_rec *r, struct vmr_task *t, pid_t tid);

@@ -393,8 +393,8 @@ static void report_drops(struct vmr_rec *r, struct stream *s)
  * their exits are recorded), or stop recording an attached one. */
 static void begin_stop(struct vmr_rec *r, struct stream *s)
 {
-	for (uint32_t i = 0; i < r->tabcap; i++) {
-		struct vmr_task *t = r->tab[i];
+	for (size_t i = 0; i < r->tasks.cap; i++) {
+		struct vmr_task *t = vmr_task_slot(r, i);
 		if (!t)
 			continue;
 		if (r->attach) {
@@ -537,8 +537,8 @@ static int launch_failed(struct vmr_rec *r, char *err, size_t errlen)
  * have been among them.) */
 static int any_task_alive(const struct vmr_rec *r)
 {
-	for (uint32_t i = 0; i < r->tabcap; i++) {
-		const struct vmr_task *t = r->tab[i];
+	for (size_t i = 0; i < r->tasks.cap; i++) {
+		const struct vmr_task *t = vmr_task_slot(r, i);
 		if (t && (kill(t->tid, 0) == 0 || errno == EPERM))
 			return 1;
 	}

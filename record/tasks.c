@@ -20,75 +20,32 @@
 #include <linux/kcmp.h>
 #include "recording.h"
 
-/* ---- tid table (open addressing, backward-shift deletion) --------------- */
-
-static uint32_t slot_of(pid_t tid, uint32_t mask)
-{
-	return ((uint32_t)tid * 2654435761u) & mask;
-}
+/* ---- tid table (vmtutil.h's vmt_htab) ------------------------------------ */
 
 struct vmr_task *vmr_task_find(struct vmr_rec *r, pid_t tid)
 {
-	uint32_t mask = r->tabcap - 1;
+	uint64_t *v = vmt_htab_get(&r->tasks, (uint64_t)(uint32_t)tid, 0);
+	return v ? (struct vmr_task *)(uintptr_t)*v : NULL;
+}
 
-	if (!r->tabcap)
-		return NULL;
-	for (uint32_t i = slot_of(tid, mask);; i = (i + 1) & mask) {
-		struct vmr_task *t = r->tab[i];
-		if (!t || t->tid == tid)
+struct vmr_task *vmr_task_of_pid(struct vmr_rec *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->tasks.cap; i++) {
+		struct vmr_task *t = vmr_task_slot(r, i);
+		if (t && t->proc->pid == pid)
 			return t;
 	}
+	return NULL;
 }
 
 static int tab_insert(struct vmr_rec *r, struct vmr_task *t)
 {
-	if ((r->ntasks + 1) * 2 > r->tabcap) {
-		uint32_t ncap = r->tabcap ? r->tabcap * 2 : 64;
-		struct vmr_task **n = calloc(ncap, sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < r->tabcap; i++) {
-			struct vmr_task *o = r->tab[i];
-			if (!o)
-				continue;
-			uint32_t j = slot_of(o->tid, ncap - 1);
-			while (n[j])
-				j = (j + 1) & (ncap - 1);
-			n[j] = o;
-		}
-		free(r->tab);
-		r->tab = n;
-		r->tabcap = ncap;
-	}
-	uint32_t mask = r->tabcap - 1, i = slot_of(t->tid, mask);
-	while (r->tab[i])
-		i = (i + 1) & mask;
-	r->tab[i] = t;
-	r->ntasks++;
-	return 0;
+	return vmt_htab_set(&r->tasks, (uint64_t)(uint32_t)t->tid, 0, (uint64_t)(uintptr_t)t);
 }
 
 static void tab_delete(struct vmr_rec *r, struct vmr_task *t)
 {
-	uint32_t mask = r->tabcap - 1, i = slot_of(t->tid, mask);
-
-	while (r->tab[i] != t) {
-		if (!r->tab[i])
-			return;
-		i = (i + 1) & mask;
-	}
-	r->tab[i] = NULL;
-	r->ntasks--;
-	/* Move later members of the probe chain back into the hole. */
-	for (uint32_t j = (i + 1) & mask; r->tab[j]; j = (j + 1) & mask) {
-		uint32_t k = slot_of(r->tab[j]->tid, mask);
-		int movable = i <= j ? (k <= i || k > j) : (k <= i && k > j);
-		if (movable) {
-			r->tab[i] = r->tab[j];
-			r->tab[j] = NULL;
-			i = j;
-		}
-	}
+	vmt_htab_del(&r->tasks, (uint64_t)(uint32_t)t->tid, 0);
 }
 
 struct vmr_proc *vmr_proc_new(struct vmr_rec *r, pid_t pid)
@@ -163,8 +120,8 @@ void vmr_free_tables(struct vmr_rec *r)
 {
 	/* Only reached with tasks left after an error; procs are shared, so
 	 * free each once (when its last task goes). */
-	for (uint32_t i = 0; i < r->tabcap; i++) {
-		struct vmr_task *t = r->tab[i];
+	for (size_t i = 0; i < r->tasks.cap; i++) {
+		struct vmr_task *t = vmr_task_slot(r, i);
 		if (!t)
 			continue;
 		if (--t->proc->ntasks == 0)
@@ -172,9 +129,7 @@ void vmr_free_tables(struct vmr_rec *r)
 		free(t->path);
 		free(t);
 	}
-	free(r->tab);
-	r->tab = NULL;
-	r->tabcap = r->ntasks = 0;
+	vmt_htab_free(&r->tasks);
 	free(r->orph);
 	r->orph = NULL;
 	r->norph = r->orphcap = 0;
@@ -423,14 +378,6 @@ void vmr_orphan_drop(struct vmr_rec *r, pid_t tid)
 		r->orph[i] = r->orph[--r->norph];
 }
 
-static struct vmr_task *task_of_pid(struct vmr_rec *r, pid_t pid)
-{
-	for (uint32_t i = 0; i < r->tabcap; i++)
-		if (r->tab[i] && r->tab[i]->proc->pid == pid)
-			return r->tab[i];
-	return NULL;
-}
-
 /*
  * Take in stopped new tasks whose creator's event will not come: the
  * creator (a task of process `dying`, or any when dying == 0) was killed
@@ -445,9 +392,9 @@ void vmr_orphans_adopt(struct vmr_rec *r, pid_t dying)
 
 		if (vmr_task_ids(tid, &tgid, &ppid) == 0 &&
 		    (!dying || tgid == dying || ppid == dying)) {
-			creator = task_of_pid(r, tgid);
+			creator = vmr_task_of_pid(r, tgid);
 			if (!creator)
-				creator = task_of_pid(r, ppid);
+				creator = vmr_task_of_pid(r, ppid);
 		} else if (dying) {
 			i++;
 			continue;
@@ -471,8 +418,8 @@ static void exec_reset(struct vmr_rec *r, struct vmr_task *t)
 	struct vmr_proc *p = t->proc;
 
 	/* Every other task of the process is being killed by the exec. */
-	for (uint32_t i = 0; i < r->tabcap; i++) {
-		struct vmr_task *o = r->tab[i];
+	for (size_t i = 0; i < r->tasks.cap; i++) {
+		struct vmr_task *o = vmr_task_slot(r, i);
 		if (o && o != t && o->proc == p && !(o->flags & T_EXITING)) {
 			o->flags |= T_EXITING;
 			p->nlive--;

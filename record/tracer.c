@@ -198,8 +198,8 @@ static void dispatch(struct vmr_rec *r, pid_t pid, int status, const struct rusa
  * interrupt every task and detach at its next stop. */
 static void begin_stop(struct vmr_rec *r)
 {
-	for (uint32_t i = 0; i < r->tabcap; i++) {
-		struct vmr_task *t = r->tab[i];
+	for (size_t i = 0; i < r->tasks.cap; i++) {
+		struct vmr_task *t = vmr_task_slot(r, i);
 		if (!t)
 			continue;
 		if (r->attach) {
@@ -298,8 +298,8 @@ static int attach_all(struct vmr_rec *r, pid_t pid, char *err, size_t errlen)
 	uint64_t ts = vmt_now_ns();
 	struct vmr_task *lead = vmr_task_find(r, pid);
 	for (uint32_t th = 0; th < r->next_thread; th++)
-		for (uint32_t i = 0; i < r->tabcap; i++) {
-			struct vmr_task *t = r->tab[i];
+		for (size_t i = 0; i < r->tasks.cap; i++) {
+			struct vmr_task *t = vmr_task_slot(r, i);
 			if (t && t->thread == th)
 				vmr_start_events(r, t, VMT_NONE, VMT_NONE,
 						 th == 0 ? VMT_PROC_ATTACH : VMT_NONE, ts);
@@ -388,7 +388,7 @@ static int ptrace_run(struct vmr_rec *r, char *err, size_t errlen)
 		}
 		if (vmr_tick_take())
 			vmr_tick(r);
-		if (r->ntasks == 0 && r->norph)
+		if (r->tasks.n == 0 && r->norph)
 			vmr_orphans_adopt(r, 0);
 		struct rusage ru;
 		pid = wait4(-1, &status, __WALL, &ru);
