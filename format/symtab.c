@@ -37,7 +37,6 @@ struct sym_ent {
 	uint64_t ip;
 	uint64_t offset;
 	uint32_t module, function;
-	int used;
 };
 
 struct vmt_symtab {
@@ -48,8 +47,9 @@ struct vmt_symtab {
 	const char **strings;
 	uint32_t nstrings;
 	size_t capstrings;
-	struct sym_ent *syms; /* open addressing, linear probing */
-	size_t nsyms, capsyms; /* capsyms is 0 or a power of two */
+	struct sym_ent *syms; /* in order of first appearance */
+	size_t nsyms, capsyms;
+	struct vmt_htab sym_index; /* (ip, 0) -> index in syms */
 };
 
 static void *arena_alloc(vmt_symtab *t, size_t size)
@@ -137,43 +137,6 @@ static int add_string(vmt_symtab *t, const struct vmt_string *s)
 	return 0;
 }
 
-static size_t sym_hash(uint64_t ip, size_t cap)
-{
-	/* Fibonacci hashing: ips of one module share their high bits and
-	 * differ in the low ones; the multiply mixes them upward. */
-	return (size_t)((ip * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
-}
-
-static struct sym_ent *sym_slot(const struct sym_ent *syms, size_t cap,
-				uint64_t ip)
-{
-	size_t i = sym_hash(ip, cap);
-
-	/* The table is never more than half full, so this ends. */
-	while (syms[i].used && syms[i].ip != ip)
-		i = (i + 1) & (cap - 1);
-	return (struct sym_ent *)&syms[i];
-}
-
-static int sym_grow(vmt_symtab *t)
-{
-	size_t nc = t->capsyms ? t->capsyms * 2 : 256;
-	struct sym_ent *ns;
-
-	if (nc > SIZE_MAX / sizeof(*ns))
-		return -ENOMEM;
-	ns = calloc(nc, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->capsyms; i++)
-		if (t->syms[i].used)
-			*sym_slot(ns, nc, t->syms[i].ip) = t->syms[i];
-	free(t->syms);
-	t->syms = ns;
-	t->capsyms = nc;
-	return 0;
-}
-
 static int ref_ok(const vmt_symtab *t, uint32_t id)
 {
 	return id == VMT_NONE ||
@@ -182,21 +145,19 @@ static int ref_ok(const vmt_symtab *t, uint32_t id)
 
 static int add_symbol(vmt_symtab *t, const struct vmt_symbol *s)
 {
-	struct sym_ent *e;
+	int created;
 
 	if (!ref_ok(t, s->module) || !ref_ok(t, s->function))
 		return VMT_E_CORRUPT;
-	if ((t->nsyms + 1) * 2 > t->capsyms && sym_grow(t) < 0)
+	if (vmt_grow(&t->syms, &t->capsyms, t->nsyms + 1, sizeof(*t->syms)))
 		return -ENOMEM;
-	e = sym_slot(t->syms, t->capsyms, s->ip);
-	if (!e->used)
-		t->nsyms++;
+	uint64_t *at = vmt_htab_put(&t->sym_index, s->ip, 0, &created);
+	if (!at)
+		return -ENOMEM;
+	if (created)
+		*at = t->nsyms++;
 	/* A repeated ip replaces the earlier symbolization. */
-	e->used = 1;
-	e->ip = s->ip;
-	e->module = s->module;
-	e->function = s->function;
-	e->offset = s->offset;
+	t->syms[*at] = (struct sym_ent){ s->ip, s->offset, s->module, s->function };
 	return 0;
 }
 
@@ -233,12 +194,8 @@ const uint64_t *vmt_symtab_stack(const vmt_symtab *t, uint32_t id,
 
 static const struct sym_ent *sym_find(const vmt_symtab *t, uint64_t ip)
 {
-	const struct sym_ent *e;
-
-	if (!t || !t->capsyms)
-		return NULL;
-	e = sym_slot(t->syms, t->capsyms, ip);
-	return e->used ? e : NULL;
+	const uint64_t *at = t ? vmt_htab_get(&t->sym_index, ip, 0) : NULL;
+	return at ? &t->syms[*at] : NULL;
 }
 
 static const char *string_of(const vmt_symtab *t, uint32_t id)
@@ -302,5 +259,6 @@ void vmt_symtab_free(vmt_symtab *t)
 	free(t->stacks);
 	free(t->strings);
 	free(t->syms);
+	vmt_htab_free(&t->sym_index);
 	free(t);
 }

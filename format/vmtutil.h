@@ -143,10 +143,14 @@ const char *vmt_mm_path(const char *key);
 
 /* ---- the hash table (htab.c) ---------------------------------------------
  * From a pair of 64-bit keys to a 64-bit value: pages or ranges per process
- * (lint), call sites (the analyses), tasks by tid and ips (vmrec).  The one
- * other hash map, the trace codec's per-thread state (format/codec.h), stays
- * apart: it is looked up once per event and reset once per chunk, so it
- * keeps direct slots for small thread indices and resets by generation. */
+ * (lint), call sites (the analyses), symbols by ip (vmt_symtab), tasks by
+ * tid and ips (vmrec).  The other hash maps stay apart for a reason each:
+ * the trace codec's per-thread state (format/codec.h) is looked up once
+ * per event and reset once per chunk, so it keeps direct slots for small
+ * thread indices and resets by generation; and the tables keyed by
+ * content of any length (vmrec's STRING ids and stack ids, the model's
+ * interned names) compare the whole key where it is stored, which two
+ * words cannot hold. */
 struct vmt_htab_ent {
 	uint64_t a, b; /* the key */
 	uint64_t v;
