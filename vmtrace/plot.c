@@ -31,10 +31,12 @@ static const char plot_usage[] =
 	"                  events plus one per FAULT event\n"
 	"  syscall rate    memory-management syscalls per second\n"
 	"\n"
-	"Each root process gets a color of its own, and so does each group of the\n"
-	"children of one parent that run the same program (a server's workers:\n"
-	"one color, named once); after the roots, the groups that map the most\n"
-	"come first.  Nine colors in all: the others are drawn in gray.\n"
+	"Each family of processes gets a hue, and each of its processes a shade\n"
+	"of it: a process that was started or exec'd a program, with those forked\n"
+	"from it that run the same program (a server's workers), or the children\n"
+	"of one parent that exec'd the same program (a make's compilers); the\n"
+	"legend names each family once.  The roots' families come first, then\n"
+	"those that map the most.  Nine hues in all: the others are drawn in gray.\n"
 	"\n"
 	"  -o, --output=FILE  the SVG file to write (required; '-' for standard\n"
 	"                     output)\n"
@@ -65,6 +67,7 @@ struct series {
 	uint8_t set[NBUCKETS];			  /* vmax..touched hold a value */
 	int32_t first, last;			  /* buckets with events */
 	uint64_t peak_mapped;
+	int execd; /* the process exec'd (else it runs its parent's program) */
 };
 
 struct plot {
@@ -173,6 +176,8 @@ static int plot_event(struct plot *p, const struct vmt_event *ev)
 		s->peak_mapped = v.mapped_bytes;
 	if (ev->kind == VMT_EV_SYSCALL)
 		s->calls[k]++;
+	if (ev->kind == VMT_EV_EXEC)
+		s->execd = 1;
 	return 0;
 }
 
@@ -238,8 +243,9 @@ static double x_axis(const struct plot *p, double *span)
 
 struct order {
 	uint32_t proc;
-	const char *color;
-	uint32_t group; /* its colour group (draw) */
+	char color[8];	/* "#rrggbb": its family's hue, in its own shade */
+	int gray;	/* one of the "other processes" */
+	uint32_t group; /* its family (draw) */
 };
 
 static void panel(struct vmt_buf *b, const struct plot *p, const struct order *ord, uint32_t n,
@@ -306,7 +312,7 @@ static void panel(struct vmt_buf *b, const struct plot *p, const struct order *o
 	double bucket_s = (double)p->width / 1e9;
 	for (int pass = 0; pass < 2; pass++)
 		for (uint32_t i = 0; i < n; i++) {
-			int gray = !strcmp(ord[i].color, OTHER_COLOR);
+			int gray = ord[i].gray;
 			if (gray != (pass == 0))
 				continue;
 			const struct series *s = p->s[ord[i].proc];
@@ -326,19 +332,25 @@ static void panel(struct vmt_buf *b, const struct plot *p, const struct order *o
 		}
 }
 
-/* A colour group: a root process alone, or the children of one parent
- * that run one program (a server's workers, whose lines lie on top of
- * each other), drawn in one colour and named once in the legend. */
+/* A family of processes, drawn in one hue, each member in a shade of it
+ * (the first in the hue itself), so that a server and its workers are
+ * told apart from other programs and from each other: a process that
+ * was started (a root) or exec'd a program, the processes forked from
+ * it that never exec'd (a server's workers run their parent's program),
+ * and the children of one parent that exec'd the same program (a make's
+ * compilers), with theirs. */
 struct group {
-	uint32_t parent; /* VMT_NONE: a root, alone */
+	uint32_t parent; /* VMT_NONE: a root; else the parent of its exec'd heads */
 	const char *name;
-	uint32_t first;	 /* its lowest process index */
+	uint32_t first;	 /* its lowest process index: the one named */
 	uint32_t members;
-	uint64_t peak;	 /* the largest peak mapped of its members */
+	uint32_t forked;   /* members that run a member's program without exec */
+	uint32_t siblings; /* members beside the first that exec'd the same */
+	uint64_t peak;	   /* the largest peak mapped of its members */
 	const char *color;
 };
 
-/* Roots first (the program itself), then the groups that map the most. */
+/* Roots first (the program itself), then the families that map the most. */
 static int by_group(const void *a, const void *b)
 {
 	const struct group *x = a, *y = b;
@@ -350,38 +362,82 @@ static int by_group(const void *a, const void *b)
 	return x->first < y->first ? -1 : x->first > y->first;
 }
 
-/* The groups of the n processes of ord (in process order), coloured:
- * the first NCOLORS get a colour each, the rest gray (all NCOLORS + 1
- * but the last where there is one more).  Returns the groups (sorted) and
- * sets each process's colour, or NULL without memory. */
+/* The k-th shade of the hue #rrggbb into out: the hue itself for k 0, then
+ * darker and lighter by turns, so that neighbours differ most. */
+static void shade(char out[8], const char *hue, uint32_t k)
+{
+	/* (towards black when negative, towards white when positive) */
+	static const double mix[] = { 0, -0.45, 0.5, -0.25, 0.3, -0.6, 0.65, -0.12, 0.15 };
+	unsigned rgb[3];
+	double m = mix[k % (sizeof(mix) / sizeof(mix[0]))];
+	if (sscanf(hue, "#%2x%2x%2x", &rgb[0], &rgb[1], &rgb[2]) != 3) {
+		snprintf(out, 8, "%s", OTHER_COLOR);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		double v = m < 0 ? rgb[i] * (1 + m) : rgb[i] + (255 - rgb[i]) * m;
+		rgb[i] = (unsigned)(v + 0.5);
+	}
+	snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+/* The family of process pr (at ord index i), added to g[0..*ng) if new;
+ * fam[] holds the families of the processes seen so far (by index). */
+static uint32_t family_of(const struct plot *p, uint32_t pr, const uint32_t *fam,
+			  struct group *g, uint32_t *ng)
+{
+	uint32_t parent = van_tracks_parent(p->trk, pr);
+	const char *name = van_tracks_proc_name(p->trk, pr);
+	int known = parent != VMT_NONE && parent < p->ns && fam[parent] != VMT_NONE;
+	uint32_t k = 0;
+	if (known && !p->s[pr]->execd) {
+		/* forked, running its parent's program: its parent's family */
+		k = fam[parent];
+		g[k].forked++;
+	} else {
+		while (parent != VMT_NONE && k < *ng &&
+		       !(g[k].parent == parent && !strcmp(g[k].name, name)))
+			k++;
+		if (parent == VMT_NONE || k == *ng) {
+			k = (*ng)++;
+			g[k] = (struct group){ parent, name, pr, 0, 0, 0, 0, NULL };
+		} else {
+			g[k].siblings++;
+		}
+	}
+	g[k].members++;
+	if (p->s[pr]->peak_mapped > g[k].peak)
+		g[k].peak = p->s[pr]->peak_mapped;
+	return k;
+}
+
+/* The families of the n processes of ord (in process order), coloured:
+ * the first NCOLORS get a hue each, the rest gray (all NCOLORS + 1 but the
+ * last where there is one more), and each process its shade of its
+ * family's hue.  Returns the families (sorted), or NULL without memory. */
 static struct group *colour_groups(const struct plot *p, struct order *ord, uint32_t n,
 				   uint32_t *ngroups)
 {
 	struct group *g = calloc(n ? n : 1, sizeof(*g));
+	uint32_t *fam = malloc((size_t)(p->ns ? p->ns : 1) * sizeof(*fam));
 	uint32_t ng = 0;
-	if (!g)
+	if (!g || !fam) {
+		free(g);
+		free(fam);
 		return NULL;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t pr = ord[i].proc, parent = van_tracks_parent(p->trk, pr);
-		const char *name = van_tracks_proc_name(p->trk, pr);
-		uint32_t k = 0;
-		while (parent != VMT_NONE && k < ng &&
-		       !(g[k].parent == parent && !strcmp(g[k].name, name)))
-			k++;
-		if (parent == VMT_NONE || k == ng) {
-			k = ng++;
-			g[k] = (struct group){ parent, name, pr, 0, 0, NULL };
-		}
-		g[k].members++;
-		if (p->s[pr]->peak_mapped > g[k].peak)
-			g[k].peak = p->s[pr]->peak_mapped;
-		ord[i].group = k;
 	}
+	for (uint32_t i = 0; i < p->ns; i++)
+		fam[i] = VMT_NONE;
+	for (uint32_t i = 0; i < n; i++)
+		ord[i].group = fam[ord[i].proc] = family_of(p, ord[i].proc, fam, g, &ng);
+	free(fam);
 	/* (sorted through an index, so that ord's group numbers follow) */
 	uint32_t *at = malloc((size_t)(ng ? ng : 1) * sizeof(*at));
+	uint32_t *nth = calloc(ng ? ng : 1, sizeof(*nth));
 	struct group *sorted = malloc((size_t)(ng ? ng : 1) * sizeof(*sorted));
-	if (!at || !sorted) {
+	if (!at || !nth || !sorted) {
 		free(at);
+		free(nth);
 		free(sorted);
 		free(g);
 		return NULL;
@@ -399,13 +455,50 @@ static struct group *colour_groups(const struct plot *p, struct order *ord, uint
 	if (ng == NCOLORS + 1)
 		sorted[NCOLORS].color = OTHER_COLOR; /* only 9 colors: the 10th is gray */
 	for (uint32_t i = 0; i < n; i++) {
-		ord[i].group = at[ord[i].group];
-		ord[i].color = sorted[ord[i].group].color;
+		struct group *f = &sorted[ord[i].group = at[ord[i].group]];
+		ord[i].gray = !strcmp(f->color, OTHER_COLOR);
+		if (ord[i].gray)
+			snprintf(ord[i].color, sizeof(ord[i].color), "%s", OTHER_COLOR);
+		else
+			shade(ord[i].color, f->color, nth[ord[i].group]++);
 	}
 	free(at);
+	free(nth);
 	free(g);
 	*ngroups = ng;
 	return sorted;
+}
+
+/* A family's name in the legend: its first process, and how many more
+ * (forked and exec'd siblings). */
+static void family_label(struct vmt_buf *t, const struct plot *p, const struct group *f)
+{
+	vmt_buf_printf(t, "p%u %s", f->first, *f->name ? f->name : "?");
+	if (!f->siblings && van_tracks_os_pid(p->trk, f->first))
+		vmt_buf_printf(t, " (pid %d)", van_tracks_os_pid(p->trk, f->first));
+	if (f->siblings)
+		vmt_buf_printf(t, " +%u sibling%s", f->siblings, f->siblings == 1 ? "" : "s");
+	if (f->forked)
+		vmt_buf_printf(t, "%s +%u forked", f->siblings ? "," : "", f->forked);
+}
+
+/* The subtitle: the command (shell-quoted), cut to leave room for the
+ * facts, all within `width` pixels at 12 px. */
+static void subtitle(struct vmt_buf *t, const struct plot *p, uint32_t n,
+		     const struct vmt_header *h, double width)
+{
+	struct vmt_buf facts = { 0 };
+	vmt_buf_printf(&facts, "%.3f s, %u process%s; kernel %s, page size %u",
+		       (double)p->end_ns / 1e9, n, n == 1 ? "" : "es", h->kernel, h->page_size);
+	vmt_buf_reset(t);
+	vmt_buf_shell_words(t, h->argv, h->argc);
+	double room = width - svg_text_width(facts.data ? facts.data : "", 12, 0) -
+		      svg_text_width(" — ", 12, 0);
+	if (room >= width / 4)
+		svg_fit(t, 0, room, 12, 0);
+	vmt_buf_printf(t, "%s%s", h->argc ? " — " : "", facts.data ? facts.data : "");
+	vmt_buf_free(&facts);
+	svg_fit(t, 0, width, 12, 0); /* (a kernel name too long for the rest) */
 }
 
 static void draw(struct vmt_buf *b, const struct plot *p, const char *path,
@@ -432,35 +525,31 @@ static void draw(struct vmt_buf *b, const struct plot *p, const char *path,
 		gray += grp[k].members;
 	int legend_rows = (int)(ncolored + (gray > 0) + 2) / 3;
 	double height = TOP + 4 * (PANEL_H + PANEL_GAP) + 20 + 22.0 * legend_rows;
+	const double width = W - LEFT - RIGHT;
 	struct vmt_buf t = { 0 };
 	vmt_buf_printf(&t, "vmtrace plot of %s", path);
 	svg_open(b, W, height, t.data);
-	svg_text(b, LEFT, 26, "start", 17, "#111111", 1, 0, t.data);
-	/* The subtitle: the command, cut to leave room for the facts
-	 * within the picture's width (at 12 px, about 7 px a character). */
-	struct vmt_buf facts = { 0 };
-	vmt_buf_printf(&facts, "%.3f s, %u process%s; kernel %s, page size %u",
-		       (double)p->end_ns / 1e9, n, n == 1 ? "" : "es", h->kernel, h->page_size);
-	const size_t fit = (size_t)((W - LEFT - 20) / 7);
-	vmt_buf_reset(&t);
-	vmt_buf_shell_words(&t, h->argv, h->argc);
-	size_t room = fit > facts.len + 3 ? fit - facts.len - 3 : 0;
-	if (t.len > room) {
-		size_t cut = room > 1 ? room - 1 : 0;
-		while (cut && ((unsigned char)t.data[cut] & 0xc0) == 0x80)
-			cut--; /* (not inside a UTF-8 character) */
-		t.len = cut;
-		vmt_buf_puts(&t, "…");
+	if (t.data && svg_text_width(t.data, 17, 1) > width) {
+		/* the path's last components, which name the trace */
+		const char *tail = path;
+		for (const char *c = path; *c; c++)
+			if (*c == '/' && svg_text_width(c, 17, 1) + svg_text_width("vmtrace plot of …", 17, 1) <= width) {
+				tail = c;
+				break;
+			}
+		vmt_buf_reset(&t);
+		vmt_buf_printf(&t, "vmtrace plot of %s%s", tail == path ? "" : "…", tail);
+		svg_fit(&t, 0, width, 17, 1);
 	}
-	vmt_buf_printf(&t, "%s%s", h->argc ? " — " : "", facts.data ? facts.data : "");
-	vmt_buf_free(&facts);
+	svg_text(b, LEFT, 26, "start", 17, "#111111", 1, 0, t.data);
+	subtitle(&t, p, n, h, width);
 	svg_text(b, LEFT, 46, "start", 12, "#555555", 0, 0, t.data);
 
 	static const char *const titles[] = { "VMA count", "Mapped memory", "Touched pages",
 					      "Syscall rate" };
 	for (int w = 0; w < 4; w++)
 		panel(b, p, ord, n, TOP + 22 + w * (PANEL_H + PANEL_GAP), (enum what)w, titles[w]);
-	/* legend */
+	/* legend: a swatch of each family's first shades, and its name */
 	double ly = TOP + 22 + 4 * (PANEL_H + PANEL_GAP) - 8;
 	svg_text(b, LEFT, ly, "start", 12, "#222222", 1, 0, "Processes:");
 	for (uint32_t i = 0; i <= ncolored; i++) {
@@ -471,16 +560,17 @@ static void draw(struct vmt_buf *b, const struct plot *p, const char *path,
 		vmt_buf_reset(&t);
 		if (others) {
 			vmt_buf_printf(&t, "%u other process%s", gray, gray == 1 ? "" : "es");
+			svg_rect(b, x, y - 10, 22, 10, OTHER_COLOR, NULL);
 		} else {
-			uint32_t pr = grp[i].first;
-			vmt_buf_printf(&t, "p%u %s", pr, *grp[i].name ? grp[i].name : "?");
-			if (grp[i].members > 1)
-				vmt_buf_printf(&t, " +%u sibling%s", grp[i].members - 1,
-					       grp[i].members == 2 ? "" : "s");
-			else if (van_tracks_os_pid(p->trk, pr))
-				vmt_buf_printf(&t, " (pid %d)", van_tracks_os_pid(p->trk, pr));
+			family_label(&t, p, &grp[i]);
+			uint32_t k = grp[i].members < 4 ? grp[i].members : 4;
+			for (uint32_t j = 0; j < k; j++) {
+				char c[8];
+				shade(c, grp[i].color, j);
+				svg_rect(b, x + 22.0 * j / k, y - 10, 22.0 / k, 10, c, NULL);
+			}
 		}
-		svg_rect(b, x, y - 10, 22, 10, others ? OTHER_COLOR : grp[i].color, NULL);
+		svg_fit(&t, 0, 290 - 30 - 8, 12, 0);
 		svg_text(b, x + 30, y, "start", 12, "#222222", 0, 0, t.data);
 	}
 	svg_close(b);

@@ -24,6 +24,62 @@ void svg_escape(struct vmt_buf *b, const char *s)
 	}
 }
 
+/* DejaVu Sans's advance widths of ' ' to '~', in thousandths of an em. */
+static const unsigned short ascii_width[95] = {
+	318, 400, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, /*  !"#$%&'()*+,-./ */
+	636, 636, 636, 636, 636, 636, 636, 636, 636, 636, 337, 337, 838, 838, 838, 531, /* 0-9 :;<=>? */
+	1000, 684, 686, 698, 770, 632, 575, 775, 752, 295, 295, 656, 557, 863, 748, 787, /* @A-O */
+	603, 787, 695, 635, 611, 732, 684, 989, 685, 611, 685, 390, 337, 390, 838, 500,	 /* P-Z [\]^_ */
+	500, 613, 635, 550, 635, 615, 352, 635, 634, 278, 278, 579, 278, 974, 634, 612,	 /* `a-o */
+	635, 635, 411, 521, 392, 634, 592, 818, 592, 592, 525, 636, 337, 636, 838,	 /* p-z {|}~ */
+};
+
+double svg_text_width(const char *text, double size, int bold)
+{
+	double em = 0;
+	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+		if (*c >= 0x20 && *c < 0x7f)
+			em += ascii_width[*c - 0x20] / 1000.0;
+		else if ((*c & 0xc0) != 0x80)
+			em += 1.0; /* a character beyond ASCII (its first byte): "—", "…" */
+	}
+	return em * size * (bold ? 1.1 : 1.0);
+}
+
+void svg_fit(struct vmt_buf *b, size_t from, double width, double size, int bold)
+{
+	if (!b->data || b->len <= from || svg_text_width(b->data + from, size, bold) <= width)
+		return;
+	double room = width - svg_text_width("…", size, bold);
+	/* the longest prefix that leaves room for the ellipsis */
+	size_t end = from;
+	double w = 0;
+	for (size_t i = from; i < b->len; i++) {
+		unsigned char c = (unsigned char)b->data[i];
+		if ((c & 0xc0) == 0x80)
+			continue;
+		double cw = (c >= 0x20 && c < 0x7f ? ascii_width[c - 0x20] / 1000.0 : 1.0) * size *
+			    (bold ? 1.1 : 1.0);
+		if (w + cw > room)
+			break;
+		w += cw;
+		end = i + 1;
+		while (end < b->len && ((unsigned char)b->data[end] & 0xc0) == 0x80)
+			end++; /* (a whole UTF-8 character) */
+	}
+	/* back to a word's end, unless that loses more than a third */
+	size_t cut = end;
+	while (cut > from && b->data[cut - 1] != ' ' && b->data[cut - 1] != '/')
+		cut--;
+	if (cut > from && (cut - from) * 3 >= (end - from) * 2)
+		end = cut;
+	while (end > from && b->data[end - 1] == ' ')
+		end--;
+	b->len = end;
+	b->data[end] = 0;
+	vmt_buf_puts(b, "…");
+}
+
 void svg_open(struct vmt_buf *b, double w, double h, const char *title)
 {
 	vmt_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"

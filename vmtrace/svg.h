@@ -29,6 +29,17 @@ void svg_poly_begin(struct vmt_buf *b, const char *stroke, double width);
 void svg_poly_point(struct vmt_buf *b, double x, double y);
 void svg_poly_end(struct vmt_buf *b);
 
+/* The width in pixels of text at `size` px (bold: a tenth wider), from
+ * the advance widths of DejaVu Sans, the widest of the common sans-serif
+ * fonts: text that fits by this estimate fits in the font a viewer picks. */
+double svg_text_width(const char *text, double size, int bold);
+
+/* Cut b's text from offset `from` on to fit in `width` pixels (at size,
+ * bold), with "…" where it was cut: after the last space or '/' that
+ * leaves the most of it, else inside the last word.  Unchanged when it
+ * fits. */
+void svg_fit(struct vmt_buf *b, size_t from, double width, double size, int bold);
+
 /* Append s with XML special characters escaped. */
 void svg_escape(struct vmt_buf *b, const char *s);
 

@@ -123,21 +123,66 @@ done
 # units on the mapped-memory axis follow the size (the golden traces map KiB)
 check plot-units grep -q 'Mapped memory (KiB)' "$T/seed000-old.svg"
 
-# colours: the root its own, forked siblings that run one program one
-# between them, named once (a shell and three subshells)
-if need plot-siblings "$VMREC" && "$VMREC" -q --force -o "$T/sib.zst" -- sh -c '(:)& (:)& (:)& wait' \
+# colours: a hue per family, a shade per member.  A shell and three
+# subshells (forked, never exec'd): one family, the shell in the hue and
+# named, its three children in other shades of it.
+if need plot-forked "$VMREC" && "$VMREC" -q --force -o "$T/sib.zst" -- sh -c '(:)& (:)& (:)& wait' \
 	> /dev/null 2>&1; then
 	$VMTRACE plot -o "$T/sib.svg" "$T/sib.zst" 2> "$T/err"
-	check plot-siblings python3 - "$T/sib.svg" <<'EOF'
+	check plot-forked python3 - "$T/sib.svg" <<'EOF'
 import re, sys
 svg = open(sys.argv[1]).read()
-legend = re.findall(r'<rect [^>]*fill="([^"]+)"[^>]*/>\s*<text [^>]*>(p\d+ [^<]*)</text>', svg)
-names = [t for _, t in legend]
-assert len(legend) == 2, legend
-assert re.fullmatch(r'p0 \S+ \(pid \d+\)', names[0]), names
-assert re.fullmatch(r'p\d \S+ \+2 siblings', names[1]), names
-assert legend[0][0] != legend[1][0], legend
+legend = re.findall(r'<text [^>]*>(p\d+ [^<]*)</text>', svg)
+assert len(legend) == 1 and re.fullmatch(r'p0 \S+ \(pid \d+\) \+3 forked', legend[0]), legend
+vma = svg.split('VMA count')[1].split('Mapped memory')[0]
+lines = re.findall(r'<polyline [^>]*stroke="(#[0-9a-f]{6})"', vma)
+assert len(lines) == 4 and len(set(lines)) == 4, lines  # a shade each
 assert 'other process' not in svg
+EOF
+fi
+# A shell that starts a second shell (exec'd), which forks two subshells,
+# and two /bin/true (exec'd siblings): three families, each in a hue of
+# its own, the second shell named with its two forked children, the two
+# true named once.
+if need plot-families "$VMREC" && "$VMREC" -q --force -o "$T/fam.zst" -- \
+	sh -c '/bin/sh -c "(:)& (:)& wait" & /bin/true & /bin/true & wait' > /dev/null 2>&1; then
+	$VMTRACE plot -o "$T/fam.svg" "$T/fam.zst" 2> "$T/err"
+	check plot-families python3 - "$T/fam.svg" <<'EOF'
+import re, sys
+svg = open(sys.argv[1]).read()
+legend = {}
+# each legend row: its swatch rects, then its text
+rows = re.findall(r'((?:<rect [^>]*height="10.0"[^>]*/>\s*)+)<text [^>]*>(p\d+ [^<]*)</text>', svg)
+for rects, name in rows:
+    legend[name] = re.findall(r'fill="(#[0-9a-f]{6})"', rects)
+names = sorted(legend)
+assert len(names) == 3, names
+assert re.fullmatch(r'p0 \S+ \(pid \d+\)', names[0]), names
+assert any(re.fullmatch(r'p\d \S+ \(pid \d+\) \+2 forked', n) for n in names), names
+assert any(re.fullmatch(r'p\d true \+1 sibling', n) for n in names), names
+hues = [legend[n][0] for n in names]
+assert len(set(hues)) == 3, legend  # a hue per family
+for n in names:  # a swatch of one shade per member
+    want = 3 if 'forked' in n else 2 if 'sibling' in n else 1
+    assert len(set(legend[n])) == want, (n, legend[n])
+assert 'other process' not in svg
+EOF
+fi
+# A long command: the subtitle cut after a whole word, with "…", and the
+# facts after it whole.
+if need plot-subtitle "$VMREC" && "$VMREC" -q --force -o "$T/long.zst" -- sh -c ': "$1"' sh \
+	"$(printf 'word%.0s ' $(seq 40))" > /dev/null 2>&1; then
+	$VMTRACE plot -o "$T/long.svg" "$T/long.zst" 2> "$T/err"
+	check plot-subtitle python3 - "$T/long.svg" <<'EOF'
+import html, re, sys
+svg = open(sys.argv[1]).read()
+sub = html.unescape(re.findall(r'<text x="90.0" y="46.0"[^>]*>([^<]*)</text>', svg)[0])
+cmd, facts = sub.split(' — ')
+assert re.search(r' word…$', cmd), sub
+assert re.fullmatch(r'[\d.]+ s, 1 process; kernel \S+, page size \d+', facts), sub
+# (uncut, the command alone is over 200 characters; at 880 px, a line of
+# 12 px text fits about 140)
+assert len(sub) <= 140, (len(sub), sub)
 EOF
 fi
 
