@@ -4,7 +4,7 @@
  * the reader (which refuses invalid files).
  */
 #include <string.h>
-#include "codec.h"
+#include "codec_int.h"
 
 /* ---- validation ---------------------------------------------------------- */
 

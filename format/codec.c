@@ -13,7 +13,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include "codec.h"
+#include "codec_int.h"
 
 int vmt_bytes_reserve(struct vmt_bytes *b, size_t n)
 {

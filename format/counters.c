@@ -7,7 +7,7 @@
  * decoding are codec.c's, with the other kinds').
  */
 #include <inttypes.h>
-#include "codec.h"
+#include "codec_int.h"
 
 
 /* ---- COUNTERS ------------------------------------------------------------ */

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
-#include "codec.h"
+#include "codec_int.h"
 #include "prefetch_int.h"
 
 struct vmt_reader {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "linux_abi.h"
-#include "codec.h"
+#include "codec_int.h"
 
 /* ---- Small pieces ------------------------------------------------------- */
 

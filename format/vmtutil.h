@@ -145,7 +145,7 @@ const char *vmt_mm_path(const char *key);
  * From a pair of 64-bit keys to a 64-bit value: pages or ranges per process
  * (lint), call sites (the analyses), symbols by ip (vmt_symtab), tasks by
  * tid and ips (vmrec).  The other hash maps stay apart for a reason each:
- * the trace codec's per-thread state (format/codec.h) is looked up once
+ * the trace codec's per-thread state (format/codec_int.h) is looked up once
  * per event and reset once per chunk, so it keeps direct slots for small
  * thread indices and resets by generation; and the tables keyed by
  * content of any length (vmrec's STRING ids and stack ids, the model's
@@ -203,7 +203,7 @@ uint64_t vmt_mix64(uint64_t x);
  * sorted: what the analyses follow through a trace (an uncommitted heap
  * range, a range a rewrite keeps read-write) and vmrec's code ranges of a
  * process.  The other range structure, vmreplay's address map
- * (replay/load/addrmap.h), stays apart: it merges the neighbours that
+ * (replay/load/addrmap_int.h), stays apart: it merges the neighbours that
  * continue each other and carries offsets through splits, to translate
  * addresses, where the entries here keep their identity when cut. */
 struct vmt_rset_ent {

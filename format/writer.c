@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
-#include "codec.h"
+#include "codec_int.h"
 
 struct vmt_writer {
 	int fd;

@@ -5,9 +5,9 @@
    file's object may use the functions and data of another file of its
    folder only if that file uses nothing of it, directly or through others
    (from `nm`).
-2. No internal header used across folders: a folder's *_int.h headers,
-   and the helpers listed in INTERNAL, are included only from that folder
-   (from the compiler's .d dependency files).
+2. No internal header used across folders: a folder's *_int.h headers
+   are included only from that folder (from the compiler's .d dependency
+   files).
 3. The parts of a folder (SUBLAYERS: its subfolders, each with a README.md
    saying what it holds) in their order: a file of one part includes the
    headers (from the .d files) and uses the functions and data (from `nm`)
@@ -25,9 +25,6 @@ import sys
 
 FOLDERS = ["format", "record", "replay", "analysis", "vmtrace"]
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Headers that are a folder's own business, besides its *_int.h files.
-INTERNAL = {"replay/load/addrmap.h", "replay/load/arena.h", "replay/run/runfiles.h",
-            "format/codec.h"}
 # The parts of a folder, each with the parts below it that it may use.  A
 # folder not listed is one part.  "" is the folder's own top: its headers
 # are public to every part, its .c files may use the parts listed for it.
@@ -149,7 +146,7 @@ def include_problems(build):
         folder, part = part_of(src)
         for h in headers:
             top, hpart = part_of(h)
-            if top in FOLDERS and top != folder and (h.endswith("_int.h") or h in INTERNAL):
+            if top in FOLDERS and top != folder and h.endswith("_int.h"):
                 bad.append(f"{src} includes {h}, internal to its folder")
             elif top == folder and part is not None and hpart not in (None, "") \
                     and not may_use(folder, part, hpart):

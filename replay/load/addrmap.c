@@ -1,10 +1,10 @@
 /*
- * addrmap.c - see addrmap.h.
+ * addrmap.c - see addrmap_int.h.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "addrmap.h"
+#include "addrmap_int.h"
 
 void rpam_init(struct addrmap *m, int track_off)
 {

@@ -1,5 +1,5 @@
 /*
- * arena.c - the loader's shared memory (arena.h): one NORESERVE shared
+ * arena.c - the loader's shared memory (arena_int.h): one NORESERVE shared
  * mapping, its tables, and a pool of power-of-two blocks with a free list
  * per size.
  */
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "arena.h"
+#include "arena_int.h"
 
 /* The pool's address space. */
 #define ARENA_POOL (64ull << 30)

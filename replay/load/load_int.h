@@ -7,7 +7,7 @@
  *   simtouch.c  TOUCH and FAULT events (uses sim.c)
  *   simspace.c  MAPS snapshots: stand-ins, plans, a process's map
  *   order.c     the waits of each element
- *   publish.c   elements into their thread's blocks (arena.h), and
+ *   publish.c   elements into their thread's blocks (arena_int.h), and
  *               handing them to the replay (publication)
  *   ldcore.c    errors, arrays, regions, pieces, files, memory checks
  *   counts.c    the recorded run's counters, waits and faults by kind
@@ -15,8 +15,8 @@
 #ifndef VMREPLAY_LOAD_INT_H
 #define VMREPLAY_LOAD_INT_H
 
-#include "addrmap.h"
-#include "arena.h"
+#include "addrmap_int.h"
+#include "arena_int.h"
 #include "model.h"
 #include "vmtutil.h"
 

@@ -96,7 +96,7 @@ struct rp_elem {
 	uint8_t how;   /* enum rp_how */
 	uint8_t pad;
 	uint32_t flags; /* RF_* */
-	/* Its arrays: byte offsets in its block (arena.h); while it is
+	/* Its arrays: byte offsets in its block (arena_int.h); while it is
 	 * loaded, indexes of rp_trace.pieces, .deps and .touches. */
 	uint32_t npieces, piece0;
 	uint32_t ndeps, dep0;
@@ -229,7 +229,7 @@ struct rp_file {
 struct rp_thread {
 	uint32_t proc;	 /* local process index */
 	uint32_t rec;	 /* recorded thread index */
-	uint32_t nelem;	 /* elements loaded (in its stream, arena.h) */
+	uint32_t nelem;	 /* elements loaded (in its stream, arena_int.h) */
 	uint8_t ended;	 /* (load time) */
 	uint8_t pad[3];
 	uint64_t mincore_max; /* largest mincore vector it needs (bytes) */
@@ -329,7 +329,7 @@ struct rp_trace {
 	uint8_t rec_rewritten;		    /* written by a rewrite (options: rewrite=) */
 	char rec_backend[16];		    /* its header's BACKEND */
 
-	/* The streams (arena.h), and the load itself while it is not
+	/* The streams (arena_int.h), and the load itself while it is not
 	 * complete: a trace whose elements do not fit in --window is
 	 * loaded on as it is replayed (trace.c), and again for each run. */
 	struct rp_arena *arena;

@@ -1,5 +1,5 @@
 /*
- * publish.c - the loaded elements into their thread's stream (arena.h),
+ * publish.c - the loaded elements into their thread's stream (arena_int.h),
  * and publication: handing them to the replay.
  *
  * An element is published (the replay may execute it) once the loader

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "exec_int.h"
-#include "runfiles.h"
+#include "runfiles_int.h"
 
 static volatile pid_t current_run;
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
-#include "arena.h"
+#include "arena_int.h"
 #include "model.h"
 #include "vmtutil.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "addrmap.h"
+#include "addrmap_int.h"
 #include "tgen.h"
 
 static struct rpam_val V(uint32_t region, uint32_t attr, uint64_t off)

@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "arena.h"
+#include "arena_int.h"
 #include "replay.h"
 #include "rewrite.h"
 #include "rprun.h"

@@ -1,6 +1,6 @@
 /*
  * test_spec.c - the numbers of the format specification, man/vmtrace.5,
- * against those of the code (format/codec.h, format/vmtrace.h): frame
+ * against those of the code (format/codec_int.h, format/vmtrace.h): frame
  * magics and identifiers, versions, header and footer field ids, record
  * kinds, op numbers and limits.  The page is normative; a difference is
  * a bug in one of the two.  Run from the top of the tree.
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
+#include "codec_int.h"
 #include "vmtrace.h"
 
 #define PAGE "man/vmtrace.5"

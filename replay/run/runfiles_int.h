@@ -1,10 +1,10 @@
 /*
- * runfiles.h - the files of one run (files.c), internal to libvmreplay.
+ * runfiles_int.h - the files of one run (files.c), internal to libvmreplay.
  */
 #ifndef VMREPLAY_RUNFILES_H
 #define VMREPLAY_RUNFILES_H
 
-#include "arena.h"
+#include "arena_int.h"
 #include "model.h"
 
 struct rp_runfiles {

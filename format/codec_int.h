@@ -1,5 +1,5 @@
 /*
- * codec.h - internal to libvmtrace: the byte-level encoding shared by the
+ * codec_int.h - internal to libvmtrace: the byte-level encoding shared by the
  * writer and the reader.  The layout is specified in man/vmtrace.5; the
  * constants here are the normative values.
  */

@@ -1,5 +1,5 @@
 /*
- * addrmap.h - an interval map over addresses: [start, end) -> value.
+ * addrmap_int.h - an interval map over addresses: [start, end) -> value.
  * Not format/vmtutil.h's range set: a translation needs neighbours that
  * continue each other merged and offsets carried through splits, where
  * that set's entries keep their identity when cut.

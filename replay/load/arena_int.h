@@ -1,5 +1,5 @@
 /*
- * arena.h - the shared memory between the trace loader and the replay
+ * arena_int.h - the shared memory between the trace loader and the replay
  * (internal to libvmreplay).
  *
  * The loader fills, and the replay processes read, one mapping made
