@@ -558,6 +558,31 @@ static void test_compose(void **state)
 	free(r.text);
 }
 
+/* Fork and vfork are told apart (rewrite_int.h, rw_stale): a fork copies
+ * the space as it is, so the parent's candidate stays watched and its
+ * pages touched after the fork still make it MAP_POPULATE; a vfork child
+ * shares the space under its own process index, so the parent's watch
+ * ends at it, no page seen yet, and the mmap stays as recorded. */
+static void test_populate_fork_vfork(void **state)
+{
+	for (int vf = 0; vf < 2; vf++) {
+		struct tg_trace b;
+		rwt_open(&b);
+		TG_PUT_SC(&b, 0, 1, VMT_OP_MMAP, R1, 0, 2 * PAGE, RW, PRIV_ANON, FD_NONE, 0);
+		tg_put(&b, tg_ev_process_start(1, 3, 0, 2000, vf ? VMT_PROC_VFORK : VMT_PROC_FORK));
+		tg_touch(&b, 0, 1, R1, 2, VMT_PAGE_WRITTEN);
+		TG_PUT_SC(&b, 0, 1, VMT_OP_MUNMAP, 0, R1, 2 * PAGE);
+		rwt_check(&b, "populate",
+			  vf ? "t1 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x100000\n"
+			       "t1 touch(0x100000, 2 pages: 2 written, before op)\n"
+			       "t1 munmap(0x100000, 8192) = 0\n"
+			     : "t1 mmap(NULL, 8192, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_POPULATE, -1, 0) = 0x100000 (rewritten)\n"
+			       "t1 touch(0x100000, 2 pages: 2 written, before op)\n"
+			       "t1 munmap(0x100000, 8192) = 0\n",
+			  vf ? 0 : 1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -576,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_mlock_onfault),
 		cmocka_unit_test(test_mlock_onfault_waits),
 		cmocka_unit_test(test_populate),
+		cmocka_unit_test(test_populate_fork_vfork),
 		cmocka_unit_test(test_compose),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
