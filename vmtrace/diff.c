@@ -258,10 +258,7 @@ static int report(const char *pa, const char *pb, const struct van_stats *a,
 	}
 	struct vmt_buf out = { 0 };
 	if (json) {
-		vmt_buf_puts(&out, "{\"base\":");
-		vmt_buf_json_str(&out, pa);
-		vmt_buf_puts(&out, ",\"new\":");
-		vmt_buf_json_str(&out, pb);
+		vtc_diff_json_head(&out, pa, pb);
 		vmt_buf_puts(&out, ",\"metrics\":[");
 		int f = 1;
 		for (size_t i = 0; i < n; i++) {

@@ -125,10 +125,7 @@ static void put_json(struct vmt_buf *o, const char *trace, const char *result,
 		     const struct van_recrun *rec, const struct van_result *res,
 		     const struct frow *rows, int ok, int all)
 {
-	vmt_buf_puts(o, "{\"base\":");
-	vmt_buf_json_str(o, trace);
-	vmt_buf_puts(o, ",\"new\":");
-	vmt_buf_json_str(o, result);
+	vtc_diff_json_head(o, trace, result);
 	vmt_buf_printf(o, ",\"kind\":\"trace_result\",\"runs\":%u,\"speed\":", res->nruns);
 	vmt_buf_json_num(o, res->speed);
 	vmt_buf_printf(o, ",\"processes\":%u,\"missing_processes\":%u,\"ok\":%s,\"metrics\":[",

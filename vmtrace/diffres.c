@@ -235,10 +235,7 @@ static void put_json(struct vmt_buf *o, const char *pa, const char *pb,
 		     const struct van_result *a, const struct van_result *b,
 		     const struct van_rrow *rows, size_t n, int all)
 {
-	vmt_buf_puts(o, "{\"base\":");
-	vmt_buf_json_str(o, pa);
-	vmt_buf_puts(o, ",\"new\":");
-	vmt_buf_json_str(o, pb);
+	vtc_diff_json_head(o, pa, pb);
 	vmt_buf_printf(o, ",\"kind\":\"results\",\"alpha\":%g,\"base_result\":", ALPHA);
 	json_side(o, a);
 	vmt_buf_puts(o, ",\"new_result\":");

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "failon.h"
 #include "vmtrace.h"
+#include "vmtutil.h"
 
 /* Parse "METRIC>+N%" etc.  Returns 0 or -1 with *why set. */
 static int parse_cond(const char *s, size_t len, struct vtc_cond *c, const char **why)
@@ -128,6 +129,14 @@ int vtc_conds_known(const struct vtc_conds *cs, const char *(*name)(const void *
 		}
 	}
 	return 0;
+}
+
+void vtc_diff_json_head(struct vmt_buf *out, const char *base, const char *nw)
+{
+	vmt_buf_puts(out, "{\"base\":");
+	vmt_buf_json_str(out, base);
+	vmt_buf_puts(out, ",\"new\":");
+	vmt_buf_json_str(out, nw);
 }
 
 int vtc_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail)

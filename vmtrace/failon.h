@@ -45,6 +45,10 @@ int vtc_cond_matches(const struct vtc_cond *c, const char *name, int in_any);
 int vtc_conds_known(const struct vtc_conds *cs, const char *(*name)(const void *rows, size_t i),
 		    const void *rows, size_t n);
 
+/* The start of a diff's JSON object: {"base":BASE,"new":NEW (the paths
+ * as JSON strings), for the caller to go on with ",..." keys. */
+void vtc_diff_json_head(struct vmt_buf *out, const char *base, const char *nw);
+
 /* The end of a diff: the verdict appended to out (with json, closing the
  * "failed" list and the object; as text only when there are nconds
  * conditions), then out written to standard output.  Returns the exit
