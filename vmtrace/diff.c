@@ -308,10 +308,9 @@ static int report(const char *pa, const char *pb, const struct van_stats *a,
 			double pct = vtc_change_pct(rows[j].base, rows[j].new_);
 			fmt_pct(&p, pct);
 			if (json) {
-				vmt_buf_printf(&out, "%s{\"expr\":", nfail ? "," : "");
-				vmt_buf_json_str(&out, cs->c[i].text);
-				vmt_buf_printf(&out, ",\"metric\":\"%s\",\"base\":%s,\"new\":%s,\"change_pct\":",
-					       rows[j].name, x.data, y.data);
+				vtc_diff_json_fail(&out, nfail, &cs->c[i], rows[j].name);
+				vmt_buf_printf(&out, ",\"base\":%s,\"new\":%s,\"change_pct\":", x.data,
+					       y.data);
 				json_pct(&out, pct);
 				vmt_buf_puts(&out, "}");
 			} else {

@@ -214,9 +214,8 @@ static int put_failures(struct vmt_buf *o, const struct vtc_conds *cs, const str
 			    !vtc_cond_holds(&cs->c[i], r->rec, r->med))
 				continue;
 			if (json) {
-				vmt_buf_printf(o, "%s{\"expr\":", nfail ? "," : "");
-				vmt_buf_json_str(o, cs->c[i].text);
-				vmt_buf_printf(o, ",\"metric\":\"%s\",\"recorded\":", r->name);
+				vtc_diff_json_fail(o, nfail, &cs->c[i], r->name);
+				vmt_buf_puts(o, ",\"recorded\":");
 				vmt_buf_json_num(o, r->rec);
 				vmt_buf_puts(o, ",\"replay\":");
 				vmt_buf_json_num(o, r->med);

@@ -80,10 +80,7 @@ static void fail_line(struct vmt_buf *o, int json, int nfail, const struct vtc_c
 	double bv = row->mean ? b->mean : b->median, nv = row->mean ? x->mean : x->median;
 	const char *sig = x->sig == VAN_SIG_FEW ? "too few runs" : "yes";
 	if (json) {
-		vmt_buf_printf(o, "%s{\"expr\":", nfail ? "," : "");
-		vmt_buf_json_str(o, c->text);
-		vmt_buf_puts(o, ",\"metric\":");
-		vmt_buf_json_str(o, row->name);
+		vtc_diff_json_fail(o, nfail, c, row->name);
 		vmt_buf_printf(o, ",\"column\":%zu,\"label\":", col);
 		vmt_buf_json_str(o, t->cols[col].label);
 		vmt_buf_printf(o, ",\"base\":%.17g,\"new\":%.17g,\"change_pct\":", bv, nv);

@@ -294,9 +294,8 @@ static int put_failures(struct vmt_buf *o, const struct vtc_conds *cs,
 			if (!vtc_cond_matches(&cs->c[i], r->name, 1) || !holds(&cs->c[i], r))
 				continue;
 			if (json) {
-				vmt_buf_printf(o, "%s{\"expr\":", nfail ? "," : "");
-				vmt_buf_json_str(o, cs->c[i].text);
-				vmt_buf_printf(o, ",\"metric\":\"%s\",\"base\":", r->name);
+				vtc_diff_json_fail(o, nfail, &cs->c[i], r->name);
+				vmt_buf_puts(o, ",\"base\":");
 				vmt_buf_json_num(o, r->base);
 				vmt_buf_puts(o, ",\"new\":");
 				vmt_buf_json_num(o, r->new_);

@@ -139,6 +139,15 @@ void vtc_diff_json_head(struct vmt_buf *out, const char *base, const char *nw)
 	vmt_buf_json_str(out, nw);
 }
 
+void vtc_diff_json_fail(struct vmt_buf *out, int nfail, const struct vtc_cond *c,
+			const char *metric)
+{
+	vmt_buf_puts(out, nfail ? ",{\"expr\":" : "{\"expr\":");
+	vmt_buf_json_str(out, c->text);
+	vmt_buf_puts(out, ",\"metric\":");
+	vmt_buf_json_str(out, metric);
+}
+
 int vtc_diff_verdict(struct vmt_buf *out, int json, size_t nconds, int nfail)
 {
 	if (json)

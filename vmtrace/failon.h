@@ -49,6 +49,12 @@ int vtc_conds_known(const struct vtc_conds *cs, const char *(*name)(const void *
  * as JSON strings), for the caller to go on with ",..." keys. */
 void vtc_diff_json_head(struct vmt_buf *out, const char *base, const char *nw);
 
+/* The start of a condition's entry in a diff's JSON "failed" list (the
+ * nfail-th): {"expr":TEXT,"metric":NAME, for the caller to go on with
+ * ",..." keys. */
+void vtc_diff_json_fail(struct vmt_buf *out, int nfail, const struct vtc_cond *c,
+			const char *metric);
+
 /* The end of a diff: the verdict appended to out (with json, closing the
  * "failed" list and the object; as text only when there are nconds
  * conditions), then out written to standard output.  Returns the exit
