@@ -120,6 +120,8 @@ int vmt_event_check_ps(const struct vmt_event *ev, uint32_t page_size,
 	case VMT_EV_FAULT:
 		if (ev->u.fault.access & ~7u)
 			BAD("unknown fault access bits");
+		if (ev->u.fault.flags & ~VMT_FLT__ALL)
+			BAD("unknown fault flags");
 		break;
 	case VMT_EV_STACK:
 		if (ev->u.stack.depth > VMT_MAX_STACK_DEPTH)

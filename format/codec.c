@@ -337,6 +337,11 @@ static int encode_fault(struct vmt_bytes *out, struct vmt_tstate *st,
 	vmt_put_varint(out, vmt_zigzag((int64_t)(f->ip - st->ip)));
 	st->ip = f->ip;
 	vmt_put_varint(out, f->access);
+	/* 1.3: what the kernel made of it, left out when nothing */
+	if (f->flags) {
+		NEED(1);
+		vmt_put_varint(out, f->flags);
+	}
 	return 0;
 }
 
@@ -688,6 +693,22 @@ static int decode_fault(struct vmt_cursor *c, struct vmt_tstate *st,
 	if (a > 7)
 		BAD("unknown fault access bits");
 	f->access = (uint32_t)a;
+	f->flags = 0;
+	return 0;
+}
+
+/* A FAULT's flags (1.3): what is left of its payload, in a file of minor
+ * version 3 or later (nothing left, or an older file: none). */
+static int decode_fault_flags(struct vmt_cursor *c, struct vmt_fault *f, const char **why)
+{
+	if (c->p == c->end)
+		return 0;
+	uint64_t v = vmt_get_varint(c);
+	if (c->bad)
+		BAD("fault flags end inside a field");
+	if (v & ~(uint64_t)VMT_FLT__ALL)
+		BAD("unknown fault flags");
+	f->flags = (uint32_t)v;
 	return 0;
 }
 
@@ -905,6 +926,9 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
 	    (decode_waits(minor >= 2 ? &pc : &(struct vmt_cursor){ pc.end, pc.end, 0 }, &ev->u.sc,
 			  why) ||
 	     vmt_sc_waits_check(&ev->u.sc, ev->ts_ns, why)))
+		return VMT_E_CORRUPT;
+	/* 1.3: the flags after a FAULT's access (none before) */
+	if (ev->kind == VMT_EV_FAULT && minor >= 3 && decode_fault_flags(&pc, &ev->u.fault, why))
 		return VMT_E_CORRUPT;
 	/* Trailing payload bytes are fields of a newer minor version. */
 	if (pc.p != pc.end && minor <= VMT_FORMAT_MINOR)

@@ -481,6 +481,14 @@ static void text_touch(struct vmt_buf *b, const struct vmt_touch *t)
 	}
 }
 
+/* A FAULT's flags: their names in text, keys of JSON. */
+static const struct vmt_flag_name fault_flag_names[] = {
+	{VMT_FLT_MAJOR, "major"},
+	{VMT_FLT_GUP, "gup"},
+	{VMT_FLT_CALL, "call"},
+	{0, NULL},
+};
+
 static void text_fault(struct vmt_buf *b, const struct vmt_fault *f)
 {
 	static const struct vmt_flag_name access_names[] = {
@@ -496,6 +504,10 @@ static void text_fault(struct vmt_buf *b, const struct vmt_fault *f)
 	vmt_render_flags(b, access_names, f->access, "unknown");
 	VMT_BUF_LIT(b, ", ip=");
 	vmt_buf_hex(b, f->ip);
+	if (f->flags) {
+		VMT_BUF_LIT(b, ", ");
+		vmt_render_flags(b, fault_flag_names, f->flags, "");
+	}
 	vmt_buf_putc(b, ')');
 }
 
@@ -835,6 +847,12 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 		ju64(b, "addr", ev->u.fault.addr);
 		ju64(b, "ip", ev->u.fault.ip);
 		ju64(b, "access", ev->u.fault.access);
+		/* (each flag a key, there when set) */
+		for (const struct vmt_flag_name *n = fault_flag_names; n->name; n++)
+			if (ev->u.fault.flags & n->value) {
+				jkey(b, n->name);
+				VMT_BUF_LIT(b, "true");
+			}
 		break;
 	case VMT_EV_STACK:
 		json_stack(b, &ev->u.stack);

@@ -30,7 +30,7 @@ extern "C" {
 /* Format version written by this library.  A reader accepts any file with
  * the same major version; it refuses a newer major version. */
 #define VMT_FORMAT_MAJOR 1
-#define VMT_FORMAT_MINOR 2
+#define VMT_FORMAT_MINOR 3
 
 /* ---- Event kinds (values are on-disk; never renumber) ------------------ */
 enum vmt_kind {
@@ -214,11 +214,31 @@ struct vmt_touch {
 #define VMT_FAULT_READ 0x1u
 #define VMT_FAULT_WRITE 0x2u
 #define VMT_FAULT_EXEC 0x4u
+/* What the kernel made of a fault (1.3; 0 in older traces and where the
+ * recorder could not tell). */
+#define VMT_FLT_MAJOR 0x1u /* counted as a major fault (majflt) */
+#define VMT_FLT_GUP 0x2u   /* no instruction took it: the kernel faulted a page
+			      in itself (get_user_pages), which page is not
+			      known (addr and ip 0, access 0) */
+#define VMT_FLT_CALL 0x4u  /* ... during the recorded call that follows it
+			      in the thread (MAP_POPULATE, mlock,
+			      MADV_POPULATE_*), which a replay repeats */
+#define VMT_FLT__ALL 0x7u
 struct vmt_fault {
 	uint64_t addr;
 	uint64_t ip;
 	uint32_t access; /* VMT_FAULT_*; 0 when the kernel did not say */
+	uint32_t flags;	 /* VMT_FLT_* */
 };
+
+/* Is the fault a touch of a known page of its process (what a replay
+ * redoes, what the analyses take for a use of the page)?  Not one the
+ * kernel took through get_user_pages, whose page is not known (for a
+ * recorded call, a replay of the call takes it again). */
+static inline int vmt_fault_touches(const struct vmt_fault *f)
+{
+	return !(f->flags & VMT_FLT_GUP);
+}
 
 /* An interned call stack.  Stack ids are dense from 0 in order of first
  * appearance; a SYSCALL refers to a stack id that appeared earlier. */

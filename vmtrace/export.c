@@ -116,7 +116,8 @@ static void csv_row(struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
 		a[0] = ev->u.fault.addr;
 		a[1] = ev->u.fault.ip;
 		a[2] = ev->u.fault.access;
-		na = 3;
+		a[3] = ev->u.fault.flags;
+		na = 4;
 	} else if (ev->kind == VMT_EV_TOUCH) {
 		uint64_t present = 0;
 		for (uint32_t i = 0; i < ev->u.touch.nruns; i++)

@@ -267,6 +267,8 @@ static int check_fault(van_lint *l, uint64_t index, const struct vmt_event *ev)
 	int created;
 
 	l->had_faults = 1;
+	if (!vmt_fault_touches(f))
+		return 0;
 	/* (Only a page's first fault counts, and only it needs the locks.) */
 	int first = l->nlocks && !vmt_htab_get(&l->pages, pg, ev->proc);
 	for (uint32_t i = 0; first && i < l->nlocks; i++) {

@@ -305,6 +305,8 @@ int lnd_after(van_lint *l, uint64_t index, const struct vmt_event *ev)
 		return 0;
 	struct lproc *P = &l->prc[ev->proc];
 	if (ev->kind == VMT_EV_FAULT) {
+		if (!vmt_fault_touches(&ev->u.fault))
+			return 0;
 		uint64_t pg = ev->u.fault.addr & ~(l->page - 1);
 		present(P, pg, pg + l->page);
 	} else if (ev->kind == VMT_EV_TOUCH) {

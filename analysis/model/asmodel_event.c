@@ -91,7 +91,7 @@ static void fault(struct van_asmodel *m, const struct vmt_event *ev)
 {
 	struct space *sp = van_am_space(m, ev->proc, 0);
 	int write = (ev->u.fault.access & VMT_FAULT_WRITE) != 0;
-	if (!sp || (!write && !m->no_zero_page))
+	if (!sp || (!write && !m->no_zero_page) || !vmt_fault_touches(&ev->u.fault))
 		return;
 	uint64_t a = pg_down(m, ev->u.fault.addr);
 	struct node *n = van_am_first(sp, a);

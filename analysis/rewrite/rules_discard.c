@@ -405,7 +405,7 @@ static int dr_event(struct rw_stage *s, const struct vmt_event *ev)
 	case VMT_EV_TOUCH:
 		return dr_touch(s, x, P, ev);
 	case VMT_EV_FAULT:
-		if (!x->fbd) {
+		if (!x->fbd && vmt_fault_touches(&ev->u.fault)) {
 			uint64_t pg = ev->u.fault.addr & ~s->page_mask;
 			rc = dr_present(s, P, pg, pg + s->page_mask + 1);
 		}

@@ -392,7 +392,7 @@ static int pnf_event(struct rw_stage *s, const struct vmt_event *ev)
 			rc = pnf_touch(s, P, &ev->u.touch);
 		break;
 	case VMT_EV_FAULT:
-		if (P) {
+		if (P && vmt_fault_touches(&ev->u.fault)) {
 			uint64_t pg = ev->u.fault.addr & ~s->page_mask;
 			rc = pnf_present(s, P, pg, pg + s->page_mask + 1);
 		}

@@ -173,7 +173,7 @@ static int pop_event(struct rw_stage *s, const struct vmt_event *ev)
 		touch(s, x, ev);
 		break;
 	case VMT_EV_FAULT:
-		for (uint32_t i = 0; i < x->n; i++)
+		for (uint32_t i = 0; i < x->n && vmt_fault_touches(&ev->u.fault); i++)
 			if (x->c[i].proc == ev->proc && x->c[i].start <= ev->u.fault.addr &&
 			    ev->u.fault.addr < x->c[i].end) {
 				uint64_t p = ev->u.fault.addr & ~s->page_mask;

@@ -123,6 +123,8 @@ int van_tracks_apply(van_tracks *t, const struct vmt_event *ev, unsigned *change
 		ch |= VAN_TRK_TOUCHED;
 		break;
 	case VMT_EV_FAULT:
+		if (!vmt_fault_touches(&ev->u.fault))
+			break;
 		p->touched++;
 		ch |= VAN_TRK_TOUCHED;
 		break;

@@ -114,9 +114,17 @@ int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev)
 {
 	uint64_t mask = L->page - 1;
 	if (ev->kind == VMT_EV_FAULT) {
-		uint64_t a = ev->u.fault.addr & ~mask;
+		const struct vmt_fault *f = &ev->u.fault;
+		uint64_t a = f->addr & ~mask;
 		L->t->rec_fault_events++;
-		uint32_t st = (ev->u.fault.access & VMT_FAULT_WRITE) ? VMT_PAGE_WRITTEN : VMT_PAGE_READ;
+		/* One the kernel took through get_user_pages is of no known
+		 * page (a recorded call's, the replayed call takes again):
+		 * counted, not touched. */
+		if (!vmt_fault_touches(f)) {
+			ld_count_faults(L, tid, RP_FK_OTHER, 1);
+			return 0;
+		}
+		uint32_t st = (f->access & VMT_FAULT_WRITE) ? VMT_PAGE_WRITTEN : VMT_PAGE_READ;
 		return touch_range(L, tid, a, a + L->page, st);
 	}
 	const struct vmt_touch *t = &ev->u.touch;

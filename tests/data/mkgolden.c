@@ -2,7 +2,7 @@
  * mkgolden.c - writes the golden traces of tests/data with this version of
  * libvmtrace.  Run `make golden` only when the format version changes: the
  * files of older versions stay, so that newer readers keep reading them.
- * It writes the traces of the newest version (every-kind-1.2.zst); the
+ * It writes the traces of the newest version (every-kind-1.3.zst); the
  * older ones were written by its earlier versions (git history), and stay.
  *
  * Every value is fixed (times, addresses, host), so the output is the same
@@ -81,12 +81,15 @@ static void counters(uint32_t proc, uint32_t thread, uint32_t scope, uint64_t mi
 	put(&ev);
 }
 
-/* Every kind and op once.  v12: with what format 1.2 added (COUNTERS of
- * every thread, process and exec; the waits of some calls). */
-static void every_kind(const char *dir, const char *name, int cut, int v12)
+/* Every kind and op once.  minor: with what format 1.2 added (COUNTERS of
+ * every thread, process and exec; the waits of some calls), and 1.3 (the
+ * flags of faults: a major one, the kernel's for a call). */
+static void every_kind(const char *dir, const char *name, int cut, int minor)
 {
-	int fd;
-	w = open_out(dir, name, &fd, 400, v12 ? "mkgolden (libvmtrace 1.2)" : "mkgolden (libvmtrace 1.0)");
+	int fd, v12 = minor >= 2;
+	char recorder[64];
+	snprintf(recorder, sizeof(recorder), "mkgolden (libvmtrace 1.%d)", minor);
+	w = open_out(dir, name, &fd, 400, recorder);
 	struct vmt_event ev = { 0 };
 	const uint64_t A = 0x7f3a2c000000ull, F = 0x7f3a2b000000ull;
 
@@ -130,6 +133,19 @@ static void every_kind(const char *dir, const char *name, int cut, int v12)
 	put(&ev);
 	sc(0, 0, VMT_OP_MADVISE, 0, VMT_NONE, 3, A, 8192, 4, 0, 0, 0);
 	sc(0, 0, VMT_OP_PROCESS_MADVISE, -22, VMT_NONE, 5, 5, 0x7ffffffde100ull, 1, 20, 0, 0);
+	if (minor >= 3) {
+		/* a major fault on the file; the mlock's own, of pages it
+		 * does not say, before its record */
+		ev = (struct vmt_event){ .kind = VMT_EV_FAULT, .ts_ns = now += 1000 };
+		ev.u.fault = (struct vmt_fault){ F + 0x10, 0x555555556180ull, VMT_FAULT_READ,
+						 VMT_FLT_MAJOR };
+		put(&ev);
+		for (int i = 0; i < 2; i++) {
+			ev = (struct vmt_event){ .kind = VMT_EV_FAULT, .ts_ns = now + 1200 };
+			ev.u.fault = (struct vmt_fault){ 0, 0, 0, VMT_FLT_GUP | VMT_FLT_CALL };
+			put(&ev);
+		}
+	}
 	sc(0, 0, VMT_OP_MLOCK, 0, VMT_NONE, 2, A, 8192, 0, 0, 0, 0);
 	sc(0, 0, VMT_OP_MUNLOCK, 0, VMT_NONE, 2, A, 8192, 0, 0, 0, 0);
 	sc(0, 0, VMT_OP_MLOCK2, 0, VMT_NONE, 3, A, 8192, 1, 0, 0, 0);
@@ -163,7 +179,7 @@ static void every_kind(const char *dir, const char *name, int cut, int v12)
 	ev.u.thread_start = (struct vmt_thread_start){ 0, 4243 };
 	put(&ev);
 	ev = (struct vmt_event){ .kind = VMT_EV_FAULT, .thread = 1, .ts_ns = now += 1000 };
-	ev.u.fault = (struct vmt_fault){ A + 0x100000, 0x555555556300ull, VMT_FAULT_WRITE };
+	ev.u.fault = (struct vmt_fault){ A + 0x100000, 0x555555556300ull, VMT_FAULT_WRITE, 0 };
 	put(&ev);
 	ev = (struct vmt_event){ .kind = VMT_EV_LOST, .thread = 1, .ts_ns = now += 1000 };
 	ev.u.lost = (struct vmt_lost){ 3, VMT_LOST_FAULTS };
@@ -245,6 +261,6 @@ static void every_kind(const char *dir, const char *name, int cut, int v12)
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/data";
-	every_kind(dir, "every-kind-1.2.zst", 0, 1);
+	every_kind(dir, "every-kind-1.3.zst", 0, 3);
 	return 0;
 }

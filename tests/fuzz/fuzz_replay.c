@@ -259,6 +259,7 @@ static void event(struct in *in, struct vmt_event *ev, struct vmt_touch_run *run
 		ev->u.fault.addr = addr(in) + (take(in) & 0x7f);
 		ev->u.fault.ip = 0x555400002100ull;
 		ev->u.fault.access = take(in) & 7;
+		ev->u.fault.flags = take(in) & VMT_FLT__ALL;
 		return;
 	case 3:
 		ev->kind = VMT_EV_MAP_FILE;

@@ -394,10 +394,15 @@ static void test_other_kinds_text(void **state)
 
 	ev.kind = VMT_EV_FAULT;
 	ev.u.fault = (struct vmt_fault){0x7f0000001000, 0x401234,
-					VMT_FAULT_WRITE};
+					VMT_FAULT_WRITE, 0};
 	check_text(&ev, "fault(0x7f0000001000, write, ip=0x401234)");
 	ev.u.fault.access = 0;
 	check_text(&ev, "fault(0x7f0000001000, unknown, ip=0x401234)");
+	ev.u.fault.access = VMT_FAULT_READ;
+	ev.u.fault.flags = VMT_FLT_MAJOR;
+	check_text(&ev, "fault(0x7f0000001000, read, ip=0x401234, major)");
+	ev.u.fault = (struct vmt_fault){0, 0, 0, VMT_FLT_GUP | VMT_FLT_CALL | VMT_FLT_MAJOR};
+	check_text(&ev, "fault(0, unknown, ip=0, major|gup|call)");
 
 	ev.kind = VMT_EV_STACK;
 	ev.u.stack = (struct vmt_stack){3, 2, ips};
@@ -500,6 +505,17 @@ static void test_json_other_kinds(void **state)
 		   "{\"kind\":\"touch\",\"ts_ns\":5,\"thread\":0,\"proc\":0,"
 		   "\"start\":139637976727552,\"npages\":16,\"reason\":\"before_op\","
 		   "\"runs\":[[3,3],[13,0]]}");
+
+	/* a fault's flags: a key each, there when set */
+	ev.kind = VMT_EV_FAULT;
+	ev.u.fault = (struct vmt_fault){4096, 16, VMT_FAULT_WRITE, 0};
+	check_json(&ev,
+		   "{\"kind\":\"fault\",\"ts_ns\":5,\"thread\":0,\"proc\":0,"
+		   "\"addr\":4096,\"ip\":16,\"access\":2}");
+	ev.u.fault = (struct vmt_fault){0, 0, 0, VMT_FLT_MAJOR | VMT_FLT_GUP | VMT_FLT_CALL};
+	check_json(&ev,
+		   "{\"kind\":\"fault\",\"ts_ns\":5,\"thread\":0,\"proc\":0,"
+		   "\"addr\":0,\"ip\":0,\"access\":0,\"major\":true,\"gup\":true,\"call\":true}");
 
 	ev.kind = VMT_EV_STACK;
 	ev.u.stack = (struct vmt_stack){0, 2, ips};

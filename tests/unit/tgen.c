@@ -112,7 +112,7 @@ struct vmt_event tg_ev_fault(uint32_t proc, uint32_t thread, uint64_t addr, uint
 			     uint32_t access)
 {
 	struct vmt_event ev = ev_of(VMT_EV_FAULT, proc, thread);
-	ev.u.fault = (struct vmt_fault){ addr, ip, access };
+	ev.u.fault = (struct vmt_fault){ addr, ip, access, 0 };
 	return ev;
 }
 
@@ -467,6 +467,7 @@ void tg_event(uint64_t *r, uint32_t kind, struct vmt_event *ev, struct tg_store 
 		ev->u.fault.addr = pick(r);
 		ev->u.fault.ip = pick(r);
 		ev->u.fault.access = (uint32_t)(tg_rand(r) % 8);
+		ev->u.fault.flags = (uint32_t)(tg_rand(r) % (VMT_FLT__ALL + 1));
 		break;
 	case VMT_EV_STACK: {
 		uint32_t d = (uint32_t)(tg_rand(r) % 33);
@@ -552,7 +553,9 @@ int tg_event_equal(const struct vmt_event *a, const struct vmt_event *b)
 			NE(u.touch.runs[i].pages); NE(u.touch.runs[i].state);
 		}
 		return 1;
-	case VMT_EV_FAULT: NE(u.fault.addr); NE(u.fault.ip); NE(u.fault.access); return 1;
+	case VMT_EV_FAULT:
+		NE(u.fault.addr); NE(u.fault.ip); NE(u.fault.access); NE(u.fault.flags);
+		return 1;
 	case VMT_EV_STACK:
 		NE(u.stack.id); NE(u.stack.depth);
 		for (uint32_t i = 0; i < a->u.stack.depth; i++)
