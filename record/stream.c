@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -125,6 +126,7 @@ static void stream_free(struct stream *s)
 	 * detached in the keeper's exit, not in vmrec's. */
 	for (int i = 0; i < s->nlinks; i++)
 		close(s->link_fd[i]);
+	free(s->link_fd);
 	vmr_keeper_release(&s->keeper);
 	if (s->root_pidfd >= 0)
 		close(s->root_pidfd);
@@ -145,6 +147,21 @@ static int kernel_at_least(int maj, int min)
 	if (uname(&u) || sscanf(u.release, "%d.%d", &a, &b) != 2)
 		return 0;
 	return a > maj || (a == maj && b >= min);
+}
+
+/* A perf software event of the kernel's counted faults (major or minor)
+ * on one CPU, every task's, to sample at each; -errno when it cannot be
+ * opened (-ENODEV: the CPU is offline). */
+static int counted_event(int cpu, int major)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = major ? PERF_COUNT_SW_PAGE_FAULTS_MAJ : PERF_COUNT_SW_PAGE_FAULTS_MIN;
+	a.sample_period = 1;
+	long fd = syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
 }
 
 /* Open the embedded object and set it up for this recording's options
@@ -181,12 +198,17 @@ static int open_obj(struct vmr_rec *r, struct stream *s, char *why, size_t len)
 	}
 	struct bpf_map *rb = bpf_object__find_map_by_name(s->obj, "rb");
 	struct bpf_program *fault = bpf_object__find_program_by_name(s->obj, "on_fault");
-	if (!rb || !fault || bpf_map__set_max_entries(rb, (uint32_t)s->ring_bytes)) {
+	struct bpf_program *counted = bpf_object__find_program_by_name(s->obj, "on_counted");
+	if (!rb || !fault || !counted || bpf_map__set_max_entries(rb, (uint32_t)s->ring_bytes)) {
 		snprintf(why, len, "the BPF object lacks its ring or programs");
 		return -EINVAL;
 	}
-	if (!touch)
+	/* (the faults' programs, and their perf events, cost nothing when
+	 * faults are not recorded) */
+	if (!touch) {
 		bpf_program__set_autoload(fault, false);
+		bpf_program__set_autoload(counted, false);
+	}
 	/* x86 has a tracepoint for faults taken in kernel mode; elsewhere
 	 * those faults are not recorded. */
 	struct bpf_program *kfault = bpf_object__find_program_by_name(s->obj, "on_kfault");
@@ -253,6 +275,17 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 	s->keeper.wfd = s->keeper.pid = -1;
 	s->ep = s->root_pidfd = -1;
 	s->have_kfault = tp_find("exceptions", "page_fault_kernel", &ktp) == 0;
+	if (o->touch != VMR_TOUCH_NONE) {
+		/* (the faults the kernel counts are told by its perf events) */
+		int fd = counted_event(0, 0);
+		if (fd < 0) {
+			snprintf(why, len, "cannot count page faults with perf events: %s",
+				 strerror(-fd));
+			stream_free(s);
+			return fd;
+		}
+		close(fd);
+	}
 	libbpf_set_print(lib_print);
 	lib_msg[0] = 0;
 	if ((e = open_obj(r, s, why, len))) {
@@ -290,27 +323,71 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 	return 0;
 }
 
+static int add_link(struct stream *s, int l)
+{
+	if (vmt_grow(&s->link_fd, &s->caplinks, (size_t)s->nlinks + 1, sizeof(*s->link_fd))) {
+		close(l);
+		return -ENOMEM;
+	}
+	s->link_fd[s->nlinks++] = l;
+	return 0;
+}
+
+/* on_counted on the counted-fault events of every CPU (cookie 1: the
+ * major one), each held by its link. */
+static int attach_counted(struct stream *s, int prog, char *err, size_t errlen)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int n = 0;
+	for (int cpu = 0; cpu < ncpu && cpu < 4096; cpu++) {
+		for (int major = 0; major < 2; major++) {
+			int fd = counted_event(cpu, major), e;
+			if (fd == -ENODEV)
+				break;
+			if (fd < 0) {
+				snprintf(err, errlen, "cannot count page faults: %s", strerror(-fd));
+				return fd;
+			}
+			LIBBPF_OPTS(bpf_link_create_opts, lo, .perf_event.bpf_cookie = (__u64)major);
+			int l = bpf_link_create(prog, fd, BPF_PERF_EVENT, &lo);
+			e = l < 0 ? -errno : add_link(s, l);
+			close(fd);
+			if (e) {
+				snprintf(err, errlen, "cannot attach on_counted: %s", strerror(-e));
+				return e;
+			}
+			n++;
+		}
+	}
+	return n ? 0 : -ENODEV;
+}
+
 static int attach_links(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
 {
 	struct bpf_program *p;
 
-	int k = 0;
+	int k = 0, e;
 
-	/* (Every program is a BTF-typed tracepoint's: a link of the
+	/* (Every other program is a BTF-typed tracepoint's: a link of the
 	 * tracepoint the kernel found for it at load.) */
 	bpf_object__for_each_program(p, s->obj) {
 		if (!bpf_program__autoload(p))
 			continue;
 		if (k == s->nprogs)
 			break;
-		int l = bpf_link_create(s->prog_fd[k++], 0, bpf_program__expected_attach_type(p), NULL);
-		if (l < 0) {
-			int e = -errno;
+		int prog = s->prog_fd[k++];
+		if (bpf_program__type(p) == BPF_PROG_TYPE_PERF_EVENT) {
+			if ((e = attach_counted(s, prog, err, errlen)))
+				return e;
+			continue;
+		}
+		int l = bpf_link_create(prog, 0, bpf_program__expected_attach_type(p), NULL);
+		if (l < 0 || (e = add_link(s, l))) {
+			e = l < 0 ? -errno : e;
 			snprintf(err, errlen, "cannot attach %s: %s", bpf_program__name(p),
 				 strerror(-e));
 			return e;
 		}
-		s->link_fd[s->nlinks++] = l;
 	}
 	return 0;
 }

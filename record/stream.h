@@ -10,7 +10,7 @@
 #include "bpf/records.h"
 #include "vmtutil.h"
 
-#define STREAM_MAX_LINKS 16
+#define STREAM_MAX_PROGS 16
 #define STREAM_MAX_MAPS 16
 
 /* Records wait this long (by their time) before they become events, so
@@ -45,10 +45,13 @@ struct stream {
 	/* The descriptors of its maps and of the programs it loads, in the
 	 * object's order (streamload.c), and of the programs' links. */
 	int map_fd[STREAM_MAX_MAPS], nmaps;
-	int prog_fd[STREAM_MAX_LINKS], nprogs;
+	int prog_fd[STREAM_MAX_PROGS], nprogs;
 	int own_fds; /* 1: ours to close; 0: libbpf's (the object's) */
 	int have_kfault; /* the kernel has exceptions:page_fault_kernel */
-	int link_fd[STREAM_MAX_LINKS], nlinks;
+	/* The programs' links: one per program, and the counted faults'
+	 * two per CPU (its perf events, held by their links). */
+	int *link_fd, nlinks;
+	size_t caplinks;
 	struct ring_buffer *rb;
 	/* What the loop waits on: the ring's epoll set and, until it is
 	 * reaped, the launched program's pidfd (its exit ends the wait at

@@ -47,7 +47,7 @@ int stream_load_fast(struct stream *s)
 	int nmaps, nprogs, e;
 
 	count(s->obj, &nmaps, &nprogs);
-	if (nmaps > STREAM_MAX_MAPS || nprogs > STREAM_MAX_LINKS)
+	if (nmaps > STREAM_MAX_MAPS || nprogs > STREAM_MAX_PROGS)
 		return -E2BIG;
 	if ((e = bpf_object__gen_loader(s->obj, &gen)) || (e = bpf_object__load(s->obj)))
 		return e < 0 ? e : -EINVAL;
@@ -107,7 +107,7 @@ int stream_take_fds(struct stream *s)
 	bpf_object__for_each_program(p, s->obj) {
 		if (!bpf_program__autoload(p))
 			continue;
-		if (s->nprogs == STREAM_MAX_LINKS)
+		if (s->nprogs == STREAM_MAX_PROGS)
 			return -E2BIG;
 		s->prog_fd[s->nprogs++] = bpf_program__fd(p);
 	}

@@ -128,6 +128,18 @@ struct linux_binprm {
 	const char *filename;
 } CORE;
 
+/* The context of a program on a perf event (the uapi's
+ * struct bpf_perf_event_data: its layout is the kernel's ABI, and the
+ * verifier rewrites the accesses). */
+struct bpf_perf_event_data {
+	struct {
+		unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di,
+			orig_ax, ip, cs, flags, sp, ss;
+	} regs;
+	u64 sample_period;
+	u64 addr;
+};
+
 /* The open-coded VMA iterator's state (its kfuncs are declared by the
  * program): an opaque 8 bytes, as the kernel defines it. */
 struct bpf_iter_task_vma {

@@ -58,6 +58,9 @@ struct sr_call {
 	 * the times it left the CPU, blocked and preempted. */
 	unsigned long long off_ns;
 	unsigned int vcsw, ivcsw;
+	/* The faults the kernel took during it through get_user_pages
+	 * (counted in the task's min_flt, maj_flt; no page known). */
+	unsigned int gup_min, gup_maj;
 };
 
 /* A task's own counters, as getrusage(RUSAGE_THREAD) reads them (utime,
@@ -127,9 +130,20 @@ struct sr_exit {
 	struct sr_counters cnt; /* the task's own, at its exit */
 };
 
+/* SR_FAULT: faults the kernel counted (min_flt or maj_flt of the task),
+ * written once it did.  One fault exception: count 1, h.time when it was
+ * taken, error_code the x86 hardware's (SR_FAULT_NOERR: not known).  Or
+ * (SR_FAULT_GUP) `count` faults the kernel took itself, through
+ * get_user_pages, outside a recorded call, since the task's last record:
+ * no address, no ip. */
+#define SR_FAULT_MAJOR 0x1u /* counted in maj_flt */
+#define SR_FAULT_GUP 0x2u   /* taken by the kernel, page unknown */
+#define SR_FAULT_NOERR 0x4u /* error_code is not known */
 struct sr_fault {
 	struct sr_hdr h;
 	unsigned long long addr, ip, error_code;
+	unsigned int flags; /* SR_FAULT_* */
+	unsigned int count;
 };
 
 #define SR_STACK_MAX 16384 /* bytes above sp: the copy is of whole pages */

@@ -71,28 +71,6 @@ struct {
 	__type(value, u32);
 } waiting SEC(".maps");
 
-/* Set on this CPU while a program here reads the program's memory: a
- * fault it takes is not handled (page faults are disabled) and not the
- * program's (on_kfault). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, u32);
-} reading SEC(".maps");
-
-/* bpf_probe_read_user, marked as ours for on_kfault. */
-static __always_inline long read_user(void *dst, u32 size, const void *src)
-{
-	u32 k = 0, *r = bpf_map_lookup_elem(&reading, &k);
-	if (r)
-		*r = 1;
-	long e = bpf_probe_read_user(dst, size, src);
-	if (r)
-		*r = 0;
-	return e;
-}
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SR_STAT__COUNT);
@@ -115,6 +93,14 @@ struct pending {
 	u32 active;
 	u32 lock_ok;
 	u32 pad;
+	/* Its last page-fault exception (the tracepoint's), until the
+	 * kernel counts it (on_counted); f_time 0: none. */
+	u64 f_addr, f_ip, f_err, f_time;
+	/* Its min_flt and maj_flt as the records so far account for them
+	 * (acct_ok 0: not yet set). */
+	u64 acct_min, acct_maj;
+	u32 acct_ok;
+	u32 pad2;
 };
 
 struct {
@@ -184,6 +170,65 @@ static __always_inline void hdr(struct sr_hdr *h, u16 kind, u16 size)
 	h->time = bpf_ktime_get_ns();
 }
 
+/* The task's storage, made if it has none (a task that was running when
+ * it was first traced: its faults count from now). */
+static __always_inline struct pending *task_pend(struct task_struct *t)
+{
+	struct pending *p = bpf_task_storage_get(&pend, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (p && !p->acct_ok) {
+		p->acct_min = t->min_flt;
+		p->acct_maj = t->maj_flt;
+		p->acct_ok = 1;
+	}
+	return p;
+}
+
+static __always_inline void gup_record(u64 n, u32 flags, u64 when)
+{
+	struct sr_fault *e = reserve(sizeof(*e));
+	if (!e)
+		return;
+	hdr(&e->h, SR_FAULT, sizeof(*e));
+	e->h.time = when;
+	e->addr = e->ip = e->error_code = 0;
+	e->flags = SR_FAULT_GUP | flags;
+	e->count = n > 0xffffffffu ? 0xffffffffu : (u32)n;
+	bpf_ringbuf_submit(e, wake());
+}
+
+/* The faults the task's counters grew by that no record has told (less
+ * the one being counted: less_min, less_maj), into *mn and *mj: told
+ * from here on. */
+static __always_inline void gup_take(struct task_struct *t, struct pending *p, u32 less_min,
+				     u32 less_maj, u32 *mn, u32 *mj)
+{
+	*mn = *mj = 0;
+	if (!want_faults || !p->acct_ok)
+		return;
+	u64 cmin = t->min_flt - less_min, cmaj = t->maj_flt - less_maj;
+	if (cmin > p->acct_min)
+		*mn = (u32)(cmin - p->acct_min);
+	if (cmaj > p->acct_maj)
+		*mj = (u32)(cmaj - p->acct_maj);
+	p->acct_min = cmin;
+	p->acct_maj = cmaj;
+}
+
+/* ... written as faults of the kernel's, outside a recorded call. */
+static __always_inline void gup(struct task_struct *t, struct pending *p, u32 less_min,
+				u32 less_maj)
+{
+	u32 mn, mj;
+	gup_take(t, p, less_min, less_maj, &mn, &mj);
+	if (!mn && !mj)
+		return;
+	u64 now = bpf_ktime_get_ns();
+	if (mn)
+		gup_record(mn, 0, now);
+	if (mj)
+		gup_record(mj, SR_FAULT_MAJOR, now);
+}
+
 /* The registers and the top of the user stack at a call's entry, in an
  * SR_STACK of time t (the call's SR_CALL names it by its t_stack).
  * Returns t, or 0 when there is no copy. */
@@ -236,7 +281,7 @@ static __always_inline u64 stack_copy(struct pt_regs *regs, u64 t)
 	for (u32 i = 0; i < SR_STACK_MAX / SR_PAGE + 1; i++) {
 		if ((i + 1) * SR_PAGE > room)
 			break;
-		if (read_user(e->data + i * SR_PAGE, SR_PAGE, (void *)(from + i * SR_PAGE))) {
+		if (bpf_probe_read_user(e->data + i * SR_PAGE, SR_PAGE, (void *)(from + i * SR_PAGE))) {
 			holes |= 1ull << i;
 			continue;
 		}
@@ -263,7 +308,7 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 	if (!traced())
 		return 0;
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct pending *p = bpf_task_storage_get(&pend, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct pending *p = task_pend(t);
 	if (!p)
 		return 0;
 	if (clone) {
@@ -271,11 +316,13 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 		u64 flags = regs->di;
 		if ((int)id == nr_vfork)
 			flags = SR_CLONE_VM | SR_CLONE_VFORK;
-		else if ((int)id == nr_clone3 && read_user(&flags, sizeof(flags), (void *)regs->di))
+		else if ((int)id == nr_clone3 && bpf_probe_read_user(&flags, sizeof(flags), (void *)regs->di))
 			flags = 0;
 		p->clone_flags = flags;
 		return 0;
 	}
+	/* (the kernel's faults since the task's last record: not the call's) */
+	gup(t, p, 0, 0);
 	p->args[0] = regs->di;
 	p->args[1] = regs->si;
 	p->args[2] = regs->dx;
@@ -435,8 +482,13 @@ static __always_inline void file_identity(struct sr_file *e, struct file *f)
 	e->ncomp = file_path(f, e->comp);
 }
 
-static __always_inline void emit_call(struct pending *p, s64 ret, u32 no_result)
+/* The call's record, with the faults the kernel took during it through
+ * get_user_pages (those of a populating call). */
+static __always_inline void emit_call(struct task_struct *t, struct pending *p, s64 ret,
+				      u32 no_result)
 {
+	u32 gmin, gmaj;
+	gup_take(t, p, 0, 0, &gmin, &gmaj);
 	struct sr_call *e = reserve(sizeof(*e));
 	if (!e)
 		return;
@@ -452,6 +504,8 @@ static __always_inline void emit_call(struct pending *p, s64 ret, u32 no_result)
 	e->off_ns = p->off_ns;
 	e->vcsw = p->vcsw;
 	e->ivcsw = p->ivcsw;
+	e->gup_min = gmin;
+	e->gup_maj = gmaj;
 	bpf_ringbuf_submit(e, wake());
 }
 
@@ -503,7 +557,7 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret)
 	p->active = 0;
 	if (((p->op == SR_OP_MMAP && p->file) || p->op == SR_OP_SHMAT) && !(ret < 0 && ret > -4096))
 		emit_file(t, p, (u64)ret);
-	emit_call(p, ret, 0);
+	emit_call(t, p, ret, 0);
 	return 0;
 }
 
@@ -531,6 +585,14 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (ctgid != ptgid)
 		bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY);
+	if (want_faults) {
+		/* Its counters start at 0 (copy_process): all its faults are
+		 * to be told. */
+		struct pending *c = bpf_task_storage_get(&pend, child, 0,
+							 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (c)
+			c->acct_ok = 1;
+	}
 	struct sr_fork *e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
@@ -554,6 +616,11 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 {
 	if (!traced())
 		return 0;
+	/* The kernel's faults up to here (the arguments it wrote into the
+	 * new image's stack): before the exec's records. */
+	struct pending *fp = task_pend(task);
+	if (fp)
+		gup(task, fp, 0, 0);
 	/* The new image's mappings, before its first instruction: the MAPS
 	 * snapshot, without a stop.  (The loop keeps no state from one VMA
 	 * to the next, so that the verifier sees its body once.) */
@@ -636,8 +703,10 @@ int BPF_PROG(on_task_exit, struct task_struct *task, bool group_dead)
 	struct pending *p = bpf_task_storage_get(&pend, task, 0, 0);
 	if (p && p->active) {
 		p->active = 0;
-		emit_call(p, 0, 1);
+		emit_call(task, p, 0, 1);
 	}
+	if (p)
+		gup(task, p, 0, 0);
 	struct sr_exit *e = reserve(sizeof(*e));
 	if (e) {
 		hdr(&e->h, SR_EXIT, sizeof(*e));
@@ -653,45 +722,115 @@ int BPF_PROG(on_task_exit, struct task_struct *task, bool group_dead)
 	return 0;
 }
 
-static __always_inline int fault(unsigned long address, unsigned long ip, unsigned long error_code)
+/* Page faults.  The trace has the faults the kernel counts in the task's
+ * min_flt and maj_flt (mm/memory.c, mm_account_fault), and only those, so
+ * that its count is the kernel's.  The fault tracepoints fire at every
+ * fault exception, also for those the kernel does not count:
+ *  - a bad access (a PROT_NONE page, as a garbage collector's barrier
+ *    takes on purpose; an address with no mapping), which never gets to
+ *    handle_mm_fault;
+ *  - a fault that failed (VM_FAULT_ERROR: SIGBUS past the end of a file,
+ *    out of memory);
+ *  - a fault whose handling dropped its lock to wait (VM_FAULT_RETRY) and
+ *    then found a signal pending: the kernel goes back to user space
+ *    without counting it, and the instruction faults again.  (A retry in
+ *    the kernel fires no tracepoint again: it is one exception.)
+ * Where the kernel counts a fault with the exception's registers, it also
+ * counts the perf software event PAGE_FAULTS_MIN or _MAJ: a program on
+ * those (on_counted, on every CPU) writes the record, from what the
+ * tracepoint kept in the task's storage (where, the instruction,
+ * read/write/exec, when).  An exception that is never counted is replaced
+ * by the task's next one, and never written.
+ *
+ * The kernel also counts faults it takes itself, through get_user_pages
+ * (no registers, no event): to populate a mapping (MAP_POPULATE, mlock,
+ * MADV_POPULATE_*), to pin a buffer, to write a new image's arguments, to
+ * finish what a copy with page faults disabled could not.  No tracepoint
+ * says which page; the task's counters say how many.  So the records of a
+ * task account for its counters, and what they grew by besides is told
+ * as faults of the kernel's: in a recorded call's record, those it took
+ * (emit_call); in records of their own (gup()) those outside one, at the
+ * task's next counted fault, recorded call, exec or exit. */
+
+static __always_inline int fault(unsigned long address, struct pt_regs *regs,
+				 unsigned long error_code)
 {
-	if (!want_faults || !traced())
-		return 0;
-	struct sr_fault *e = reserve(sizeof(*e));
-	if (!e)
-		return 0;
-	hdr(&e->h, SR_FAULT, sizeof(*e));
-	e->addr = address;
-	e->ip = ip;
-	e->error_code = error_code;
-	bpf_ringbuf_submit(e, wake());
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pending *p = bpf_task_storage_get(&pend, t, 0, 0);
+	if (!p) {
+		if (!traced() || !(p = task_pend(t)))
+			return 0;
+	}
+	p->f_addr = address;
+	p->f_ip = regs->ip;
+	p->f_err = error_code;
+	p->f_time = bpf_ktime_get_ns();
 	return 0;
 }
 
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	return fault(address, regs->ip, error_code);
+	return fault(address, regs, error_code);
 }
 
 /* Faults the kernel takes on the program's memory for it: read() into a
- * fresh buffer, the arguments of a new image.  The program's own rusage
- * counts them as it counts its own, and a replay touch redoes them.  The
- * kernel's faults on its own (upper-half) addresses are not the program's. */
+ * fresh buffer, a signal's frame.  The program's own rusage counts them
+ * as it counts its own, and a replay touch redoes them.  Not the kernel's
+ * faults on its own (upper-half) addresses, nor those with page faults
+ * disabled (a copy that may not sleep: ours of the stacks, the kernel's
+ * atomic copies), which never get to handle_mm_fault: where the kernel
+ * then faults the page in, by a fault of its own or through
+ * get_user_pages, that is the fault it counts. */
 SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(on_kfault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	if ((long)address < 0)
+	if ((long)address < 0 || bpf_get_current_task_btf()->pagefault_disabled)
 		return 0;
-	/* Not our own reads of the program's memory (the stack copies,
-	 * clone3's arguments): they never fault a page in.  The kernel's own
-	 * reads with page faults disabled are the program's: a read() copies
-	 * to the buffer so, and on a fault faults the page in through
-	 * get_user_pages, which counts in the program's rusage and passes no
-	 * tracepoint (pagefault_disabled would drop 700 of a pipeline's
-	 * 7,400 faults). */
-	u32 k = 0, *r = bpf_map_lookup_elem(&reading, &k);
-	if (r && *r)
+	return fault(address, regs, error_code);
+}
+
+/* The kernel counted a fault of the current task with the exception's
+ * registers (the perf software event PAGE_FAULTS_MIN, cookie 0, or
+ * PAGE_FAULTS_MAJ, cookie 1, of this CPU; ctx->addr the faulting
+ * address).  Every counted fault of the machine passes here: a task
+ * without storage costs one lookup. */
+SEC("perf_event")
+int on_counted(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pending *p = bpf_task_storage_get(&pend, t, 0, 0);
+	if (!p)
+		return 0; /* (not traced: its tracepoint made none) */
+	u32 major = bpf_get_attach_cookie(ctx) != 0;
+	u64 addr = ctx->addr, taken = p->f_time;
+	/* (inside a recorded call, the kernel's own faults are the call's:
+	 * its record tells them) */
+	if (!p->active)
+		gup(t, p, !major, major);
+	if (major)
+		p->acct_maj++;
+	else
+		p->acct_min++;
+	p->f_time = 0;
+	struct sr_fault *e = reserve(sizeof(*e));
+	if (!e)
 		return 0;
-	return fault(address, regs->ip, error_code);
+	hdr(&e->h, SR_FAULT, sizeof(*e));
+	e->addr = addr;
+	e->flags = major ? SR_FAULT_MAJOR : 0;
+	e->count = 1;
+	if (taken && (p->f_addr ^ addr) < SR_PAGE) {
+		e->h.time = taken;
+		e->ip = p->f_ip;
+		e->error_code = p->f_err;
+	} else {
+		/* (not seen: the kernel handles one fault of a task at a
+		 * time, and its tracepoint comes first) */
+		e->ip = ctx->regs.ip;
+		e->error_code = 0;
+		e->flags |= SR_FAULT_NOERR;
+	}
+	bpf_ringbuf_submit(e, wake());
+	return 0;
 }
