@@ -1,20 +1,31 @@
 /*
- * faults.c - user page faults of traced tasks through perf_event_open.
+ * faults.c - the page faults of traced tasks through perf_event_open.
  *
- * One sampling event per task (pid = tid, cpu = -1), sample period 1, with
- * its own ring buffer.  Why not one shared ring: the kernel only lets a
- * per-task event redirect its output (PERF_EVENT_IOC_SET_OUTPUT) into an
- * event of the same task, and inherited per-task events cannot be mapped at
- * all; per-CPU events would need one event per task and CPU instead.
+ * One ring buffer per task (pid = tid, cpu = -1) or, for a process tree,
+ * per CPU (inherited events), into which several sampling events of period
+ * 1 write, each sample marked with its event (PERF_SAMPLE_IDENTIFIER).
+ * Why not one ring for all tasks: the kernel only lets a per-task event
+ * redirect its output (PERF_EVENT_IOC_SET_OUTPUT) into an event of the
+ * same task, and inherited per-task events cannot be mapped at all.
+ *
+ * What is a fault: one the kernel counted in the task's minor or major
+ * faults (mm/memory.c, mm_account_fault), as its rusage does.  Where it
+ * counts one with the faulting registers it also counts the software event
+ * PAGE_FAULTS_MIN or PAGE_FAULTS_MAJ, with the address: those samples are
+ * the FAULT events.  The exceptions:page_fault_user tracepoint (and
+ * page_fault_kernel, on x86: the faults the kernel takes on the task's
+ * memory for it, a read() into a fresh buffer) says more, the access
+ * (read, write, exec), but fires at every fault exception, counted or not
+ * (a bad access, a failed fault, one retried from user space): where it
+ * can be sampled, its sample is kept for its task until the counted event
+ * of the same page follows, which takes the access and time from it, and
+ * is dropped when the task's next exception comes first.  Faults the
+ * kernel takes through get_user_pages (populating a mapping) fire neither,
+ * and are not recorded here.
  *
  * Timestamps use CLOCK_MONOTONIC (use_clockid), the recorder's clock, so
  * FAULT events fall between the syscalls around them.  sample_id_all gives
- * LOST records a time too.
- *
- * With the tracepoint, a second event per task on exceptions:page_fault_kernel
- * (x86) writes into the same ring: the faults the kernel takes on the
- * task's memory for it (read() into a fresh buffer), which its rusage
- * counts as its own.  Those on kernel addresses are dropped.  Nobody waits on the rings: the recorder drains
+ * LOST records a time too.  Nobody waits on the rings: the recorder drains
  * them at its ptrace stops (a ring that fills up in between loses samples,
  * which the kernel counts and we report as LOST events).
  */
@@ -45,11 +56,16 @@
 #define PF_WRITE 0x2u
 #define PF_INSTR 0x10u
 
+/* The events of a ring: the fault tracepoints (where they are sampled)
+ * and the kernel's counted faults. */
+enum { FE_USER, FE_KERNEL, FE_MIN, FE_MAJ, FE__N };
+
 struct ftask {
 	pid_t tid;
 	uint32_t thread, proc;
-	int fd;
-	int kfd;    /* page_fault_kernel, output into fd's ring; -1: none */
+	int fd;		   /* the ring's: fev[lead]'s */
+	int fev[FE__N];	   /* the events writing into it, -1: none */
+	uint64_t id[FE__N]; /* their sample identifiers */
 	void *base; /* the mapping: control page, then data */
 	size_t map_len;
 	unsigned char *data;
@@ -64,9 +80,17 @@ struct ftask {
 	int cpu;	    /* tree mode: the CPU of this ring, else -1 */
 };
 
+/* A task's last fault exception (tracepoint sample), until its counted
+ * event comes. */
+struct fpend {
+	uint64_t addr, ip, ts;
+	uint32_t access, valid;
+};
+
 struct vmr_faults {
 	int tracepoint; /* 1: exceptions:page_fault_user, 0: software event */
-	struct perf_event_attr attr;
+	struct perf_event_attr attr; /* the ring's lead event */
+	struct perf_event_attr sw;   /* the counted faults' (minor; major alike) */
 	struct tp_field f_addr, f_ip, f_err;
 	uint64_t kconfig; /* exceptions:page_fault_kernel's id, 0: none */
 	uint32_t ring_pages; /* 0: by task count */
@@ -92,6 +116,9 @@ struct vmr_faults {
 	vmr_faults_access_fn access;
 	void *access_ctx;
 	uint64_t sample_regs; /* software event: the user registers sampled */
+	struct vmt_htab pend_of; /* tid -> index in pend */
+	struct fpend *pend;
+	size_t npend, cappend;
 };
 
 static int perf_open_cpu(struct perf_event_attr *a, pid_t pid, int cpu)
@@ -118,6 +145,20 @@ static void base_attr(struct perf_event_attr *a)
 	/* Nobody polls: let the kernel skip wake-ups until half full. */
 	a->watermark = 1;
 	a->wakeup_watermark = 1u << 30;
+}
+
+/* The counted faults' event: the software event of minor faults (the
+ * major one alike), with its address; kernel: whether faults the kernel
+ * takes on the task's memory are counted too. */
+static void setup_counted(struct vmr_faults *f, int kernel)
+{
+	base_attr(&f->sw);
+	f->sw.type = PERF_TYPE_SOFTWARE;
+	f->sw.config = PERF_COUNT_SW_PAGE_FAULTS_MIN;
+	f->sw.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			    PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+	/* (an unprivileged user may sample user mode only) */
+	f->sw.exclude_kernel = !kernel;
 }
 
 /* Attributes for the tracepoint; fails when it or its fields are missing. */
@@ -149,24 +190,21 @@ static int setup_tracepoint(struct vmr_faults *f)
 	base_attr(&f->attr);
 	f->attr.type = PERF_TYPE_TRACEPOINT;
 	f->attr.config = tp.id;
-	f->attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+	f->attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			      PERF_SAMPLE_RAW;
 	/* The tracepoint fires in the kernel's fault handler: excluding
 	 * kernel mode would drop every sample. */
 	f->tracepoint = 1;
+	setup_counted(f, 1);
 	return 0;
 }
 
 static void setup_software(struct vmr_faults *f)
 {
-	base_attr(&f->attr);
-	f->attr.type = PERF_TYPE_SOFTWARE;
-	f->attr.config = PERF_COUNT_SW_PAGE_FAULTS;
-	f->attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-			      PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
-	/* Faults taken in user mode only, like page_fault_user (and what an
-	 * unprivileged user may sample). */
-	f->attr.exclude_kernel = 1;
+	/* The counted faults alone, taken in user mode, like page_fault_user
+	 * (and what an unprivileged user may sample). */
+	setup_counted(f, 0);
+	f->attr = f->sw;
 	f->tracepoint = 0;
 }
 
@@ -185,8 +223,15 @@ static int probe(struct vmr_faults *f)
 	if (fd < 0)
 		return fd;
 	close(fd);
-	f->attr.read_format = a.read_format;
+	f->attr.read_format = f->sw.read_format = a.read_format;
 	f->lost_count_read = a.read_format != 0;
+	/* (with the tracepoint: and the counted faults' event it pairs with) */
+	a = f->sw;
+	a.disabled = 1;
+	if (f->tracepoint && (fd = perf_open(&a, 0)) < 0)
+		return fd;
+	if (f->tracepoint)
+		close(fd);
 	return 0;
 }
 
@@ -222,9 +267,9 @@ struct vmr_faults *vmr_faults_new_opts(const struct vmr_faults_opts *opts,
 		if (e)
 			*why = e == -EACCES || e == -EPERM
 			? "exceptions:page_fault_user tracepoint not permitted: "
-			  "using the software page-fault event (no access type)"
+			  "using the software page-fault events (no access type)"
 			: "exceptions:page_fault_user tracepoint not available: "
-			  "using the software page-fault event (no access type)";
+			  "using the software page-fault events (no access type)";
 	}
 	if (e) {
 		setup_software(f);
@@ -251,17 +296,58 @@ static uint32_t default_pages(const struct vmr_faults *f)
 	return live < 16 ? 256 : live < 256 ? 64 : 16;
 }
 
-/* Open t's event(s) with attributes a on (pid, cpu) and map its ring.
- * Returns 0 or -errno (nothing kept open). */
+/* Close t's events and unmap its ring. */
+static void ring_close(struct ftask *t)
+{
+	if (t->base && t->base != MAP_FAILED)
+		munmap(t->base, t->map_len);
+	for (int i = 0; i < FE__N; i++)
+		if (t->fev[i] >= 0)
+			close(t->fev[i]);
+}
+
+/* One more event of t's ring, like its lead `like` (inherited and enabled
+ * alike) but of attributes a: 0, or -errno (none kept). */
+static int ring_add(struct ftask *t, int which, const struct perf_event_attr *a,
+		    const struct perf_event_attr *like, pid_t pid, int cpu)
+{
+	struct perf_event_attr at = *a;
+	at.inherit = like->inherit;
+	at.disabled = like->disabled;
+	at.enable_on_exec = like->enable_on_exec;
+	at.read_format = like->read_format;
+	int fd = perf_open_cpu(&at, pid, cpu);
+	if (fd < 0)
+		return fd;
+	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, t->fd) < 0 ||
+	    ioctl(fd, PERF_EVENT_IOC_ID, &t->id[which]) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	t->fev[which] = fd;
+	return 0;
+}
+
+/* Open t's events with attributes a for its lead on (pid, cpu) and map
+ * its ring.  Returns 0 or -errno (nothing kept open). */
 static int open_ring(struct vmr_faults *f, struct ftask *t, const struct perf_event_attr *a,
 		     pid_t pid, int cpu)
 {
 	struct perf_event_attr at = *a;
+	int lead = f->tracepoint ? FE_USER : FE_MIN, e;
+	for (int i = 0; i < FE__N; i++)
+		t->fev[i] = -1;
+	t->base = NULL;
 	int fd = perf_open_cpu(&at, pid, cpu);
 	if (fd < 0)
 		return fd;
-	t->fd = fd;
-	t->kfd = -1;
+	t->fd = t->fev[lead] = fd;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &t->id[lead]) < 0) {
+		e = -errno;
+		ring_close(t);
+		return e;
+	}
 	/* Halve the ring while the kernel refuses the locked memory (an
 	 * unprivileged user's perf_event_mlock_kb). */
 	for (uint32_t pages = default_pages(f);; pages /= 2) {
@@ -270,9 +356,9 @@ static int open_ring(struct vmr_faults *f, struct ftask *t, const struct perf_ev
 			       MAP_SHARED, fd, 0);
 		if (t->base != MAP_FAILED)
 			break;
-		int e = -errno;
+		e = -errno;
 		if (pages == 1 || (e != -EPERM && e != -ENOMEM)) {
-			close(fd);
+			ring_close(t);
 			return e;
 		}
 	}
@@ -285,17 +371,24 @@ static int open_ring(struct vmr_faults *f, struct ftask *t, const struct perf_ev
 		t->data_size = t->map_len - f->page;
 	}
 	t->tail = __atomic_load_n(&m->data_tail, __ATOMIC_RELAXED);
+	/* The counted faults: the major ones (and, with the tracepoint, the
+	 * minor ones) write into the lead's ring. */
+	struct perf_event_attr sw = f->sw;
+	if (f->tracepoint && (e = ring_add(t, FE_MIN, &sw, &at, pid, cpu))) {
+		ring_close(t);
+		return e;
+	}
+	sw.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+	if ((e = ring_add(t, FE_MAJ, &sw, &at, pid, cpu))) {
+		ring_close(t);
+		return e;
+	}
 	if (f->tracepoint && f->kconfig) {
-		/* Without it the kernel's faults are not recorded (it fails
+		/* Without it the kernel's faults have no access type (it fails
 		 * where perf_event_paranoid forbids kernel tracepoints). */
 		struct perf_event_attr ka = at;
 		ka.config = f->kconfig;
-		int kfd = perf_open_cpu(&ka, pid, cpu);
-		if (kfd >= 0 && ioctl(kfd, PERF_EVENT_IOC_SET_OUTPUT, fd) < 0) {
-			close(kfd);
-			kfd = -1;
-		}
-		t->kfd = kfd;
+		ring_add(t, FE_KERNEL, &ka, &at, pid, cpu);
 	}
 	return 0;
 }
@@ -326,10 +419,7 @@ int vmr_faults_add_task(struct vmr_faults *f, pid_t tid, uint32_t thread,
 		return e;
 	}
 	if (vmt_htab_set(&f->by_tid, (uint64_t)tid, 0, f->ntasks)) {
-		munmap(t->base, t->map_len);
-		if (t->kfd >= 0)
-			close(t->kfd);
-		close(t->fd);
+		ring_close(t);
 		free(t);
 		return -ENOMEM;
 	}
@@ -348,6 +438,8 @@ void vmr_faults_set_access(struct vmr_faults *f, vmr_faults_access_fn fn, void *
 				 (1ull << PERF_REG_X86_SP);
 		f->attr.sample_type |= PERF_SAMPLE_REGS_USER;
 		f->attr.sample_regs_user = f->sample_regs;
+		f->sw.sample_type |= PERF_SAMPLE_REGS_USER;
+		f->sw.sample_regs_user = f->sample_regs;
 	}
 }
 
@@ -401,9 +493,9 @@ void vmr_faults_remove_task(struct vmr_faults *f, pid_t tid)
 		return;
 	struct ftask *t = f->tasks[*idx];
 	/* Stop new samples; keep the ring until the next drain reads it. */
-	ioctl(t->fd, PERF_EVENT_IOC_DISABLE, 0);
-	if (t->kfd >= 0)
-		ioctl(t->kfd, PERF_EVENT_IOC_DISABLE, 0);
+	for (int i = 0; i < FE__N; i++)
+		if (t->fev[i] >= 0)
+			ioctl(t->fev[i], PERF_EVENT_IOC_DISABLE, 0);
 	t->gone = 1;
 	t->check_lost = 1;
 	vmt_htab_del(&f->by_tid, (uint64_t)tid, 0);
@@ -411,10 +503,7 @@ void vmr_faults_remove_task(struct vmr_faults *f, pid_t tid)
 
 static void task_free(struct ftask *t)
 {
-	munmap(t->base, t->map_len);
-	if (t->kfd >= 0)
-		close(t->kfd);
-	close(t->fd);
+	ring_close(t);
 	free(t);
 }
 
@@ -484,9 +573,72 @@ static uint64_t get_uint(const unsigned char *p, uint32_t size)
 	return v;
 }
 
+/* The last fault exception of tid (made, zeroed, with `create`); NULL
+ * when there is none (or no memory for one). */
+static struct fpend *pend_get(struct vmr_faults *f, pid_t tid, int create)
+{
+	const uint64_t *ix = vmt_htab_get(&f->pend_of, (uint64_t)(uint32_t)tid, 0);
+	if (ix)
+		return &f->pend[*ix];
+	if (!create || vmt_grow(&f->pend, &f->cappend, f->npend + 1, sizeof(*f->pend)) ||
+	    vmt_htab_set(&f->pend_of, (uint64_t)(uint32_t)tid, 0, f->npend))
+		return NULL;
+	memset(&f->pend[f->npend], 0, sizeof(*f->pend));
+	return &f->pend[f->npend++];
+}
+
+/* Which of t's events wrote the sample r (FE_*), or -1. */
+static int sample_event(const struct ftask *t, const unsigned char *r, uint32_t size)
+{
+	uint64_t id;
+	if (size < sizeof(struct perf_event_header) + 8)
+		return -1;
+	memcpy(&id, r + sizeof(struct perf_event_header), 8);
+	for (int i = 0; i < FE__N; i++)
+		if (t->fev[i] >= 0 && t->id[i] == id)
+			return i;
+	return -1;
+}
+
+/* A tracepoint's sample (after its identifier): the task's last fault
+ * exception, kept for the counted event that may follow. */
+static void take_exception(struct vmr_faults *f, struct ftask *t, const unsigned char *p,
+			   const unsigned char *end)
+{
+	/* tid (pid, tid), time, raw size, raw */
+	if (end - p < 8 + 8 + 4)
+		return;
+	uint32_t ids[2], raw_size;
+	uint64_t ts;
+	memcpy(ids, p, 8);
+	memcpy(&ts, p + 8, 8);
+	memcpy(&raw_size, p + 16, 4);
+	t->last_ts = ts;
+	const unsigned char *raw = p + 20;
+	if (raw_size > (uint64_t)(end - raw))
+		return;
+	const struct tp_field *fl[3] = { &f->f_addr, &f->f_ip, &f->f_err };
+	for (int i = 0; i < 3; i++)
+		if (fl[i]->offset + fl[i]->size > raw_size)
+			return;
+	uint64_t addr = get_uint(raw + f->f_addr.offset, f->f_addr.size);
+	struct fpend *pd = pend_get(f, (pid_t)ids[1], 1);
+	if (!pd)
+		return;
+	/* (the kernel's fault on its own memory: not the program's; it
+	 * still ends the task's last exception) */
+	pd->valid = !(addr >> 63);
+	pd->addr = addr;
+	pd->ip = get_uint(raw + f->f_ip.offset, f->f_ip.size);
+	pd->ts = ts;
+	uint64_t ec = get_uint(raw + f->f_err.offset, f->f_err.size);
+	pd->access = ec & PF_WRITE ? VMT_FAULT_WRITE : ec & PF_INSTR ? VMT_FAULT_EXEC : VMT_FAULT_READ;
+}
+
 /* Decode the record r (size bytes) of task t into *ev.  Returns 1 for an
  * event to append, 0 for a record to skip (other record types, short
- * records, losses already reported). */
+ * records, losses already reported, a fault exception, which waits for
+ * its counted event). */
 static int decode(struct vmr_faults *f, struct ftask *t,
 		  const unsigned char *r, uint32_t size, struct vmt_event *ev)
 {
@@ -498,13 +650,13 @@ static int decode(struct vmr_faults *f, struct ftask *t,
 	ev->proc = t->proc;
 	ev->ts_ns = t->last_ts;
 	if (h.type == PERF_RECORD_LOST) {
-		/* id, lost, then sample_id {pid, tid, time}. */
+		/* id, lost, then sample_id {pid, tid, time, identifier}. */
 		if (end - p < 16)
 			return 0;
 		uint64_t lost;
 		memcpy(&lost, p + 8, 8);
-		if (end - p >= 32)
-			memcpy(&ev->ts_ns, end - 8, 8);
+		if (end - p >= 40)
+			memcpy(&ev->ts_ns, end - 16, 8);
 		/* Part of it may have been reported already from the count
 		 * read() gave at an earlier drain. */
 		t->ring_lost += lost;
@@ -515,64 +667,52 @@ static int decode(struct vmr_faults *f, struct ftask *t,
 		ev->u.lost.what = VMT_LOST_FAULTS;
 		t->told_lost = t->ring_lost;
 		f->lost += ev->u.lost.count;
+		t->last_ts = ev->ts_ns;
 		return 1;
 	}
 	if (h.type != PERF_RECORD_SAMPLE)
 		return 0; /* throttling notes etc. */
-	ev->kind = VMT_EV_FAULT;
-
-	if (f->tracepoint) {
-		/* tid (pid, tid), time, raw size, raw */
-		if (end - p < 8 + 8 + 4)
-			return 0;
-		memcpy(&ev->ts_ns, p + 8, 8);
-		uint32_t raw_size;
-		memcpy(&raw_size, p + 16, 4);
-		const unsigned char *raw = p + 20;
-		if (raw_size > (uint64_t)(end - raw))
-			return 0;
-		const struct tp_field *fl[3] = { &f->f_addr, &f->f_ip, &f->f_err };
-		for (int i = 0; i < 3; i++)
-			if (fl[i]->offset + fl[i]->size > raw_size)
-				return 0;
-		ev->u.fault.addr = get_uint(raw + f->f_addr.offset, f->f_addr.size);
-		if (ev->u.fault.addr >> 63)
-			return 0; /* the kernel's fault on its own memory */
-		ev->u.fault.ip = get_uint(raw + f->f_ip.offset, f->f_ip.size);
-		uint64_t ec = get_uint(raw + f->f_err.offset, f->f_err.size);
-		ev->u.fault.access = ec & PF_WRITE ? VMT_FAULT_WRITE
-				     : ec & PF_INSTR ? VMT_FAULT_EXEC
-						     : VMT_FAULT_READ;
-	} else {
-		/* ip, tid (pid, tid), time, addr */
-		if (end - p < 32)
-			return 0;
-		memcpy(&ev->u.fault.ip, p, 8);
-		memcpy(&ev->ts_ns, p + 16, 8);
-		memcpy(&ev->u.fault.addr, p + 24, 8);
-		ev->u.fault.access = 0;
-		if (f->access) {
-			/* then the user registers: abi, si, di, sp */
-			uint64_t regs[4] = { 0 }, ids;
-			if (end - p >= 32 + 8)
-				memcpy(regs, p + 32, 8);
-			if (regs[0] && end - p >= 32 + 32)
-				memcpy(regs + 1, p + 40, 24);
-			memcpy(&ids, p + 8, 8);
-			ev->u.fault.access = f->access(f->access_ctx, (pid_t)(uint32_t)ids,
-						       ev->u.fault.ip, ev->u.fault.addr,
-						       regs[0] ? regs + 1 : NULL);
-		}
+	int which = sample_event(t, r, size);
+	p += 8; /* (its identifier) */
+	if (which == FE_USER || which == FE_KERNEL) {
+		take_exception(f, t, p, end);
+		return 0;
 	}
+	if (which != FE_MIN && which != FE_MAJ)
+		return 0;
+	/* ip, tid (pid, tid), time, addr */
+	if (end - p < 32)
+		return 0;
+	uint32_t ids[2];
+	memcpy(&ev->u.fault.ip, p, 8);
+	memcpy(ids, p + 8, 8);
+	memcpy(&ev->ts_ns, p + 16, 8);
+	memcpy(&ev->u.fault.addr, p + 24, 8);
+	t->last_ts = ev->ts_ns;
+	ev->kind = VMT_EV_FAULT;
+	ev->u.fault.flags = which == FE_MAJ ? VMT_FLT_MAJOR : 0;
+	/* The exception it counted, when its tracepoint's sample came first:
+	 * its access and time (the fault's start). */
+	struct fpend *pd = f->tracepoint ? pend_get(f, (pid_t)ids[1], 0) : NULL;
+	if (pd && pd->valid && (pd->addr ^ ev->u.fault.addr) < f->page) {
+		ev->ts_ns = pd->ts;
+		ev->u.fault.ip = pd->ip;
+		ev->u.fault.access = pd->access;
+	} else if (f->access) {
+		/* then the user registers: abi, si, di, sp */
+		uint64_t regs[4] = { 0 };
+		if (end - p >= 32 + 8)
+			memcpy(regs, p + 32, 8);
+		if (regs[0] && end - p >= 32 + 32)
+			memcpy(regs + 1, p + 40, 24);
+		ev->u.fault.access = f->access(f->access_ctx, (pid_t)ids[0], ev->u.fault.ip,
+					       ev->u.fault.addr, regs[0] ? regs + 1 : NULL);
+	}
+	if (pd)
+		pd->valid = 0;
 	if (f->tree) {
-		/* The task is the sample's (its tid after the software event's
-		 * ip); faults on the recorder's own memory are not the
-		 * program's. */
-		const unsigned char *tp = p + (f->tracepoint ? 0 : 8);
-		uint32_t ids[2];
-		if (end - tp < 8)
-			return 0;
-		memcpy(ids, tp, 8);
+		/* The task is the sample's; faults on the recorder's own
+		 * memory are not the program's. */
 		int who = f->who(f->who_ctx, (pid_t)ids[1], ev->u.fault.addr, &ev->thread, &ev->proc);
 		if (who) {
 			f->unknown += who > 0;
@@ -594,12 +734,14 @@ static int next_time(struct vmr_faults *f, struct ftask *t, uint64_t *ts)
 	memcpy(&h, r, sizeof(h));
 	*ts = t->last_ts;
 	if (h.type == PERF_RECORD_SAMPLE) {
-		/* time follows the tid (and, for the software event, ip) */
-		size_t at = sizeof(h) + (f->tracepoint ? 8 : 16);
-		if (at + 8 <= size)
+		/* after the identifier: the time follows the tid (and, for
+		 * the counted faults' events, the ip) */
+		int which = sample_event(t, r, size);
+		size_t at = sizeof(h) + 8 + (which == FE_MIN || which == FE_MAJ ? 16 : 8);
+		if (which >= 0 && at + 8 <= size)
 			memcpy(ts, r + at, 8);
-	} else if (size >= sizeof(h) + 16) {
-		memcpy(ts, r + size - 8, 8); /* sample_id_all trailer */
+	} else if (size >= sizeof(h) + 24) {
+		memcpy(ts, r + size - 16, 8); /* sample_id_all trailer */
 	}
 	return 1;
 }
@@ -609,13 +751,14 @@ static int next_time(struct vmr_faults *f, struct ftask *t, uint64_t *ts)
 static int report_read_lost(struct vmr_faults *f, struct ftask *t,
 			    vmt_writer *w)
 {
-	uint64_t v[2], kv[2];
-	if (!f->lost_count_read || read(t->fd, v, sizeof(v)) != sizeof(v))
+	uint64_t v[2] = { 0, 0 }, kv[2];
+	if (!f->lost_count_read)
 		return 0;
-	/* A sample the shared ring had no room for counts as the kernel
-	 * event's loss when it was the kernel event's. */
-	if (t->kfd >= 0 && read(t->kfd, kv, sizeof(kv)) == sizeof(kv))
-		v[1] += kv[1];
+	/* A sample the shared ring had no room for counts as the loss of the
+	 * event whose it was. */
+	for (int i = 0; i < FE__N; i++)
+		if (t->fev[i] >= 0 && read(t->fev[i], kv, sizeof(kv)) == sizeof(kv))
+			v[1] += kv[1];
 	if (v[1] <= t->told_lost)
 		return 0;
 	struct vmt_event ev = { .kind = VMT_EV_LOST, .thread = t->thread,
@@ -672,10 +815,10 @@ int vmr_faults_drain(struct vmr_faults *f, vmt_writer *w, uint64_t up_to_ns)
 		const unsigned char *r = peek(f, t, &size);
 		struct vmt_event ev;
 		if (r && decode(f, t, r, size, &ev)) {
-			t->last_ts = ev.ts_ns;
 			if ((err = vmt_writer_append(w, &ev)))
 				break;
-			f->last_out_ts = ev.ts_ns;
+			if (ev.ts_ns > f->last_out_ts)
+				f->last_out_ts = ev.ts_ns;
 			appended++;
 		}
 		t->tail += r ? size : t->head - t->tail;
@@ -722,6 +865,8 @@ void vmr_faults_free(struct vmr_faults *f)
 	free(f->tasks);
 	free(f->rec);
 	free(f->act);
+	free(f->pend);
 	vmt_htab_free(&f->by_tid);
+	vmt_htab_free(&f->pend_of);
 	free(f);
 }

@@ -1,13 +1,17 @@
 /*
- * faults.h - capture of user page faults with perf_event_open, one event
+ * faults.h - capture of user page faults with perf_event_open, one ring
  * per traced task, merged in time order into FAULT events.
  *
- * Preferred source: the exceptions:page_fault_user tracepoint (address, ip
- * and the hardware error code, hence read/write/exec).  Where it is missing
- * (no tracefs, other architectures): the software page-fault event, which
- * gives address and ip but no access type (FAULT.access = 0).  The kernel
- * writes samples to a ring buffer per task; the recorder drains them at its
- * ptrace stops, so nothing here blocks or needs a wake-up.
+ * The faults are those the kernel counts in the task's rusage with the
+ * faulting registers: the software events PAGE_FAULTS_MIN and _MAJ, which
+ * give the address and ip.  Where it can be sampled (root), the
+ * exceptions:page_fault_user tracepoint gives each one's access type (the
+ * hardware error code: read/write/exec); elsewhere (a normal user, other
+ * architectures) the events give none (FAULT.access = 0, unless the
+ * access function decodes it) and cover user mode only.  The faults the
+ * kernel takes through get_user_pages fire no event and are not recorded.
+ * The kernel writes samples to a ring buffer per task; the recorder drains
+ * them at its ptrace stops, so nothing here blocks or needs a wake-up.
  *
  * All timestamps are CLOCK_MONOTONIC ns.  One thread must make all calls.
  */
@@ -21,16 +25,17 @@ struct vmr_faults;
 
 /* *why: NULL, or a static sentence about a fallback, e.g.
  * "exceptions:page_fault_user tracepoint not available: using the software
- * page-fault event (no access type)". NULL + *err on failure (e.g.
- * perf_event_paranoid: -EACCES/-EPERM; -ENOSYS without perf events).
+ * page-fault events (no access type)": the counted faults' events alone.
+ * NULL + *err on failure (e.g. perf_event_paranoid: -EACCES/-EPERM;
+ * -ENOSYS without perf events).
  * Probes the kernel once by opening (and closing) an event on the caller. */
 struct vmr_faults *vmr_faults_new(int *err, const char **why);
 
 /* Choices for tests and tuning; vmr_faults_new() is all defaults. */
 enum vmr_fault_source {
-	VMR_FAULTS_AUTO = 0,	   /* tracepoint, else software event */
-	VMR_FAULTS_TRACEPOINT = 1, /* tracepoint only (fail without it) */
-	VMR_FAULTS_SOFTWARE = 2,   /* software page-fault event only */
+	VMR_FAULTS_AUTO = 0,	   /* tracepoint, else software events alone */
+	VMR_FAULTS_TRACEPOINT = 1, /* tracepoint (fail without it) */
+	VMR_FAULTS_SOFTWARE = 2,   /* the counted faults' software events alone */
 };
 struct vmr_faults_opts {
 	uint32_t source;     /* enum vmr_fault_source */

@@ -1,7 +1,7 @@
 /*
  * insn.c - the access type of a page fault from the instruction that took
  * it (x86-64), for fault sources that do not give it (the software
- * page-fault event, which unprivileged users may sample).
+ * page-fault events, which unprivileged users may sample).
  *
  * Only what the replay needs is decoded: does the instruction write the
  * memory it faulted on?  The prefixes, the opcode maps (legacy, 0F, 0F38,

@@ -91,7 +91,7 @@ static int choose_touch(struct vmr_rec *r, char *err, size_t errlen)
 		if (why && (r->code = vmr_codecache_new())) {
 			vmr_faults_set_access(r->faults, vmr_codecache_access, r->code);
 			vmr_notice(r, "exceptions:page_fault_user tracepoint %s: sampling the software "
-				   "page-fault event, the access type read from the faulting instruction",
+				   "page-fault events, the access type read from the faulting instruction",
 				   strstr(why, "not permitted") ? "not permitted" : "not available");
 		} else if (why) {
 			vmr_notice(r, "%s", why);
