@@ -15,6 +15,20 @@
         the processes below the first one (its child and that child's
         tree) against wait4's rusage of that child, which FILE holds
         (rusage_run.py): faults equal, switches no more
+    counters.py faults [--at-most] TRACE
+        every thread's FAULT events against its COUNTERS: as many as the
+        kernel counted (minflt + majflt; the first thread's from the exec
+        that starts the recording on, its COUNTERS of scope exec taken
+        off), and as many of them major (a trace of format 1.3 or later,
+        whose faults say it); with --at-most, no more than it counted (a
+        backend that misses some it counts, none it does not); of a
+        thread without COUNTERS (its exit not seen) nothing is judged
+    counters.py badfault TRACE OUT
+        the faults of tests/workloads/badfault's pages, whose summary line
+        OUT holds: one for each of its barrier's pages (the access error
+        before it is no fault the kernel counts), none for the page past
+        the end of its file (SIGBUS), one for each page of its retry kind
+        (the fault the signal interrupted goes uncounted)
     counters.py proc TRACE FILE
         the first process at its exit against /proc, read when it had
         done all it would do (FILE: "self MINFLT MAJFLT" and "children
@@ -173,6 +187,92 @@ def rusage(trace, path):
     print("rusage: trace %s over %d processes, wait4 %s" % (got, len(tree), want))
 
 
+def faults(trace, at_most=False):
+    evs = events(trace)
+    thread_cnt, n, major, before = {}, {}, {}, None
+    for e in evs:
+        k = e["kind"]
+        if k == "counters" and e["scope"] == "thread":
+            thread_cnt[e["thread"]] = e
+        elif k == "counters" and e["scope"] == "exec" and e["proc"] == 0 and before is None:
+            before = e  # the launch's, before the program's first instruction
+        elif k == "fault":
+            n[e["thread"]] = n.get(e["thread"], 0) + 1
+            major[e["thread"]] = major.get(e["thread"], 0) + (1 if e.get("major") else 0)
+    if not thread_cnt:
+        fail("no thread has counters")
+    head = subprocess.run([VMTRACE, "dump", trace], capture_output=True, text=True).stdout
+    version = head.split(",", 1)[0].split()[-1] if head.startswith("# vmtrace ") else "1.0"
+    has_major = tuple(int(x) for x in version.split(".")) >= (1, 3)
+    bad, total, kernel = [], 0, 0
+    for t, c in sorted(thread_cnt.items()):
+        want_min, want_maj = c["minflt"], c["majflt"]
+        if t == 0 and before is not None:
+            want_min -= before["minflt"]
+            want_maj -= before["majflt"]
+        got, got_maj = n.get(t, 0), major.get(t, 0)
+        total += got
+        kernel += want_min + want_maj
+        if got > want_min + want_maj or (got < want_min + want_maj and not at_most):
+            bad.append("thread %d: %d faults in the trace, the kernel counted %d (%d minor, %d major)"
+                       % (t, got, want_min + want_maj, want_min, want_maj))
+        elif has_major and (got_maj > want_maj or (got_maj < want_maj and not at_most)):
+            bad.append("thread %d: %d major faults in the trace, the kernel counted %d"
+                       % (t, got_maj, want_maj))
+    for line in bad[:-1]:
+        print(line)
+    if bad:
+        fail(bad[-1])
+    print("faults: %d in the trace, %d counted by the kernel, in %d threads%s" %
+          (total, kernel, len(thread_cnt), " (at most)" if at_most else ""))
+
+
+def badfault(trace, out):
+    keys = {}
+    for line in open(out):
+        if line.startswith("summary:"):
+            for w in line.split():
+                if "=" in w:
+                    k, v = w.split("=", 1)
+                    keys[k] = v
+    if "barrier_at" not in keys:
+        print("no badfault summary line in " + out)
+        sys.exit(2)
+    n, page = int(keys["pages"]), 4096
+    # (name, the mapping's start, first page, pages, faults each)
+    sig = int(keys["sigbus_at"], 0)
+    regions = [("barrier", int(keys["barrier_at"], 0), 0, n, 1), ("sigbus", sig - page, 1, 1, 0)]
+    if keys.get("retry") == "1":
+        regions.append(("retry", int(keys["retry_at"], 0), 0, n, 1))
+    evs = events(trace)
+    said, wrong = [], []
+    for name, start, first, npages, want in regions:
+        # the faults on the region's pages while it is mapped: from its
+        # mmap to its munmap (the addresses are handed out again)
+        per, live = {}, False
+        for e in evs:
+            if e["proc"] != 0:
+                continue
+            if e["kind"] == "syscall" and e["op"] == "mmap" and e["result"] == start:
+                live = True
+            elif e["kind"] == "syscall" and e["op"] == "munmap" and e["args"][0] == start and live:
+                break
+            elif live and e["kind"] == "fault" and not e.get("gup"):
+                pg = (e["addr"] - start) // page
+                per[pg] = per.get(pg, 0) + 1
+        got = [per.get(first + i, 0) for i in range(npages)]
+        bad = [(i, g) for i, g in enumerate(got) if g != want]
+        if bad:
+            wrong.append("%s: %d of %d pages with other than %d fault%s (page, faults: %s)" %
+                         (name, len(bad), npages, want, "" if want == 1 else "s", bad[:5]))
+        said.append("%s %d x %d" % (name, npages, want))
+    for line in wrong[:-1]:
+        print(line)
+    if wrong:
+        fail(wrong[-1])
+    print("badfault: the pages' faults as the kernel counted them: " + ", ".join(said))
+
+
 def proc(trace, path):
     seen = {}
     for line in open(path):
@@ -213,6 +313,12 @@ def main():
         summary(a[1], a[2], int(a[3]))
     elif a[:1] == ["rusage"] and len(a) == 3:
         rusage(a[1], a[2])
+    elif a[:1] == ["faults"] and len(a) == 2:
+        faults(a[1])
+    elif a[:2] == ["faults", "--at-most"] and len(a) == 3:
+        faults(a[2], True)
+    elif a[:1] == ["badfault"] and len(a) == 3:
+        badfault(a[1], a[2])
     elif a[:1] == ["proc"] and len(a) == 3:
         proc(a[1], a[2])
     else:

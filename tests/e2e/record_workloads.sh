@@ -38,6 +38,7 @@ one seed004-wo seed004 --pages 64 --rounds 2 --write-only
 one everyop everyop
 one forkexec forkexec
 one forkexec-true forkexec --exec true
+one badfault badfault --pages 8
 one forkexec-none forkexec --exec none
 # The header says the overcommit policy the calls ran under (the rewriter
 # must not turn an uncommit into madvise under strict overcommit).
