@@ -332,8 +332,8 @@ struct rp_run_result {
 	 * replay processes, starting, ending and waiting for threads). */
 	uint64_t setup_minor, setup_major, setup_vcsw, setup_ivcsw;
 	/* The perf software counters of the whole tree (the threads and the
-	 * set-up; a retried fault counts again), and the threads' own sums
-	 * (= minor_faults, major_faults). */
+	 * set-up; none of the faults of get_user_pages), and the threads' own
+	 * sums (= minor_faults, major_faults). */
 	int perf_ok;
 	uint64_t perf_minor, perf_major, perf_cs;
 	uint64_t rusage_minor, rusage_major;
