@@ -475,7 +475,7 @@ static void on_call(struct vmr_rec *r, struct stream *s, const struct sr_call *c
 	 * unknown: before it, at its entry. */
 	struct vmt_event fe = { .kind = VMT_EV_FAULT, .thread = t->thread,
 				.proc = t->proc->index, .ts_ns = c->t_enter };
-	for (uint32_t i = 0; i < c->gup_min + c->gup_maj; i++) {
+	for (uint64_t i = 0; i < (uint64_t)c->gup_min + c->gup_maj; i++) {
 		fe.u.fault.flags = VMT_FLT_GUP | VMT_FLT_CALL | (i < c->gup_maj ? VMT_FLT_MAJOR : 0);
 		vmr_emit(r, &fe);
 	}
@@ -486,8 +486,9 @@ static void on_call(struct vmr_rec *r, struct stream *s, const struct sr_call *c
 	vmr_sc_record(r, t, &sc, c->t_enter);
 }
 
-/* Faults the kernel counted: one exception's, or (SR_FAULT_GUP) `count`
- * of its own, whose pages are not known: as many FAULT events. */
+/* Faults the kernel counted: one exception's, or (SR_FAULT_GUP) as many
+ * of its own as the record says, whose pages are not known: as many FAULT
+ * events. */
 static void on_fault(struct vmr_rec *r, const struct sr_fault *f)
 {
 	struct vmr_task *t = vmr_task_find(r, (pid_t)f->h.tid);
@@ -495,16 +496,21 @@ static void on_fault(struct vmr_rec *r, const struct sr_fault *f)
 		return;
 	struct vmt_event ev = { .kind = VMT_EV_FAULT, .thread = t->thread,
 				.proc = t->proc->index, .ts_ns = f->h.time };
+	if (f->flags & SR_FAULT_GUP) {
+		for (uint64_t i = 0; i < (uint64_t)f->count + f->count_maj; i++) {
+			ev.u.fault.flags = VMT_FLT_GUP | (i < f->count_maj ? VMT_FLT_MAJOR : 0);
+			vmr_emit(r, &ev);
+		}
+		return;
+	}
 	ev.u.fault.addr = f->addr;
 	ev.u.fault.ip = f->ip;
 	/* x86 error code: bit 1 write, bit 4 instruction fetch. */
-	ev.u.fault.access = (f->flags & (SR_FAULT_NOERR | SR_FAULT_GUP)) ? 0
+	ev.u.fault.access = (f->flags & SR_FAULT_NOERR) ? 0
 			    : (f->error_code & 2) ? VMT_FAULT_WRITE
 			    : (f->error_code & 0x10) ? VMT_FAULT_EXEC : VMT_FAULT_READ;
-	ev.u.fault.flags = ((f->flags & SR_FAULT_MAJOR) ? VMT_FLT_MAJOR : 0) |
-			   ((f->flags & SR_FAULT_GUP) ? VMT_FLT_GUP : 0);
-	for (uint32_t i = 0; i < (f->flags & SR_FAULT_GUP ? f->count : 1); i++)
-		vmr_emit(r, &ev);
+	ev.u.fault.flags = (f->flags & SR_FAULT_MAJOR) ? VMT_FLT_MAJOR : 0;
+	vmr_emit(r, &ev);
 }
 
 static void process(struct vmr_rec *r, struct stream *s, const unsigned char *rec, size_t len,

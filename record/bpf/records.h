@@ -131,11 +131,11 @@ struct sr_exit {
 };
 
 /* SR_FAULT: faults the kernel counted (min_flt or maj_flt of the task),
- * written once it did.  One fault exception: count 1, h.time when it was
- * taken, error_code the x86 hardware's (SR_FAULT_NOERR: not known).  Or
- * (SR_FAULT_GUP) `count` faults the kernel took itself, through
- * get_user_pages, outside a recorded call, since the task's last record:
- * no address, no ip. */
+ * written once it did.  One fault exception: h.time when it was taken,
+ * error_code the x86 hardware's (SR_FAULT_NOERR: not known), major with
+ * SR_FAULT_MAJOR.  Or (SR_FAULT_GUP) the faults the kernel took itself,
+ * through get_user_pages, outside a recorded call, since the task's last
+ * record: `count` minor and `count_maj` major, no address, no ip. */
 #define SR_FAULT_MAJOR 0x1u /* counted in maj_flt */
 #define SR_FAULT_GUP 0x2u   /* taken by the kernel, page unknown */
 #define SR_FAULT_NOERR 0x4u /* error_code is not known */
@@ -143,7 +143,8 @@ struct sr_fault {
 	struct sr_hdr h;
 	unsigned long long addr, ip, error_code;
 	unsigned int flags; /* SR_FAULT_* */
-	unsigned int count;
+	unsigned int count, count_maj; /* SR_FAULT_GUP */
+	unsigned int pad;
 };
 
 #define SR_STACK_MAX 16384 /* bytes above sp: the copy is of whole pages */

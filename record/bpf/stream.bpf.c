@@ -183,19 +183,6 @@ static __always_inline struct pending *task_pend(struct task_struct *t)
 	return p;
 }
 
-static __always_inline void gup_record(u64 n, u32 flags, u64 when)
-{
-	struct sr_fault *e = reserve(sizeof(*e));
-	if (!e)
-		return;
-	hdr(&e->h, SR_FAULT, sizeof(*e));
-	e->h.time = when;
-	e->addr = e->ip = e->error_code = 0;
-	e->flags = SR_FAULT_GUP | flags;
-	e->count = n > 0xffffffffu ? 0xffffffffu : (u32)n;
-	bpf_ringbuf_submit(e, wake());
-}
-
 /* The faults the task's counters grew by that no record has told (less
  * the one being counted: less_min, less_maj), into *mn and *mj: told
  * from here on. */
@@ -222,11 +209,15 @@ static __always_inline void gup(struct task_struct *t, struct pending *p, u32 le
 	gup_take(t, p, less_min, less_maj, &mn, &mj);
 	if (!mn && !mj)
 		return;
-	u64 now = bpf_ktime_get_ns();
-	if (mn)
-		gup_record(mn, 0, now);
-	if (mj)
-		gup_record(mj, SR_FAULT_MAJOR, now);
+	struct sr_fault *e = reserve(sizeof(*e));
+	if (!e)
+		return;
+	hdr(&e->h, SR_FAULT, sizeof(*e));
+	e->addr = e->ip = e->error_code = 0;
+	e->flags = SR_FAULT_GUP;
+	e->count = mn;
+	e->count_maj = mj;
+	bpf_ringbuf_submit(e, wake());
 }
 
 /* The registers and the top of the user stack at a call's entry, in an
@@ -819,7 +810,7 @@ int on_counted(struct bpf_perf_event_data *ctx)
 	hdr(&e->h, SR_FAULT, sizeof(*e));
 	e->addr = addr;
 	e->flags = major ? SR_FAULT_MAJOR : 0;
-	e->count = 1;
+	e->count = e->count_maj = 0;
 	if (taken && (p->f_addr ^ addr) < SR_PAGE) {
 		e->h.time = taken;
 		e->ip = p->f_ip;
