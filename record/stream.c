@@ -359,6 +359,8 @@ static int attach_counted(struct stream *s, int prog, char *err, size_t errlen)
 			n++;
 		}
 	}
+	if (!n)
+		snprintf(err, errlen, "cannot count page faults: no CPU is online");
 	return n ? 0 : -ENODEV;
 }
 

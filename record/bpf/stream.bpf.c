@@ -741,7 +741,9 @@ int BPF_PROG(on_task_exit, struct task_struct *task, bool group_dead)
  * task account for its counters, and what they grew by besides is told
  * as faults of the kernel's: in a recorded call's record, those it took
  * (emit_call); in records of their own (gup()) those outside one, at the
- * task's next counted fault, recorded call, exec or exit. */
+ * task's next counted fault, recorded call, exec or exit.  (A counted
+ * fault whose event the program missed, on a CPU that came online after
+ * the start, is told so too: the count stays the kernel's.) */
 
 static __always_inline int fault(unsigned long address, struct pt_regs *regs,
 				 unsigned long error_code)
