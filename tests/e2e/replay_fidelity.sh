@@ -6,7 +6,9 @@
 #    re-touches nothing) is flagged: outside tolerance, with a warning
 #    naming the process;
 #  - a trace recorded before the counters says it has none;
-#  - at --speed=1 switches, waits and wall time are judged too.
+#  - at --speed=1 switches, waits and wall time are judged too;
+#  - a child reading shared memory its parent filled replays the faults
+#    it took (the mapping keeps its recorded offset modulo 2 MiB).
 . "$(dirname "$0")/common.inc"
 need replay_fidelity "$VMREC" "$VMREPLAY" "$W/seed000" || exit 0
 
@@ -80,6 +82,45 @@ fi
 if replay seed004-untouched --touch=none "$W/seed004"; then
 	check seed004-untouched-flagged judged "$T/seed004-untouched.json" 0
 	check seed004-untouched-warning grep -q '^warning: process 0 (pid [0-9]*, .*seed004) replayed [0-9]* minor faults, recorded [0-9]*: the trace has no fault addresses' "$T/seed004-untouched.out"
+fi
+
+# A child that reads shared anonymous memory its parent filled: each
+# read fault maps the cached pages of its 64 KiB block of addresses
+# (fault-around), so the faults it takes depend on where the mapping lies
+# modulo 64 KiB.  In each of 16 mappings of 2 MiB and 0-15 pages, it
+# reads, at the start of each 128 KiB, the first page and the page
+# D = 1..15 further: one fault for both where the mapping lies M pages
+# past a 64 KiB boundary with D <= 15 - M, two otherwise.  The mappings'
+# offsets modulo 64 KiB differ (made one below the other, each a page
+# longer), so a replay that put them elsewhere modulo 64 KiB replays
+# fewer of the child's faults for most of them.  The replay places each
+# at the recorded offset modulo 2 MiB, so the child replays the faults
+# it took.  (Each side makes a call after its touches, so that they are
+# replayed before the fork and before its exit.  Debian's python3, not a
+# wrapper script on PATH that forks shells.)
+PY3=/usr/bin/python3
+[ -x $PY3 ] || PY3=python3
+if replay shmem - $PY3 -c '
+import mmap, os
+n = 2 << 20
+maps = [mmap.mmap(-1, n + (i << 12), flags=mmap.MAP_SHARED) for i in range(16)]
+for m in maps:
+    for i in range(0, len(m), 4096):
+        m[i] = 1
+mmap.mmap(-1, 4096).close()
+pid = os.fork()
+if pid == 0:
+    s = sum(m[b] + m[b + ((1 + k) << 12)] for m in maps for k, b in enumerate(range(0, n - (128 << 10), 128 << 10)))
+    mmap.mmap(-1, 4096).close()
+    os._exit(0 if s == 16 * 2 * 15 else 1)
+os._exit(os.waitpid(pid, 0)[1])' && faithful shmem-faultaround; then
+	check shmem-faultaround python3 - "$T/shmem.json" <<'PY'
+import json, sys
+procs = json.load(open(sys.argv[1]))["fidelity"]["processes"]
+p = procs[len(procs) - 1]["fault_kinds"]["shared_memory"]
+print("the child's faults in shared memory: replayed %d, recorded %d" % (p["replay"], p["recorded"]))
+assert p["recorded"] >= 240 and abs(p["replay"] - p["recorded"]) <= 0.01 * p["recorded"], p
+PY
 fi
 
 # A trace of format 1.0: no counters, and it says so.
