@@ -57,6 +57,8 @@ struct rp_slot {
 	uint64_t call_off_cpu_ns, call_vcsw, call_ivcsw;
 	uint64_t kind_faults[RP_FK__COUNT];
 	uint64_t fault_samples, fault_lost;
+	/* faults its forks cost vmreplay's own memory (not in minflt) */
+	uint64_t fork_minflt;
 } __attribute__((aligned(64)));
 
 struct rp_shared {
@@ -93,6 +95,7 @@ struct rp_wctx {
 	const char *blk;      /* the block of the element it executes */
 	uint8_t *mincore;     /* vector buffer */
 	size_t mincore_len;
+	uintptr_t stack_top;  /* its replay loop's frame (run_stream's) */
 };
 
 struct rp_rt {

@@ -22,6 +22,9 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#endif
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -416,6 +419,8 @@ static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, 
 /* ---- threads and processes --------------------------------------------- */
 
 static void run_process(struct rp_wctx *w);
+static uint32_t *live_of(struct rp_wctx *w);
+static void prefault_w(void *p, size_t len, size_t ps);
 
 static void *thread_main(void *arg);
 
@@ -480,19 +485,76 @@ static void populate_child(struct rp_rt *rt, struct rp_wctx *w)
 		 ps, 0);
 }
 
+/* The thread pointer: on x86-64 glibc's thread descriptor, with the
+ * static TLS below it; on arm64 the end of the descriptor.  0: unknown. */
+static uintptr_t thread_pointer(void)
+{
+	uintptr_t tp = 0;
+#if defined(__x86_64__)
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+#elif defined(__aarch64__)
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+	return tp;
+}
+
+/* After a fork every private page is the child's too, copy-on-write, and
+ * the next write to each, in parent or child, takes a fault.  On the
+ * program's pages those are the recorded program's own (its touches
+ * replay them); on vmreplay's they are the cost of replaying the fork
+ * itself: libc's locks (which fork releases, in both), the thread's stack,
+ * its descriptor and TLS (which the kernel writes too: rseq), its context
+ * and its process's live count, each written again at once.  So those
+ * pages are written here, right after the fork, and the parent keeps the
+ * faults from the fork to here out of its thread's figures (they count as
+ * vmreplay's set-up: the tree's less the threads'); the child writes them
+ * before it starts counting.  (The stack from 16 KiB below this frame,
+ * where the calls that follow go, up to the replay loop's frame.) */
+RP_RUN_CODE static void write_own_pages(struct rp_wctx *w, struct rp_wctx *nw)
+{
+	size_t ps = w->rt->page;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0), below = 16 << 10;
+	if (w->stack_top > sp)
+		prefault_w((void *)(sp - below), w->stack_top - sp + below, ps);
+	uintptr_t tp = thread_pointer(), lo = (uintptr_t)pthread_self(), hi = lo + 1;
+#if defined(__x86_64__)
+	if (tp)
+		lo = tp - 1; /* the static TLS */
+#endif
+#ifdef RSEQ_SIG
+	if (tp && __rseq_size) {
+		uintptr_t r = tp + (uintptr_t)__rseq_offset;
+		lo = r < lo ? r : lo;
+		hi = r + __rseq_size > hi ? r + __rseq_size : hi;
+	}
+#endif
+	prefault_w((void *)lo, hi - lo, ps);
+	prefault_w(nw, sizeof(*nw), ps);
+	prefault_w(w, sizeof(*w), ps);
+	prefault_w(live_of(w), sizeof(uint32_t), ps);
+	prefault_w(live_of(nw), sizeof(uint32_t), ps);
+}
+
 RP_RUN_CODE static void fork_process(struct rp_wctx *w, const struct rp_elem *e)
 {
 	struct rp_rt *rt = w->rt;
 	struct rp_wctx *nw = rt_wctx(rt, w->copy, e->arg);
+	struct rusage r0, r1;
+	getrusage(RUSAGE_THREAD, &r0);
 	pid_t pid = fork();
 	if (pid < 0)
 		rt_fatal(rt, -errno, "cannot fork replay process %u: %s",
 			 rt->arena->proc_rec[e->region], strerror(errno));
 	if (pid == 0) {
+		write_own_pages(w, nw);
 		populate_child(rt, nw);
+		nw->stack_top = 0;
 		run_process(nw);
 		_exit(0);
 	}
+	write_own_pages(w, nw);
+	getrusage(RUSAGE_THREAD, &r1);
+	w->out->fork_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
 }
 
 /* exec: the old address space goes, the new one's stand-ins come. */
@@ -633,6 +695,9 @@ static void watch_end(struct rp_wctx *w, struct rp_hot *h)
 	o->call_ivcsw = x->m.ivcsw;
 	for (int k = 0; k < RP_FK__COUNT; k++)
 		o->kind_faults[k] = x->m.minor[k] + x->m.major[k];
+	/* (its forks' faults in vmreplay's own memory are not its own) */
+	o->kind_faults[RP_FK_OTHER] -= o->fork_minflt < o->kind_faults[RP_FK_OTHER] ?
+		o->fork_minflt : o->kind_faults[RP_FK_OTHER];
 	o->fault_samples = x->m.samples;
 	/* (a throttled event took no sample of some faults: unknown how
 	 * many; the thread's own count says) */
@@ -766,6 +831,7 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 	memcpy(h.nr, rp_sysnr, sizeof(h.nr));
 	for (unsigned op = 0; op < VMT_OP__COUNT; op++)
 		h.hidx[op] = (uint8_t)op;
+	w->stack_top = (uintptr_t)__builtin_frame_address(0);
 	watch_start(w, &h);
 	getrusage(RUSAGE_THREAD, &r0);
 	w->out->ran = 1;
@@ -781,6 +847,7 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 	w->out->elems = __atomic_load_n(h.done, __ATOMIC_RELAXED);
 	getrusage(RUSAGE_THREAD, &r1);
 	w->out->minflt = (uint64_t)(r1.ru_minflt - r0.ru_minflt);
+	w->out->minflt -= w->out->fork_minflt < w->out->minflt ? w->out->fork_minflt : w->out->minflt;
 	w->out->majflt = (uint64_t)(r1.ru_majflt - r0.ru_majflt);
 	w->out->nvcsw = (uint64_t)(r1.ru_nvcsw - r0.ru_nvcsw);
 	w->out->nivcsw = (uint64_t)(r1.ru_nivcsw - r0.ru_nivcsw);
