@@ -29,6 +29,9 @@ need sqlite3         'command -v sqlite3'
 need xz-utils        'command -v xz'
 need gcc             'command -v gcc'
 need gzip            'command -v gzip'
+need postgresql      'test -x "$(ls -d /usr/lib/postgresql/*/bin | tail -1)/postgres"'
+need binutils-source 'ls /usr/src/binutils/binutils-*.tar.xz'
+need golang-go       'command -v go'
 # vmreplay --kernel's tests and demo: qemu (as root; elsewhere those tests
 # skip) and Debian's 6.1 and 6.12 kernel images (mk/kernel.sh; one that
 # cannot be had is said, and the tests that need it skip).
