@@ -259,9 +259,9 @@ enum rp_fkind {
 	RP_FK_SHM,	  /* SysV segments, shared anonymous memory */
 	RP_FK_STACK,	  /* the main thread's [stack] */
 	RP_FK_HEAP,	  /* [heap]: brk */
-	RP_FK_OTHER,	  /* none of the trace's mappings: recorded, the
-			     kernel's special mappings; replayed, vmreplay's
-			     own memory */
+	RP_FK_OTHER,	  /* none of the trace's mappings, or the kernel's
+			     pages ([vdso], [vvar]): recorded, those; replayed,
+			     their stand-ins, or vmreplay's own memory */
 	RP_FK__COUNT
 };
 

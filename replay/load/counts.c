@@ -55,6 +55,11 @@ int ld_counters(struct loader *L, const struct vmt_event *ev)
 			take(&t->rec_procs[p], c);
 		break;
 	case VMT_CNT_EXEC:
+		/* (and for the exec's faults through page tables: simtouch.c) */
+		if (p != RP_VOID) {
+			L->lp[p].exec_minflt = c->minflt;
+			L->lp[p].exec_counted = 1;
+		}
 		/* The first exec of a root process starts the recording: what
 		 * the process did before it (the recorder's launch) is in its
 		 * counters at exit and in those of the thread that exec'd, and

@@ -194,6 +194,8 @@ uint32_t ld_fkind(const struct loader *L, uint32_t region, uint32_t attr)
 {
 	if (region < L->t->nregions && L->t->regions[region].kind == RG_BRK)
 		return RP_FK_HEAP;
+	if (attr & AT_KPAGES)
+		return RP_FK_OTHER;
 	if (attr & AT_STACK)
 		return RP_FK_STACK;
 	if ((attr & AT_SHM) || ((attr & AT_SHARED) && !(attr & AT_FILE)))

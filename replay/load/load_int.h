@@ -32,6 +32,10 @@
  * the fidelity section tells faults apart by (enum rp_fkind). */
 #define AT_STACK 0x40u
 #define AT_SHM 0x80u
+/* The kernel's pages of a process ([vdso], [vvar]): an anonymous
+ * stand-in takes the program's first reads of them; their faults are of
+ * kind other. */
+#define AT_KPAGES 0x100u
 
 /* Addresses at or above this are outside any address space: clamps
  * ranges, and gives each process a private "brk resource" for ordering. */
@@ -73,6 +77,15 @@ struct lthread {
 	uint32_t nbix, bix0;
 	size_t capbix;
 	uint32_t dirty;	       /* published more since the last store */
+	/* Faults the kernel took, for the thread, outside any mapping of its
+	 * address space while it was at its element xf_seq (simtouch.c): an
+	 * exec's in the new image, if an exec follows. */
+	struct lxfault {
+		uint64_t addr;
+		uint32_t state; /* VMT_PAGE_* */
+	} *xf;
+	uint32_t nxf, xf_seq;
+	size_t capxf;
 };
 
 struct lproc {
@@ -94,6 +107,11 @@ struct lproc {
 	uint32_t vfork_parent;	/* the suspended thread until exec or exit, RP_VOID */
 	uint32_t global_thread, global_seq; /* last global op (RP_VOID) */
 	uint32_t exited;
+	/* Its FAULT events so far, the kernel's count of its faults at its
+	 * latest exec (COUNTERS, exec_counted: one is in), and how many of
+	 * those no event showed at the exec before (simtouch.c). */
+	uint64_t faults_seen, exec_minflt, unseen;
+	uint32_t exec_counted;
 	size_t max_segs;	/* peak of map.n, and where it happened */
 	uint32_t max_thread, max_elem;
 	size_t sampled_segs;	/* the peak of the elements flagged to sample */
@@ -194,6 +212,10 @@ int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 /* simtouch.c: a TOUCH or FAULT event of thread tid: append touch actions
  * to the thread's pending list. */
 int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev);
+/* simtouch.c: after the snapshot of process p (an exec's), the faults
+ * the kernel took in the new image while it exec'd (ELF bss, the new
+ * stack), which came before the exec, as touches of its first element. */
+int sim_exec_faults(struct loader *L, uint32_t p);
 /* simspace.c: a MAPS snapshot starting process p's epoch: stand-in regions
  * into the map, a plan. */
 int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m);

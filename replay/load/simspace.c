@@ -30,12 +30,21 @@ int sim_plan(struct loader *L, uint32_t p)
 /* Mappings a replay cannot and need not stand in for. */
 static int special(const char *path)
 {
-	static const char *const names[] = {"[vdso]", "[vvar]", "[vvar_vclock]", "[vsyscall]",
-					    "[uprobes]", "[sigpage]", "[vectors]", NULL};
+	static const char *const names[] = {"[vsyscall]", "[uprobes]", "[sigpage]", "[vectors]",
+					    NULL};
 	for (int i = 0; names[i]; i++)
 		if (!strcmp(path, names[i]))
 			return 1;
 	return 0;
+}
+
+/* The kernel's pages that the program reads: an exec'd program takes a
+ * fault on each it reads first (ld.so reads the vDSO's ELF header, the
+ * clock functions read the vvar pages), which an anonymous read-only
+ * stand-in replays (a replay process has vmreplay's own, long mapped). */
+static int kernel_pages(const char *path)
+{
+	return !strcmp(path, "[vdso]") || !strncmp(path, "[vvar", 5);
 }
 
 static int snap_map_set(struct loader *L, struct lproc *P, uint64_t a, uint64_t b, struct rpam_val v)
@@ -66,6 +75,7 @@ int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
 	t->plans[pl].standin0 = t->nstandins;
 	uint32_t cur = RP_VOID;
 	uint64_t cur_end = 0;
+	int cur_kpages = 0;
 	for (uint32_t i = 0; i < m->count; i++) {
 		const struct vmt_map_entry *en = &m->entries[i];
 		const char *path = en->path ? en->path : "";
@@ -97,9 +107,11 @@ int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
 			cur = RP_VOID;
 			continue;
 		}
-		if (cur == RP_VOID || en->start != cur_end) {
+		int kp = kernel_pages(path);
+		if (cur == RP_VOID || en->start != cur_end || kp != cur_kpages) {
 			if ((rc = ld_new_region(L, p, RG_SNAP, en->start, 0, &cur)))
 				return rc;
+			cur_kpages = kp;
 		}
 		struct rp_region *rg = &t->regions[cur];
 		uint64_t off = en->start - rg->rec_start, len = en->end - en->start;
@@ -135,6 +147,8 @@ int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
 			attr |= AT_SHM;
 		if (!strcmp(path, "[stack]"))
 			attr |= AT_STACK;
+		if (kp)
+			attr |= AT_KPAGES;
 		s->fkind = ld_fkind(L, cur, attr);
 		struct rpam_val v = {cur, attr, off};
 		if ((rc = snap_map_set(L, P, en->start, en->end, v)))

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include "sim_int.h"
 
@@ -110,6 +111,112 @@ static int touch_range(struct loader *L, uint32_t tid, uint64_t a, uint64_t b, u
 	return add_tr(L, &L->lt[tid], a, b);
 }
 
+/*
+ * An exec's own faults.  Once an exec has replaced the address space, the
+ * kernel still writes into the new one before the program runs: it clears
+ * the partial page at the end of each ELF image's data (the program's and
+ * the interpreter's bss), and writes the auxiliary vector and argv/envp
+ * pointers on the new stack.  Each such page is a fault of the new image,
+ * taken in the kernel (its ip a kernel address), and the recorder sees it
+ * before the EXEC event and its snapshot, when the simulated space is
+ * still the old one: there, it lies outside every mapping.  So a fault
+ * taken in the kernel outside every mapping is kept aside, counted as
+ * outside (as it stays if no exec follows), and if the thread's next
+ * element is an exec, it is done again in the new image once its
+ * snapshot is in (sim_exec_faults), as a touch of the thread's first
+ * element there.  (The pages the kernel fills through the new stack's
+ * page tables for argv and the environment are faults too, but no event
+ * shows them: sim_exec_faults tells them from the kernel's own count.)
+ */
+static int in_kernel(const struct vmt_event *ev)
+{
+	return ev->u.fault.ip >= RP_ADDR_LIMIT;
+}
+
+static int exec_fault_keep(struct loader *L, uint32_t tid, uint64_t a, uint32_t state)
+{
+	struct lthread *lt = &L->lt[tid];
+	uint32_t seq = L->t->threads[tid].nelem;
+	if (lt->nxf && lt->xf_seq != seq)
+		lt->nxf = 0;
+	if (lt->nxf >= 64) /* (an exec writes a few pages: not an exec's) */
+		return 0;
+	if (vmt_grow(&lt->xf, &lt->capxf, (size_t)lt->nxf + 1, sizeof(*lt->xf)))
+		return ld_fail(L, -ENOMEM, "out of memory");
+	lt->xf[lt->nxf++] = (struct lxfault){a, state};
+	lt->xf_seq = seq;
+	return 0;
+}
+
+/* The top n pages of the new stack, written (see sim_exec_faults). */
+static int exec_arg_pages(struct loader *L, uint32_t tid, struct lproc *P, uint64_t n)
+{
+	uint64_t top = 0, bottom = 0;
+	for (size_t i = 0; i < P->map.n; i++)
+		if ((P->map.s[i].v.attr & AT_STACK) && P->map.s[i].end > top) {
+			top = P->map.s[i].end;
+			bottom = P->map.s[i].start;
+		}
+	if (!top)
+		return 0;
+	if (n > (top - bottom) / L->page)
+		n = (top - bottom) / L->page;
+	/* (counted with the recorded faults, as a FAULT event would be) */
+	return touch_range(L, tid, top - n * L->page, top, VMT_PAGE_WRITTEN);
+}
+
+int sim_exec_faults(struct loader *L, uint32_t p)
+{
+	struct lproc *P = &L->lp[p];
+	rp_trace *t = L->t;
+	/* The faults the kernel counted up to this exec that no event shows
+	 * (P->exec_minflt, its count at the exec, less the FAULT events),
+	 * and of those, the ones since the exec before: the pages of the new
+	 * stack that the exec filled with the arguments and the environment
+	 * through its page tables (the top ones, down from the top: a page
+	 * per 4 KiB of them), whose faults no tracepoint sees: in traces of
+	 * the stream backend, as many as the arguments need, every time.
+	 * (The inproc backend's count has its runtime's faults too, which
+	 * its trace leaves out; the ptrace backend's has the exec's faults
+	 * in the kernel after the exec's snapshot, where they apply.) */
+	uint64_t unseen = P->exec_counted && P->exec_minflt > P->faults_seen
+		? P->exec_minflt - P->faults_seen : 0;
+	uint64_t args = unseen > P->unseen && !strcmp(t->rec_backend, "stream")
+		? unseen - P->unseen : 0;
+	if (P->exec_counted)
+		P->unseen = unseen;
+	P->exec_counted = 0;
+	for (uint32_t i = 0; i < P->nthreads; i++) {
+		uint32_t tid = P->threads[i];
+		struct lthread *lt = &L->lt[tid];
+		uint32_t n = lt->nxf, redone = 0;
+		lt->nxf = 0;
+		/* (only those of the element just before the exec's: the
+		 * exec is the thread's last element) */
+		if (!n || t->threads[tid].nelem != lt->xf_seq + 1)
+			continue;
+		for (uint32_t k = 0; k < n; k++) {
+			uint64_t a = lt->xf[k].addr;
+			if (!rpam_lookup(&P->map, a))
+				continue;
+			/* no longer outside (exec_fault_keep counted it so) */
+			t->rec_procs[p].faults[RP_FK_OTHER]--;
+			t->touch_unmapped_pages--;
+			int rc = touch_range(L, tid, a, a + L->page, lt->xf[k].state);
+			if (rc < 0)
+				return rc;
+			redone++;
+		}
+		/* The recorder saw the faults this exec took in the kernel: the
+		 * ones it did not see are those through page tables. */
+		int rc;
+		if (redone && args && (rc = exec_arg_pages(L, tid, P, args)) < 0)
+			return rc;
+		args = 0;
+	}
+	return 0;
+}
+
 int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev)
 {
 	uint64_t mask = L->page - 1;
@@ -119,12 +226,23 @@ int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev)
 		L->t->rec_fault_events++;
 		/* One the kernel took through get_user_pages is of no known
 		 * page (a recorded call's, the replayed call takes again):
-		 * counted, not touched. */
+		 * counted, not touched.  Nor is it one of the faults_seen that
+		 * sim_exec_faults tells an exec's argument pages from: those
+		 * are such faults, which older traces do not show at all. */
 		if (!vmt_fault_touches(f)) {
 			ld_count_faults(L, tid, RP_FK_OTHER, 1);
 			return 0;
 		}
+		L->lp[L->t->threads[tid].proc].faults_seen++;
 		uint32_t st = (f->access & VMT_FAULT_WRITE) ? VMT_PAGE_WRITTEN : VMT_PAGE_READ;
+		if (in_kernel(ev) && a < RP_ADDR_LIMIT) {
+			struct lproc *P = &L->lp[L->t->threads[tid].proc];
+			if (!rpam_lookup(&P->map, a)) {
+				int rc = exec_fault_keep(L, tid, a, st);
+				if (rc < 0)
+					return rc;
+			}
+		}
 		return touch_range(L, tid, a, a + L->page, st);
 	}
 	const struct vmt_touch *t = &ev->u.touch;

@@ -82,6 +82,7 @@ static void free_loader(struct loader *L)
 		for (uint32_t i = 0; i < L->t->nthreads; i++) {
 			free(L->lt[i].tr);
 			free(L->lt[i].pt);
+			free(L->lt[i].xf);
 			free(L->lt[i].known);
 			free(L->lt[i].pathbuf);
 			free(L->lt[i].bix);

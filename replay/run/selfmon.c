@@ -89,13 +89,17 @@ int rp_selfmon_open(struct rp_selfmon *m, uint32_t ring_pages)
 	if (!m->sw)
 		return -ENOMEM;
 	m->capsw = RP_SELFMON_CALLS;
+	long ps = sysconf(_SC_PAGESIZE);
+	/* (written now: their first writes would be faults of the thread's
+	 * counted stretch) */
+	for (size_t i = 0; i < m->capsw; i += (size_t)ps / sizeof(*m->sw))
+		__atomic_store_n(&m->sw[i].t0, 0, __ATOMIC_RELAXED);
 	m->fd = open_one(PERF_COUNT_SW_PAGE_FAULTS_MIN, -1, 1);
 	if (m->fd < 0) {
 		int e = -errno;
 		rp_selfmon_close(m);
 		return e;
 	}
-	long ps = sysconf(_SC_PAGESIZE);
 	void *p = MAP_FAILED;
 	/* A smaller ring where the locked-memory limit refuses one this size
 	 * (perf_event_mlock_kb, for users without CAP_IPC_LOCK). */
@@ -122,6 +126,11 @@ int rp_selfmon_open(struct rp_selfmon *m, uint32_t ring_pages)
 	if (m->fd_maj >= 0)
 		ioctl(m->fd_maj, PERF_EVENT_IOC_ID, &m->id_maj);
 	m->seq = rp_selfmon_seq(m);
+	/* The ring's tail written (the drains write it), then the samples so
+	 * far, of this set-up, dropped: the thread's count starts after. */
+	__atomic_store_n(&m->pc->data_tail, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->pc->data_tail, __atomic_load_n(&m->pc->data_head, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -263,6 +272,30 @@ void rp_fclass_free(struct rp_fclass *c)
 
 /* ---- the ring ------------------------------------------------------------- */
 
+void rp_selfmon_own(struct rp_selfmon *m, uint64_t t0, uint64_t t1)
+{
+	if (!m->pc)
+		return;
+	/* (a stretch that joins the newest widens it) */
+	if (m->nown && m->own[(m->nown - 1) % RP_SELFMON_OWN].t1 >= t0) {
+		m->own[(m->nown - 1) % RP_SELFMON_OWN].t1 = t1;
+		return;
+	}
+	m->own[m->nown % RP_SELFMON_OWN].t0 = t0;
+	m->own[m->nown % RP_SELFMON_OWN].t1 = t1;
+	m->nown++;
+}
+
+/* Is time t inside one of the noted stretches of vmreplay's own work? */
+static int in_own(const struct rp_selfmon *m, uint64_t t)
+{
+	uint32_t n = m->nown < RP_SELFMON_OWN ? m->nown : RP_SELFMON_OWN;
+	for (uint32_t i = 0; i < n; i++)
+		if (t >= m->own[i].t0 && t <= m->own[i].t1)
+			return 1;
+	return 0;
+}
+
 int rp_selfmon_due(const struct rp_selfmon *m)
 {
 	if (!m->pc)
@@ -321,6 +354,8 @@ void rp_selfmon_drain(struct rp_selfmon *m, struct rp_fclass *c, const struct rp
 			uint32_t k = rp_fclass_kind(c, s.addr);
 			if (s.id == m->id_maj && m->fd_maj >= 0)
 				m->major[k]++;
+			else if (k == RP_FK_OTHER && in_own(m, s.time))
+				m->own_minor++;
 			else
 				m->minor[k]++;
 			m->samples++;

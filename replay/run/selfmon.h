@@ -64,7 +64,15 @@ struct rp_selfmon {
 	uint64_t minor[RP_FK__COUNT], major[RP_FK__COUNT];
 	uint64_t samples, lost, throttled;
 	uint64_t off_cpu_ns, vcsw, ivcsw; /* inside the noted calls */
+	/* Stretches of vmreplay's own work inside the thread's counted
+	 * stretch (CLOCK_MONOTONIC ns), the newest RP_SELFMON_OWN: a minor
+	 * fault in its own memory (kind other) there is its set-up, counted
+	 * in own_minor and not in minor[]. */
+	struct { uint64_t t0, t1; } own[8];
+	uint32_t nown;
+	uint64_t own_minor;
 };
+#define RP_SELFMON_OWN 8u
 
 /* Watch this thread: fault samples and switch records into one ring of
  * ring_pages pages (a power of two; smaller if the locked-memory limit
@@ -84,6 +92,11 @@ static inline uint32_t rp_selfmon_seq(const struct rp_selfmon *m)
 }
 /* A call [t0, t1] (op-clock ticks) whose reads of the count differed. */
 void rp_selfmon_switched(struct rp_selfmon *m, uint64_t t0, uint64_t t1);
+/* vmreplay's own work went on from t0 to t1 (CLOCK_MONOTONIC ns): a fork
+ * in another thread of the process and what this one wrote again of its
+ * own after it, a drain, an exec's new stand-ins.  Its faults in its own
+ * memory then, drained by one of the next two drains, are set-up. */
+void rp_selfmon_own(struct rp_selfmon *m, uint64_t t0, uint64_t t1);
 /* Is the ring half full, or are many calls noted: time to drain? */
 int rp_selfmon_due(const struct rp_selfmon *m);
 /* Read the ring: samples by kind (c), switches into the noted calls'

@@ -557,16 +557,27 @@ RP_RUN_CODE static void fork_process(struct rp_wctx *w, const struct rp_elem *e)
 	w->out->fork_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
 }
 
-/* exec: the old address space goes, the new one's stand-ins come. */
-RP_RUN_CODE static void exec_space(struct rp_wctx *w, const struct rp_elem *e)
+static void watch_drain(struct rp_wctx *w, struct rp_hot *h);
+
+/* exec: the old address space goes, the new one's stand-ins come.  The
+ * faults sampled so far are of the old image: classified first, while
+ * its regions are known (exec forgets them).  What this costs vmreplay's
+ * own memory (the drain, the bases) is set-up: the faults the kernel
+ * took in the new image as it exec'd are the next element's touches. */
+RP_RUN_CODE static void exec_space(struct rp_wctx *w, struct rp_hot *h, const struct rp_elem *e)
 {
 	struct rp_rt *rt = w->rt;
+	uint64_t t0 = vmt_now_ns();
+	if (h->watch)
+		watch_drain(w, h);
 	rp_unmap_pieces(w, e);
 	rp_poison(w, e);
 	int rc = rt_setup_plan(rt, w->copy, (const struct rp_xplan *)(uintptr_t)e->off2);
 	if (rc < 0)
 		rt_fatal(rt, rc, "cannot set up the address space after exec: %s", strerror(-rc));
 	w->out->fallbacks += (uint64_t)rc;
+	if (h->watch)
+		rp_selfmon_own(&h->watch->m, t0, vmt_now_ns());
 }
 
 RP_RUN_CODE static void sample_vmas(struct rp_rt *rt)
@@ -600,7 +611,7 @@ RP_RUN_CODE static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, s
 		fork_process(w, e);
 		break;
 	case RK_EXEC:
-		exec_space(w, e);
+		exec_space(w, h, e);
 		break;
 	case RK_SKIP:
 		w->out->skipped++;
@@ -643,9 +654,12 @@ static void watch_clock(struct rp_wctx *w, struct rp_tick_ns *cv)
 static __attribute__((noinline)) void watch_drain(struct rp_wctx *w, struct rp_hot *h)
 {
 	struct rp_tick_ns cv;
+	uint64_t t0 = vmt_now_ns();
 	watch_clock(w, &cv);
 	rp_fclass_defer(&h->watch->c, w->rt->t, w->base);
 	rp_selfmon_drain(&h->watch->m, &h->watch->c, &cv);
+	/* (the drain's own faults, drained next time, are set-up) */
+	rp_selfmon_own(&h->watch->m, t0, vmt_now_ns());
 }
 
 /* Every 64 elements: drain a ring half full, so that its samples are read
@@ -695,6 +709,8 @@ static void watch_end(struct rp_wctx *w, struct rp_hot *h)
 	o->call_ivcsw = x->m.ivcsw;
 	for (int k = 0; k < RP_FK__COUNT; k++)
 		o->kind_faults[k] = x->m.minor[k] + x->m.major[k];
+	/* (its faults in its own memory while vmreplay worked are set-up) */
+	o->minflt -= x->m.own_minor < o->minflt ? x->m.own_minor : o->minflt;
 	/* (its forks' faults in vmreplay's own memory are not its own) */
 	o->kind_faults[RP_FK_OTHER] -= o->fork_minflt < o->kind_faults[RP_FK_OTHER] ?
 		o->fork_minflt : o->kind_faults[RP_FK_OTHER];
