@@ -191,9 +191,12 @@ $(BPF_OBJ): record/bpf/stream.bpf.c $(wildcard record/bpf/*.h) | $(B)/.deps
 $(call obj,record/bpfobj.c): $(BPF_OBJ)
 $(call obj,record/bpfobj.c): CFLAGS += -DVMR_BPF_OBJ='"$(abspath $(BPF_OBJ))"'
 
+# (-z now: a replay process that calls a function of libc for the first
+# time would otherwise write its GOT entry, after a fork a copy-on-write
+# fault counted with the replay's)
 $(B)/vmreplay: $(call obj,replay/vmreplay.c) $(LIBREPLAY) $(LIBANALYSIS) $(LIBVMTRACE)
 	$(say) LINK $@
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) -Wl,-z,now -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
 
 static: $(STATIC)
 ifeq ($(SAN),1)

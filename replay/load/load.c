@@ -227,6 +227,25 @@ int ld_end_thread(struct loader *L, uint32_t tid, uint64_t ts)
 
 /* ---- events ------------------------------------------------------------- */
 
+/* Thread par of process p forks: the pages its other threads touched
+ * until then (their touches wait for their next op) were there when the
+ * fork copied the address space, and a write to one after it takes a
+ * copy-on-write fault.  So their touches go before the fork, each in its
+ * own thread (its faults stay its own), and the fork waits for them (it
+ * is global). */
+static int touches_before_fork(struct loader *L, uint32_t p, uint32_t par, uint64_t ts)
+{
+	struct lproc *P = &L->lp[p];
+	for (uint32_t i = 0; i < P->nthreads; i++) {
+		uint32_t u = P->threads[i];
+		int rc;
+		if (u != par && !L->t->threads[u].ended && L->lt[u].npt &&
+		    (rc = simple(L, u, RK_TOUCH, 0, 0, ts, 0)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* Create thread `rec` in process p, started by recorded thread `parent`
  * (VMT_NONE: unknown): a root's first thread starts with the run, a forked
  * process's first thread by an RK_FORK of the forking thread, any other
@@ -257,13 +276,21 @@ static int start_thread(struct loader *L, uint32_t rec, uint32_t p, uint32_t par
 				return ld_fail(L, VMT_E_CORRUPT, "process %u forked by a process with no threads",
 					       t->procs[p].rec);
 			P->pending_fork = 0;
+			if ((rc = touches_before_fork(L, pp, par, ts)) < 0)
+				return rc;
 			/* (global: a fork copies the whole address space, so
 			 * it waits for what the other threads did before it,
 			 * and what they do after waits for it; else a munmap
 			 * recorded after the fork could run before it, and
 			 * the child would unmap that range again, by then
 			 * perhaps the replayer's own memory) */
-			if ((rc = simple(L, par, RK_FORK, tid, p, ts, 1)) < 0)
+			struct rp_elem e;
+			memset(&e, 0, sizeof(e));
+			e.kind = RK_FORK;
+			e.arg = tid;
+			e.region = p;
+			e.aux = t->nregions;
+			if ((rc = append(L, par, &e, ts, NULL, 0, 1)) < 0)
 				return rc;
 			if (P->vforked)
 				P->vfork_parent = par;

@@ -28,6 +28,8 @@ enum rp_kind {
 	RK_EXEC,	/* exec: unmap the address space, create new stand-ins */
 	RK_END,		/* the thread ends here (after its last touches) */
 	RK_SKIP,	/* a recorded op the replayer cannot replay (counted) */
+	RK_TOUCH,	/* only its touches: those the thread had made when
+			   another thread of its process forked, before it */
 };
 
 /* How a syscall element is executed. */
@@ -115,7 +117,9 @@ struct rp_elem {
 			     RX_BRK: new break offset; RF_PIECE1: the piece's offset;
 			     RK_EXEC (published): its frozen plan (rp_xplan *) */
 	uint64_t aux;	  /* RX_BRK: old break offset; RF_PIECE1: the piece's length;
-			     RF_NEWREG mmap: the region's recorded start */
+			     RF_NEWREG mmap: the region's recorded start;
+			     RK_FORK: the regions loaded so far (those it may
+			     have a base of) */
 	uint64_t args[VMT_MAX_ARGS];
 	int64_t result;	  /* recorded */
 	uint64_t ts;	  /* recorded entry time - trace start (ns) */

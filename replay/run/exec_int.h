@@ -57,8 +57,9 @@ struct rp_slot {
 	uint64_t call_off_cpu_ns, call_vcsw, call_ivcsw;
 	uint64_t kind_faults[RP_FK__COUNT];
 	uint64_t fault_samples, fault_lost;
-	/* faults its forks cost vmreplay's own memory (not in minflt) */
-	uint64_t fork_minflt;
+	/* faults its forks and thread starts cost vmreplay's own memory
+	 * (not in minflt) */
+	uint64_t setup_minflt;
 } __attribute__((aligned(64)));
 
 struct rp_shared {

@@ -59,6 +59,7 @@ struct rp_hot {
 	 * moves when not watching). */
 	const volatile uint32_t *seq;
 	struct rp_watch *watch;
+	uint32_t forks_seen; /* proc_forks as this thread last wrote its own pages */
 	long nr[VMT_OP__COUNT]; /* rp_sysnr */
 	uint8_t hidx[VMT_OP__COUNT];
 };
@@ -430,11 +431,17 @@ RP_RUN_CODE static void spawn(struct rp_wctx *w, uint32_t tid)
 	struct rp_wctx *nw = rt_wctx(rt, w->copy, tid);
 	uint32_t *live = &rt->live[rt->arena->threads[tid].proc * rt->opt.scale + w->copy];
 	pthread_t th;
+	struct rusage r0, r1;
 	__atomic_add_fetch(live, 1, __ATOMIC_SEQ_CST);
+	/* (what starting it costs this thread, its new stack's descriptor
+	 * and TLS, libc's thread list: vmreplay's set-up, as a fork's) */
+	getrusage(RUSAGE_THREAD, &r0);
 	int rc = pthread_create(&th, &rt->attr, thread_main, nw);
+	getrusage(RUSAGE_THREAD, &r1);
 	if (rc)
 		rt_fatal(rt, -rc, "cannot start replay thread %u: %s", rt->arena->threads[tid].rec,
 			 strerror(rc));
+	w->out->setup_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
 }
 
 /* Page tables for [p, p + len), without a fault the replay would count
@@ -535,26 +542,67 @@ RP_RUN_CODE static void write_own_pages(struct rp_wctx *w, struct rp_wctx *nw)
 	prefault_w(live_of(nw), sizeof(uint32_t), ps);
 }
 
-RP_RUN_CODE static void fork_process(struct rp_wctx *w, const struct rp_elem *e)
+/* The forks this replay process made, and when the last began: every
+ * other thread of the process takes the same copy-on-write faults on
+ * its own pages after it (its stack, TLS and the like, written again by
+ * after_fork()).  Process-private, as what they count is: a forked child
+ * starts with its parent's values, which its threads take as seen. */
+static uint32_t proc_forks;
+static uint64_t proc_fork_ns;
+
+static void write_watch_pages(struct rp_wctx *w, struct rp_hot *h);
+
+RP_RUN_CODE static void fork_process(struct rp_wctx *w, struct rp_hot *h, const struct rp_elem *e)
 {
 	struct rp_rt *rt = w->rt;
 	struct rp_wctx *nw = rt_wctx(rt, w->copy, e->arg);
 	struct rusage r0, r1;
 	getrusage(RUSAGE_THREAD, &r0);
+	uint64_t t0 = vmt_now_ns();
 	pid_t pid = fork();
 	if (pid < 0)
 		rt_fatal(rt, -errno, "cannot fork replay process %u: %s",
 			 rt->arena->proc_rec[e->region], strerror(errno));
+	/* (and the region bases of the copy, those of the regions so far:
+	 * any op after the fork writes one of them) */
+	uint64_t nb = e->aux < rt->rcap ? e->aux : rt->rcap;
 	if (pid == 0) {
 		write_own_pages(w, nw);
+		prefault_w(w->base, nb * sizeof(*w->base), rt->page);
 		populate_child(rt, nw);
 		nw->stack_top = 0;
 		run_process(nw);
 		_exit(0);
 	}
 	write_own_pages(w, nw);
+	prefault_w(w->base, nb * sizeof(*w->base), rt->page);
+	write_watch_pages(w, h);
+	__atomic_store_n(&proc_fork_ns, t0, __ATOMIC_RELAXED);
+	h->forks_seen = __atomic_add_fetch(&proc_forks, 1, __ATOMIC_RELEASE);
 	getrusage(RUSAGE_THREAD, &r1);
-	w->out->fork_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
+	w->out->setup_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
+}
+
+/* Another thread of this process forked (since this one last looked):
+ * this one writes its own pages again (the forking thread wrote its own
+ * and those of the child it started), and its faults in vmreplay's own
+ * memory from the fork's start to here are set-up, not the replay's
+ * (rp_selfmon_own).  Once per fork, where the thread next waits or
+ * drains: its next element after a fork waits for it (load/order.c). */
+RP_RUN_CODE static __attribute__((noinline)) void after_fork(struct rp_wctx *w, struct rp_hot *h)
+{
+	h->forks_seen = __atomic_load_n(&proc_forks, __ATOMIC_ACQUIRE);
+	uint64_t t0 = __atomic_load_n(&proc_fork_ns, __ATOMIC_RELAXED);
+	write_own_pages(w, w);
+	write_watch_pages(w, h);
+	if (h->watch)
+		rp_selfmon_own(&h->watch->m, t0, vmt_now_ns());
+}
+
+static inline void fork_check(struct rp_wctx *w, struct rp_hot *h)
+{
+	if (__builtin_expect(__atomic_load_n(&proc_forks, __ATOMIC_ACQUIRE) != h->forks_seen, 0))
+		after_fork(w, h);
 }
 
 static void watch_drain(struct rp_wctx *w, struct rp_hot *h);
@@ -608,13 +656,15 @@ RP_RUN_CODE static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, s
 		spawn(w, e->arg);
 		break;
 	case RK_FORK:
-		fork_process(w, e);
+		fork_process(w, h, e);
 		break;
 	case RK_EXEC:
 		exec_space(w, h, e);
 		break;
 	case RK_SKIP:
 		w->out->skipped++;
+		break;
+	case RK_TOUCH: /* (its touches are done) */
 		break;
 	case RK_END:
 		h->ended = 1;
@@ -654,6 +704,7 @@ static void watch_clock(struct rp_wctx *w, struct rp_tick_ns *cv)
 static __attribute__((noinline)) void watch_drain(struct rp_wctx *w, struct rp_hot *h)
 {
 	struct rp_tick_ns cv;
+	fork_check(w, h);
 	uint64_t t0 = vmt_now_ns();
 	watch_clock(w, &cv);
 	rp_fclass_defer(&h->watch->c, w->rt->t, w->base);
@@ -695,6 +746,23 @@ static void watch_start(struct rp_wctx *w, struct rp_hot *h)
 	h->seq = &x->m.pc->lock;
 }
 
+/* What the thread's watch and its mincore vector write, written again
+ * (after a fork: copy-on-write).  Of its noted calls, those up to the
+ * ones noted now and a page more: a drain starts them again from the
+ * first (many more between two drains are rare). */
+static void write_watch_pages(struct rp_wctx *w, struct rp_hot *h)
+{
+	size_t ps = w->rt->page;
+	if (w->mincore_len)
+		prefault_w(w->mincore, w->mincore_len, ps);
+	if (!h->watch)
+		return;
+	struct rp_selfmon *m = &h->watch->m;
+	size_t sw = (m->nsw + 1) * sizeof(*m->sw) + ps;
+	prefault_w(h->watch, sizeof(*h->watch), ps);
+	prefault_w(m->sw, sw < m->capsw * sizeof(*m->sw) ? sw : m->capsw * sizeof(*m->sw), ps);
+}
+
 /* The last of the ring, and what the thread saw, into its slot. */
 static void watch_end(struct rp_wctx *w, struct rp_hot *h)
 {
@@ -712,8 +780,8 @@ static void watch_end(struct rp_wctx *w, struct rp_hot *h)
 	/* (its faults in its own memory while vmreplay worked are set-up) */
 	o->minflt -= x->m.own_minor < o->minflt ? x->m.own_minor : o->minflt;
 	/* (its forks' faults in vmreplay's own memory are not its own) */
-	o->kind_faults[RP_FK_OTHER] -= o->fork_minflt < o->kind_faults[RP_FK_OTHER] ?
-		o->fork_minflt : o->kind_faults[RP_FK_OTHER];
+	o->kind_faults[RP_FK_OTHER] -= o->setup_minflt < o->kind_faults[RP_FK_OTHER] ?
+		o->setup_minflt : o->kind_faults[RP_FK_OTHER];
 	o->fault_samples = x->m.samples;
 	/* (a throttled event took no sample of some faults: unknown how
 	 * many; the thread's own count says) */
@@ -737,6 +805,7 @@ RP_RUN_CODE static __attribute__((noinline)) void slow_elem(struct rp_wctx *w, s
 		__atomic_store_n(h->done, i, __ATOMIC_RELEASE); /* before it may block */
 	for (uint32_t d = 0; d < e->ndeps; d++)
 		wait_for(w, &deps[d]);
+	fork_check(w, h);
 	if (w->rt->opt.speed > 0)
 		pace(w, e->ts);
 	if (e->ntouch)
@@ -844,6 +913,7 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 	};
 	struct rusage r0, r1;
 
+	h.forks_seen = __atomic_load_n(&proc_forks, __ATOMIC_ACQUIRE);
 	memcpy(h.nr, rp_sysnr, sizeof(h.nr));
 	for (unsigned op = 0; op < VMT_OP__COUNT; op++)
 		h.hidx[op] = (uint8_t)op;
@@ -863,7 +933,7 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 	w->out->elems = __atomic_load_n(h.done, __ATOMIC_RELAXED);
 	getrusage(RUSAGE_THREAD, &r1);
 	w->out->minflt = (uint64_t)(r1.ru_minflt - r0.ru_minflt);
-	w->out->minflt -= w->out->fork_minflt < w->out->minflt ? w->out->fork_minflt : w->out->minflt;
+	w->out->minflt -= w->out->setup_minflt < w->out->minflt ? w->out->setup_minflt : w->out->minflt;
 	w->out->majflt = (uint64_t)(r1.ru_majflt - r0.ru_majflt);
 	w->out->nvcsw = (uint64_t)(r1.ru_nvcsw - r0.ru_nvcsw);
 	w->out->nivcsw = (uint64_t)(r1.ru_nivcsw - r0.ru_nivcsw);

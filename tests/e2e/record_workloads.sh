@@ -40,6 +40,7 @@ one forkexec forkexec
 one forkexec-true forkexec --exec true
 one badfault badfault --pages 8
 one forkexec-none forkexec --exec none
+one forkmt forkmt --threads 2 --forks 3 --pages 4
 # The header says the overcommit policy the calls ran under (the rewriter
 # must not turn an uncommit into madvise under strict overcommit).
 oc=$(cat /proc/sys/vm/overcommit_memory)

@@ -15,9 +15,12 @@
 #  - a process that execs twice replays the faults each exec took in its
 #    new image (in the kernel, before the exec's snapshot; through page
 #    tables for the arguments; on the vDSO), its faults told apart by the
-#    kind of mapping of each image.
+#    kind of mapping of each image;
+#  - a multi-threaded process that forks: every thread replays its own
+#    faults, not the copy-on-write faults of vmreplay's own memory that
+#    each fork costs it.
 . "$(dirname "$0")/common.inc"
-need replay_fidelity "$VMREC" "$VMREPLAY" "$W/seed000" || exit 0
+need replay_fidelity "$VMREC" "$VMREPLAY" "$W/seed000" "$W/forkmt" || exit 0
 
 # NAME VMREC-OPTIONS|- PROGRAM ARGS...: recorded, then replayed with the
 # JSON in $T/NAME.json and the text in $T/NAME.out
@@ -163,6 +166,25 @@ for p in procs:
     assert m["ok"], m
     assert k["stack"]["replay"] == k["stack"]["recorded"], k["stack"]
     assert k["other"]["replay"] <= k["other"]["recorded"] + 1, k["other"]
+PY
+fi
+# A process whose threads work on while it forks (forkmt: 3 threads map
+# and write pages, the main thread forks 8 times): after each fork a
+# write to any page it shares with the child is a copy-on-write fault.
+# The pages its threads wrote before each fork are written before the
+# fork in the replay too (their touches wait for their threads' next
+# calls, after the fork), and each thread's figures are its own: not
+# the copy-on-write faults that the fork costs vmreplay's own memory in
+# every thread (stacks, TLS, region bases), which are its set-up.
+if replay forkmt - "$W/forkmt" && faithful forkmt-threads; then
+	check forkmt-threads python3 - "$T/forkmt.json" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))["fidelity"]
+assert len(f["threads"]) == 12, len(f["threads"])
+for t in f["threads"]:
+    m = t["minor_faults"]
+    print("thread %d: replayed %d, recorded %d" % (t["thread"], m["replay"], m["recorded"]))
+    assert m["ok"], m  # (within 2%, or 2 faults)
 PY
 fi
 # A program an exec maps (gcc's cc1, its text read through fault-around)
