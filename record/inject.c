@@ -21,6 +21,7 @@
  * program.  An exec that fails is announced too: the thread is then
  * stopped (PTRACE_INTERRUPT) to be detached.
  */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -500,6 +501,33 @@ static long remote_call(pid_t tid, const struct user_regs_struct *saved, uint64_
 	return (long)w.rax;
 }
 
+/* The descriptor of the shared file that thread tid's process kept open
+ * across its exec (a runtime of an image before made it), or -1. */
+static int kept_fd(const struct inproc *ip, pid_t tid)
+{
+	struct stat shm, st;
+	char path[64];
+	if (fstat(ip->shm_fd, &shm) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)tid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int found = -1;
+	struct dirent *de;
+	while (found < 0 && (de = readdir(d))) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		if (*end || fd < 0 || fd > INT_MAX)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int)tid, fd);
+		if (stat(path, &st) == 0 && st.st_dev == shm.st_dev && st.st_ino == shm.st_ino)
+			found = (int)fd;
+	}
+	closedir(d);
+	return found;
+}
+
 static uint64_t vdso_of(pid_t tid)
 {
 	char path[64];
@@ -571,6 +599,7 @@ static long write_runtime(const struct vmr_rec *r, const struct inproc *ip, pid_
 	pa.magic = IP_IMAGE_MAGIC;
 	pa.vmrec_pid = getpid();
 	pa.shm_fd = ip->shm_fd;
+	pa.shm_kept = kept_fd(ip, tid);
 	pa.shm_size = IP_SHM_SIZE;
 	pa.vdso = vdso_of(tid);
 	pa.flags = (r->touch == VMR_TOUCH_RESIDENT ? IP_F_RESIDENT : 0) |

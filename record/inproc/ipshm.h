@@ -33,7 +33,7 @@
 #define IP_MAGIC_OFF 0x5ec000000000ull	 /* mmap offset of the runtime's own maps */
 #define IP_TRAP_DATA 0x5ec		 /* SECCOMP_RET_DATA of the filter's traps */
 #define IP_IMAGE_MAGIC 0x636572706e69766dull /* "mvinprec" */
-#define IP_VERSION 3
+#define IP_VERSION 4
 
 /* The image header, at IP_BASE (section .ip_header). */
 struct ip_image {
@@ -54,11 +54,20 @@ struct ip_image {
 
 #define IP_MAX_NR 512
 
+/* The lowest descriptor a runtime keeps the shared file open at, for the
+ * images after the next exec (IP_KEEP_FD: no lower than this). */
+#define IP_KEEP_FD 1000
+
 /* What vmrec tells an image's runtime at its exec stop. */
 struct ip_params {
 	uint64_t magic;	       /* IP_IMAGE_MAGIC */
 	int32_t vmrec_pid;     /* the shared file is /proc/PID/fd/FD of vmrec */
 	int32_t shm_fd;
+	/* The process's own descriptor of the shared file, that a runtime of
+	 * an image before kept open across the exec (-1: none): a process
+	 * that changed its user may no longer open vmrec's. */
+	int32_t shm_kept;
+	uint32_t pad;
 	uint64_t shm_size;     /* bytes mapped at IP_SHM_ADDR */
 	uint64_t vdso;	       /* AT_SYSINFO_EHDR of the image, 0 if none */
 	uint32_t flags;	       /* IP_F_* */

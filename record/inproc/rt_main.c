@@ -434,18 +434,33 @@ long rt_init(struct ip_params *p)
 	rt_p.p = p;
 	rt_p.pid = (int32_t)rt_sys0(NR_getpid);
 	rt_p.vclock = (long (*)(int, struct rt_timespec *))vdso_sym(p->vdso, "__vdso_clock_gettime");
-	char path[64] = "/proc/";
-	int k = 6;
-	k += rt_utoa(path + k, (uint64_t)p->vmrec_pid);
-	memcpy(path + k, "/fd/", 4);
-	k += 4;
-	rt_utoa(path + k, (uint64_t)p->shm_fd);
-	long fd = rt_sys3(NR_open, (long)path, 2 | 02000000 /* O_RDWR|O_CLOEXEC */, 0);
-	if (fd < 0)
-		return fd;
+	/* The shared file: the descriptor an image before kept, or vmrec's,
+	 * opened through /proc.  A process that changed its user since (su,
+	 * setpriv, a server dropping root) may not open vmrec's (the kernel
+	 * lets only who may trace vmrec look into its descriptors), and an
+	 * unrelated user must not: so each process keeps one open across its
+	 * execs (not close-on-exec, at IP_KEEP_FD or above, out of the way of
+	 * the program's own), and its children inherit it. */
+	long fd = p->shm_kept;
+	if (fd < 0) {
+		char path[64] = "/proc/";
+		int k = 6;
+		k += rt_utoa(path + k, (uint64_t)p->vmrec_pid);
+		memcpy(path + k, "/fd/", 4);
+		k += 4;
+		rt_utoa(path + k, (uint64_t)p->shm_fd);
+		fd = rt_sys3(NR_open, (long)path, 2 | 02000000 /* O_RDWR|O_CLOEXEC */, 0);
+		if (fd < 0)
+			return fd;
+	}
 	long m = rt_gate(NR_mmap, (long)IP_SHM_ADDR, (long)p->shm_size, PROT_RW,
 			 MAP_SHARED_FIXED_NR, fd, (long)IP_MAGIC_OFF);
-	rt_sys1(NR_close, fd);
+	if (p->shm_kept < 0) {
+		/* (none above the program's limit of descriptors: the next
+		 * exec opens vmrec's again) */
+		rt_sys3(NR_fcntl, fd, 0 /* F_DUPFD */, IP_KEEP_FD);
+		rt_sys1(NR_close, fd);
+	}
 	if (m < 0 && m > -4096)
 		return m;
 	rt_p.shm = (void *)m;

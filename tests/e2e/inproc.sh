@@ -13,7 +13,8 @@
 #    trace equals the kernel's own count of the same run (root: tracefs).
 #  - The same calls, thread by thread, as the stream backend (root).
 #  - A normal user records a multi-threaded program with it by default,
-#    and replays it without a divergence.
+#    and replays it without a divergence.  As root, a program that
+#    changes its user is followed across the change.
 #  - A static program is recorded (its calls trap); auto takes ptrace for
 #    it.  A set-user-ID program is refused.
 #  - Calls that raced for mmap_lock are in the kernel's order; a burst of
@@ -117,13 +118,6 @@ elif [ $ROOT = 1 ]; then
 				skip "corpus-$p-kernel-count" "not installed:$_miss (mk/deps.sh installs it)"
 				continue
 			fi
-			# (as root, the server runs as the cluster's owner, and the
-			# in-process runtime cannot follow a program across a
-			# change of user: its set-up in the server is refused)
-			if [ "$p" = postgres ]; then
-				skip "corpus-$p-kernel-count" "the inproc runtime's set-up in a process that changed its user is refused (EACCES)"
-				continue
-			fi
 			# shellcheck disable=SC2046
 			$KCOUNT "$T/c-$p.zst" -- "$VMREC" -q --backend=inproc --force -o "$T/c-$p.zst" -- \
 				$(corpus_cmd "$p" "$T") > "$T/c-$p.out" 2>&1
@@ -210,6 +204,25 @@ assert r['divergences'] == 0, r['divergences']
 			grep -q 'statically linked' '$T/ustatic.err'"
 	else
 		skip user-static-ptrace "no static program here (/sbin/ldconfig)"
+	fi
+	# As root, a program that changes its user (su, setpriv, a server
+	# dropping root) is followed across the change: each image's runtime
+	# finds the shared file in a descriptor its process kept, where vmrec's
+	# may no longer be opened.
+	if [ $ROOT = 1 ]; then
+		# shellcheck disable=SC2086
+		"$VMREC" -q --backend=inproc --force -o "$T/setuid.zst" -- $AS_USER sh -c \
+			"'$U/seed000' --threads 2 --iterations 300 --mode old; '$U/seed000' --threads 1 --iterations 200 --mode new" \
+			> "$T/setuid.log" 2> "$T/setuid.err"
+		check user-change-followed sh -c "[ $? = 0 ] && $VMTRACE dump --json '$T/setuid.zst' | python3 -c '
+import collections, json, sys
+ev = list(map(json.loads, sys.stdin))
+ex = [e[\"path\"] for e in ev if e[\"kind\"] == \"exec\"]
+n = collections.Counter(e[\"op\"] for e in ev if e[\"kind\"] == \"syscall\")
+assert sum(p.endswith(\"/seed000\") for p in ex) == 2, ex
+assert n[\"mprotect\"] >= 600 and n[\"madvise\"] >= 200, n
+'"
+		[ -s "$T/setuid.err" ] && show "$T/setuid.err"
 	fi
 	# a set-user-ID program is refused
 	if [ $ROOT = 1 ]; then
