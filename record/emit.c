@@ -5,7 +5,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include "recording.h"
+#include "recording_int.h"
 
 int vmr_emit(struct vmr_rec *r, const struct vmt_event *ev)
 {

@@ -30,7 +30,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "inproc.h"
+#include "inproc_int.h"
 
 static void from_ip(const struct ip_counters *k, struct vmt_counters *c)
 {

@@ -36,7 +36,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "inproc.h"
+#include "inproc_int.h"
 #include "linux_abi.h"
 
 #define CLONE_VM_ 0x100ull

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "inproc.h"
+#include "inproc_int.h"
 
 /* ---- queues ----------------------------------------------------------- */
 

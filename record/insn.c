@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include "insn.h"
+#include "insn_int.h"
 
 enum { NONE, RD, WR, STACKW, STACKR, STRING, STACKW_RD, STACKR_WR, UNKNOWN };
 

@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "keeper.h"
+#include "keeper_int.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434

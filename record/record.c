@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "recording.h"
-#include "insn.h"
+#include "recording_int.h"
+#include "insn_int.h"
 
 /* ---- the backend and the touch source ------------------------------------ */
 

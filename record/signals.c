@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
-#include "recording.h"
+#include "recording_int.h"
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t tick_due;

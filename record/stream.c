@@ -33,7 +33,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "stream.h"
+#include "stream_int.h"
 #include "tpfind.h"
 #include "record_int.h"
 

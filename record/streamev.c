@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include "linux_abi.h"
-#include "stream.h"
+#include "stream_int.h"
 #include "stacks.h"
 
 struct qhdr {

@@ -25,7 +25,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <bpf/skel_internal.h>
-#include "stream.h"
+#include "stream_int.h"
 
 /* The configured object's maps and programs to be loaded, counted. */
 static void count(struct bpf_object *obj, int *nmaps, int *nprogs)

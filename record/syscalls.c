@@ -18,7 +18,7 @@
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <fcntl.h>
-#include "recording.h"
+#include "recording_int.h"
 
 #include "linux_abi.h"
 

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/kcmp.h>
-#include "recording.h"
+#include "recording_int.h"
 
 /* ---- tid table (vmtutil.h's vmt_htab) ------------------------------------ */
 

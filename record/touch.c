@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <linux/types.h>
-#include "recording.h"
+#include "recording_int.h"
 
 /* ---- run-length encoding ------------------------------------------------ */
 

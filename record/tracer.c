@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/ptrace.h>
-#include "recording.h"
+#include "recording_int.h"
 
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128

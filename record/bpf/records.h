@@ -1,7 +1,7 @@
 /*
  * records.h - the records the stream backend's BPF programs (stream.bpf.c)
  * write into their ring buffer, and the settings the recorder gives them.
- * Shared by the BPF side and the recorder (record/stream.h, for stream.c
+ * Shared by the BPF side and the recorder (record/stream_int.h, for stream.c
  * and streamev.c); fixed-size integers only.
  *
  * Every record starts with struct sr_hdr; `size` is the record's length

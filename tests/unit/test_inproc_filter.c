@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "inproc.h"
+#include "inproc_int.h"
 
 #define GATE 0x3f5ec0000059ull
 #define CLONE 0x3f5ec00000deull

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "inproc.h"
+#include "inproc_int.h"
 
 #define PID 4242
 

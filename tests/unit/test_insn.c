@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "insn.h"
+#include "insn_int.h"
 
 /* Each instruction assembled as data, between two labels. */
 #define INSN(name, text)                                                   \

@@ -1,5 +1,5 @@
 /*
- * recording.h - the state of one recording (struct vmr_rec), whichever
+ * recording_int.h - the state of one recording (struct vmr_rec), whichever
  * backend makes it: the backend, the writer, the tasks and processes,
  * touches, stacks and fault samples; and the functions of the files that
  * share it.  Internal to record/.  Both backends record through the same
@@ -7,7 +7,7 @@
  *   record.c    the choice of backend, set-up, the trace's end, the summary
  *   tracer.c    the ptrace backend: the wait loop and the dispatch of stops
  *   stream.c    the stream backend: its BPF programs and their ring
- *               (stream.h), the launch, the draining
+ *               (stream_int.h), the launch, the draining
  *   streamev.c  the stream backend's records into events
  *   tasks.c     threads, processes, exec, exits
  *   syscalls.c  the traced calls
@@ -15,8 +15,8 @@
  *   emit.c      events into the writer, notices, fault samples merged
  *   signals.c   the stop signals and the tick
  */
-#ifndef VMREC_RECORDING_H
-#define VMREC_RECORDING_H
+#ifndef VMREC_RECORDING_INT_H
+#define VMREC_RECORDING_INT_H
 
 #include <limits.h>
 #include <signal.h>
@@ -286,4 +286,4 @@ int vmr_touch_range(struct vmr_rec *r, struct vmr_task *t, uint64_t start,
 /* The TOUCH events of every mapping of t's process, at its exit. */
 void vmr_touch_exit(struct vmr_rec *r, struct vmr_task *t);
 
-#endif /* VMREC_RECORDING_H */
+#endif /* VMREC_RECORDING_INT_H */

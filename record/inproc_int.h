@@ -1,5 +1,5 @@
 /*
- * inproc.h - what the inproc backend's files share (vmrec's side; the
+ * inproc_int.h - what the inproc backend's files share (vmrec's side; the
  * runtime's is record/inproc/).  Internal to record/.
  *   inproc.c    the backend: probe, launch, the loop, the end
  *   inject.c    the runtime's image, the seccomp filter, and the exec
@@ -8,11 +8,11 @@
  *   inproccnt.c the kernel's counters of the tasks (COUNTERS events)
  *   inprocq.c   the queues both put records into, and the processes
  */
-#ifndef VMREC_INPROC_H
-#define VMREC_INPROC_H
+#ifndef VMREC_INPROC_INT_H
+#define VMREC_INPROC_INT_H
 
-#include "recording.h"
-#include "keeper.h"
+#include "recording_int.h"
+#include "keeper_int.h"
 #include "vmtutil.h"
 #include "inproc/ipshm.h"
 

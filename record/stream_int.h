@@ -1,12 +1,12 @@
 /*
- * stream.h - what the stream backend's loader (stream.c) and its record
+ * stream_int.h - what the stream backend's loader (stream.c) and its record
  * processing (streamev.c) share.  Internal to record/.
  */
-#ifndef VMREC_STREAM_H
-#define VMREC_STREAM_H
+#ifndef VMREC_STREAM_INT_H
+#define VMREC_STREAM_INT_H
 
-#include "recording.h"
-#include "keeper.h"
+#include "recording_int.h"
+#include "keeper_int.h"
 #include "bpf/records.h"
 #include "vmtutil.h"
 

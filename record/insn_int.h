@@ -1,9 +1,9 @@
 /*
- * insn.h - the access type of a page fault from its instruction (insn.c).
+ * insn_int.h - the access type of a page fault from its instruction (insn.c).
  * Internal to record/.
  */
-#ifndef VMREC_INSN_H
-#define VMREC_INSN_H
+#ifndef VMREC_INSN_INT_H
+#define VMREC_INSN_INT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,9 +1,9 @@
 /*
- * keeper.h - a process that kills the launched program if vmrec dies
+ * keeper_int.h - a process that kills the launched program if vmrec dies
  * (keeper.c).  Internal to record/.
  */
-#ifndef VMREC_KEEPER_H
-#define VMREC_KEEPER_H
+#ifndef VMREC_KEEPER_INT_H
+#define VMREC_KEEPER_INT_H
 
 #include <sys/types.h>
 
