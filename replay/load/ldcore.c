@@ -129,6 +129,8 @@ int ld_file_index(struct loader *L, const struct rp_file *f, uint32_t *out)
 	if (!g->path)
 		return ld_fail(L, -ENOMEM, "out of memory");
 	g->shared_rw = g->original = g->not_original = 0;
+	g->warm = g->cold = NULL;
+	g->capwarm = g->capcold = 0;
 	if (g->rec_size > g->size)
 		g->size = g->rec_size;
 	*out = t->nfiles++;

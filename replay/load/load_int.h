@@ -154,6 +154,16 @@ struct loader {
 	uint32_t (*done)(void *arg, uint32_t tid);
 	int (*wait)(void *arg, int sleep);
 	void *hook_arg;
+	/* The files mapped with MAP_FIXED into a region that is no one
+	 * file's (as ld.so maps a library's segments into a reservation),
+	 * each with the one before it in its region (sim_overlay). */
+	struct ld_overlay {
+		uint64_t roff, len; /* in the region */
+		uint64_t file_off;
+		uint32_t file;	    /* RP_VOID: anonymous memory */
+		uint32_t prev;	    /* 1-based, 0: none */
+	} *ov;
+	size_t nov, capov;
 	char *msg;
 	size_t msglen;
 	int err;
@@ -212,6 +222,11 @@ int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 /* simtouch.c: a TOUCH or FAULT event of thread tid: append touch actions
  * to the thread's pending list. */
 int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev);
+/* A mapping of file (RP_VOID: anonymous) at offset off made with
+ * MAP_FIXED into the region at roff: noted so that a touch there knows
+ * its file (the page cache a replay gives it, files.c).  0 or <0. */
+int sim_overlay(struct loader *L, uint32_t region, uint64_t roff, uint64_t len, uint32_t file,
+		uint64_t off);
 /* simtouch.c: after the snapshot of process p (an exec's), the faults
  * the kernel took in the new image while it exec'd (ELF bss, the new
  * stack), which came before the exec, as touches of its first element. */

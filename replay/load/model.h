@@ -141,7 +141,9 @@ struct rp_region {
 	uint8_t needed; /* RG_SNAP/RG_BRK: some element uses it */
 	uint8_t fkind;	/* RG_MAP, RG_BRK: enum rp_fkind (RG_SNAP: its
 			   stand-ins') */
-	uint8_t pad;
+	uint8_t noverlay; /* (load) files mapped into it (sim_overlay) */
+	uint32_t overlay; /* (load) ... the last of them, 1-based */
+	uint32_t pad;
 	uint64_t brk_init; /* RG_BRK: initial break offset */
 	uint64_t reserved; /* RG_BRK: bytes its frozen plan reserves (0: none
 			      yet) */
@@ -228,7 +230,23 @@ struct rp_file {
 				 (enum rp_not_original), else 0 */
 	uint8_t shm;	   /* a SysV shared memory segment (ino: its id) */
 	uint8_t shm_ro;	   /* ... and some attach of it is SHM_RDONLY */
+	/* What a scratch file's page cache is to hold, by fault-around
+	 * window (RP_WARM_WINDOW), bitmaps of `capwarm` and `capcold` words
+	 * (the load marks them as it meets the touches, replay/run/files.c
+	 * fills the cache): the windows the trace touches, and those where
+	 * the recorded run took a major fault, which the page cache did not
+	 * hold then. */
+	uint64_t *warm, *cold;
+	size_t capwarm, capcold;
 };
+
+/* The kernel's fault-around window (fault_around_bytes, its default): a
+ * read fault on a file maps the page-cache pages of the aligned window
+ * around it. */
+#define RP_WARM_WINDOW (64u << 10)
+/* Offsets past this many windows (1 TiB) are not marked, so that a
+ * hostile offset cannot make the bitmaps large. */
+#define RP_WARM_MAX_WINDOWS (1ull << 24)
 
 struct rp_thread {
 	uint32_t proc;	 /* local process index */

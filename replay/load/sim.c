@@ -371,14 +371,9 @@ static int sim_mmap(struct loader *L, uint32_t tid, struct lproc *P, const struc
 			uint32_t fk = ld_fkind(L, region, attr);
 			if (fk != RP_FK_ANON && L->t->regions[region].fkind == RP_FK_ANON)
 				L->t->regions[region].fkind = (uint8_t)fk;
-			/* Anything but the region's own file at its own offset
-			 * mapped into it: the region is no longer one file's
-			 * (an mremap of it then grows no file). */
-			struct rp_region *rg = &L->t->regions[region];
-			if (rg->file != RP_VOID &&
-			    (!(e->flags & RF_FILE) || e->arg != rg->file || rg->file_off + roff != off))
-				rg->file = RP_VOID;
-			if ((rc = touched_remove(L, P, R, R + plen)))
+			if ((rc = sim_overlay(L, region, roff, plen,
+					      (e->flags & RF_FILE) ? e->arg : RP_VOID, off)) < 0 ||
+			    (rc = touched_remove(L, P, R, R + plen)))
 				return rc;
 			struct rpam_val v = {region, attr, roff};
 			if ((rc = map_set(L, P, R, R + plen, v)))

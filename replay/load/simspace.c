@@ -150,6 +150,8 @@ int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m)
 		if (kp)
 			attr |= AT_KPAGES;
 		s->fkind = ld_fkind(L, cur, attr);
+		if ((attr & AT_FILE) && (rc = sim_overlay(L, cur, off, len, file, en->offset)) < 0)
+			return rc;
 		struct rpam_val v = {cur, attr, off};
 		if ((rc = snap_map_set(L, P, en->start, en->end, v)))
 			return rc;

@@ -17,8 +17,105 @@ struct tctx {
 	struct lproc *P;
 	int write;   /* recorded as written (or unknown) */
 	int present; /* recorded as present (written or not: unknown) */
+	int major;   /* a fault the kernel counted as major */
 	int err;
 };
+
+static int set_bit(struct loader *L, uint64_t **map, size_t *cap, uint64_t w)
+{
+	int rc = ld_grow(L, map, cap, (size_t)(w / 64 + 1), sizeof(**map));
+	if (rc < 0)
+		return rc;
+	(*map)[w / 64] |= 1ull << (w % 64);
+	return 0;
+}
+
+/* At most this many files mapped into one region are noted: past them,
+ * its touches warm no page cache (a loader's memory stays bounded by its
+ * regions whatever the trace does). */
+#define OVERLAY_MAX 32u
+#define OVERLAY_LOST 0xffu
+
+static int push_overlay(struct loader *L, struct rp_region *rg, uint64_t roff, uint64_t len,
+			uint32_t file, uint64_t off)
+{
+	if (rg->noverlay >= OVERLAY_MAX) {
+		rg->noverlay = OVERLAY_LOST;
+		return 0;
+	}
+	int rc = ld_grow(L, &L->ov, &L->capov, L->nov + 1, sizeof(*L->ov));
+	if (rc < 0)
+		return rc;
+	L->ov[L->nov] = (struct ld_overlay){roff, len, off, file, rg->overlay};
+	rg->overlay = (uint32_t)++L->nov;
+	rg->noverlay++;
+	return 0;
+}
+
+int sim_overlay(struct loader *L, uint32_t region, uint64_t roff, uint64_t len, uint32_t file,
+		uint64_t off)
+{
+	struct rp_region *rg = &L->t->regions[region];
+	if (rg->file != RP_VOID && file == rg->file && rg->file_off + roff == off)
+		return 0;
+	/* Anything but the region's own file at its own offset mapped into
+	 * it: the region is no longer one file's (an mremap of it then grows
+	 * no file), its parts are. */
+	if (rg->file != RP_VOID) {
+		int rc = push_overlay(L, rg, 0, rg->size, rg->file, rg->file_off);
+		if (rc < 0)
+			return rc;
+		rg->file = RP_VOID;
+	}
+	return push_overlay(L, rg, roff, len, file, off);
+}
+
+/* The file at region offset roff, and its offset there: RP_VOID if none
+ * (or if too many were mapped into the region to tell).  *len is cut to
+ * what that mapping covers. */
+static uint32_t file_at(const struct loader *L, const struct rp_region *rg, uint64_t roff,
+			uint64_t *off, uint64_t *len)
+{
+	if (rg->file != RP_VOID) {
+		*off = rg->file_off + roff;
+		return rg->file;
+	}
+	if (rg->noverlay == OVERLAY_LOST)
+		return RP_VOID;
+	for (uint32_t i = rg->overlay; i; i = L->ov[i - 1].prev) {
+		const struct ld_overlay *o = &L->ov[i - 1];
+		if (roff < o->roff || roff - o->roff >= o->len)
+			continue;
+		if (*len > o->len - (roff - o->roff))
+			*len = o->len - (roff - o->roff);
+		*off = o->file_off + (roff - o->roff);
+		return o->file;
+	}
+	return RP_VOID;
+}
+
+/* Touched pages of a file mapping: their scratch file's page cache is to
+ * hold the fault-around windows around them, as the recorded file's did
+ * (a replayed read fault then maps what the program's mapped), but not a
+ * window where the program took a major fault: that page, and likely its
+ * neighbours, it did not find in the page cache (model.h, rp_file). */
+static int mark_file(struct loader *L, const struct rpam_piece *p, int major)
+{
+	uint64_t off = 0, len = p->len;
+	uint32_t fi = file_at(L, &L->t->regions[p->region], p->off, &off, &len);
+	if (fi == RP_VOID || !len)
+		return 0;
+	struct rp_file *f = &L->t->files[fi];
+	uint64_t last = off + len - 1;
+	if (f->zero || f->shm || last < off || last / RP_WARM_WINDOW >= RP_WARM_MAX_WINDOWS)
+		return 0;
+	int rc = 0;
+	for (uint64_t w = off / RP_WARM_WINDOW; w <= last / RP_WARM_WINDOW && !rc; w++)
+		rc = set_bit(L, &f->warm, &f->capwarm, w);
+	if (major && !rc)
+		rc = set_bit(L, &f->cold, &f->capcold, off / RP_WARM_WINDOW);
+	return rc;
+}
 
 static int push_touch(struct loader *L, struct lthread *lt, uint32_t region, uint64_t off,
 		      uint64_t npages, int write)
@@ -77,6 +174,8 @@ static int touch_cb(void *ctx, const struct rpam_piece *p)
 		return 0;
 	}
 	sim_need(L, p->region);
+	if ((p->attr & AT_FILE) && (c->err = mark_file(L, p, c->major)) < 0)
+		return 1;
 	if ((c->err = push_touch(L, &L->lt[c->tid], p->region, p->off, np, write)) < 0)
 		return 1;
 	if ((c->err = sim_touched_add(L, c->P, p->start, p->start + p->len)) < 0)
@@ -97,10 +196,11 @@ static int add_tr(struct loader *L, struct lthread *lt, uint64_t a, uint64_t b)
 }
 
 /* Present pages [a, b) of state `state`. */
-static int touch_range(struct loader *L, uint32_t tid, uint64_t a, uint64_t b, uint32_t state)
+static int touch_range(struct loader *L, uint32_t tid, uint64_t a, uint64_t b, uint32_t state,
+		       int major)
 {
 	struct lproc *P = &L->lp[L->t->threads[tid].proc];
-	struct tctx c = {L, tid, P, state != VMT_PAGE_READ, state == VMT_PAGE_PRESENT, 0};
+	struct tctx c = {L, tid, P, state != VMT_PAGE_READ, state == VMT_PAGE_PRESENT, major, 0};
 	if (a >= RP_ADDR_LIMIT)
 		return 0;
 	if (b > RP_ADDR_LIMIT || b < a)
@@ -162,7 +262,7 @@ static int exec_arg_pages(struct loader *L, uint32_t tid, struct lproc *P, uint6
 	if (n > (top - bottom) / L->page)
 		n = (top - bottom) / L->page;
 	/* (counted with the recorded faults, as a FAULT event would be) */
-	return touch_range(L, tid, top - n * L->page, top, VMT_PAGE_WRITTEN);
+	return touch_range(L, tid, top - n * L->page, top, VMT_PAGE_WRITTEN, 0);
 }
 
 int sim_exec_faults(struct loader *L, uint32_t p)
@@ -202,7 +302,7 @@ int sim_exec_faults(struct loader *L, uint32_t p)
 			/* no longer outside (exec_fault_keep counted it so) */
 			t->rec_procs[p].faults[RP_FK_OTHER]--;
 			t->touch_unmapped_pages--;
-			int rc = touch_range(L, tid, a, a + L->page, lt->xf[k].state);
+			int rc = touch_range(L, tid, a, a + L->page, lt->xf[k].state, 0);
 			if (rc < 0)
 				return rc;
 			redone++;
@@ -243,7 +343,7 @@ int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev)
 					return rc;
 			}
 		}
-		return touch_range(L, tid, a, a + L->page, st);
+		return touch_range(L, tid, a, a + L->page, st, (f->flags & VMT_FLT_MAJOR) != 0);
 	}
 	const struct vmt_touch *t = &ev->u.touch;
 	uint64_t at = t->start;
@@ -253,7 +353,7 @@ int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev)
 			break;
 		uint64_t end = at + n * L->page;
 		if (t->runs[i].state != VMT_PAGE_ABSENT) {
-			int rc = touch_range(L, tid, at, end, t->runs[i].state);
+			int rc = touch_range(L, tid, at, end, t->runs[i].state, 0);
 			if (rc < 0)
 				return rc;
 		}

@@ -96,6 +96,7 @@ static void free_loader(struct loader *L)
 		}
 	free(L->lt);
 	free(L->lp);
+	free(L->ov);
 	free(L->shared);
 	free(L->thread_of_rec);
 	free(L->proc_of_rec);
@@ -126,8 +127,11 @@ static void load_free(rp_trace *t)
 /* Forget what a load made (for loading again). */
 static void trace_clear(rp_trace *t)
 {
-	for (uint32_t i = 0; i < t->nfiles; i++)
+	for (uint32_t i = 0; i < t->nfiles; i++) {
 		free(t->files[i].path);
+		free(t->files[i].warm);
+		free(t->files[i].cold);
+	}
 	free(t->threads);
 	free(t->procs);
 	free(t->regions);

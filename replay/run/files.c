@@ -16,31 +16,83 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 #include "runfiles_int.h"
+#include "vmtutil.h"
 
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008u
 #endif
 
 /*
- * Read the scratch files once, so that their pages are in the page cache
- * as the recorded files' pages were: faults on them are then minor, with
- * fault-around, instead of major.  Page by page, without readahead: the
- * cache then holds single pages, as it does for a file written or read a
- * page at a time (a database), and a fault maps the pages around it
- * (fault-around), as natively; read in large blocks, the cache would hold
- * large folios, which a fault maps whole, and the replay would take fewer
- * faults than the program did.  Bounded (rf->warm), as it costs memory.
+ * A scratch file's page cache holds what the recorded file's held when
+ * the program touched it: faults on it are then minor, with fault-around,
+ * where the program's were, and major where the program's were.  The
+ * fault-around windows the trace touches are read first, each whole
+ * (rp_file.warm), then the rest of the file within a bound (rf->warm, as
+ * it costs memory: what the trace maps beyond its touches, that calls
+ * such as MAP_POPULATE read); the windows where the program took a major
+ * fault (rp_file.cold) are never read, and dropped if they were.
+ * Page by page, without readahead: the cache then holds single pages, as
+ * it does for a file written or read a page at a time (a database), and a
+ * fault maps the pages around it (fault-around), as natively; read in
+ * large blocks, the cache would hold large folios, which a fault maps
+ * whole, and the replay would take fewer faults than the program did.
  */
-static void warm(struct rp_runfiles *rf, int fd, uint64_t from, uint64_t to)
+static int cold(const struct rp_file *f, uint64_t w)
+{
+	return w / 64 < f->capcold && (f->cold[w / 64] >> (w % 64) & 1);
+}
+
+static void read_pages(int fd, uint64_t from, uint64_t to, uint64_t *budget)
 {
 	static char buf[4096];
-	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-	for (uint64_t off = from; off < to && rf->warm; off += sizeof(buf)) {
+	for (uint64_t off = from; off < to && (!budget || *budget); off += sizeof(buf)) {
 		ssize_t r = pread(fd, buf, sizeof(buf), (off_t)off);
 		if (r <= 0)
 			break;
-		rf->warm -= rf->warm > (uint64_t)r ? (uint64_t)r : rf->warm;
+		if (budget)
+			*budget -= *budget > (uint64_t)r ? (uint64_t)r : *budget;
 	}
+}
+
+/* The rest of the file, [from, to), within the bound, but its cold
+ * windows. */
+static void warm_rest(struct rp_runfiles *rf, const struct rp_file *f, int fd, uint64_t from,
+		      uint64_t to)
+{
+	for (uint64_t a = from; a < to && rf->warm;) {
+		uint64_t w = a / RP_WARM_WINDOW, end = (w + 1) * RP_WARM_WINDOW;
+		end = end < to ? end : to;
+		if (!cold(f, w))
+			read_pages(fd, a, end, &rf->warm);
+		a = end;
+	}
+}
+
+/* The windows marked since the last time: those the trace touches
+ * filled, those where the program faulted major dropped. */
+static int warm_marked(struct rp_runfiles *rf, uint32_t i)
+{
+	const struct rp_file *f = &rf->t->files[i];
+	typeof(*rf->fd) *d = &rf->fd[i];
+	if (vmt_grow(&d->warmed, &d->capwarmed, f->capwarm, sizeof(*d->warmed)) ||
+	    vmt_grow(&d->dropped, &d->capdropped, f->capcold, sizeof(*d->dropped)))
+		return -ENOMEM;
+	for (size_t k = 0; k < f->capcold; k++)
+		for (uint64_t m = f->cold[k] & ~d->dropped[k]; m; m &= m - 1) {
+			uint64_t w = k * 64 + (uint64_t)__builtin_ctzll(m);
+			posix_fadvise(d->rd, (off_t)(w * RP_WARM_WINDOW), RP_WARM_WINDOW,
+				      POSIX_FADV_DONTNEED);
+			d->dropped[k] |= 1ull << (w % 64);
+		}
+	for (size_t k = 0; k < f->capwarm; k++)
+		for (uint64_t m = f->warm[k] & ~d->warmed[k]; m; m &= m - 1) {
+			uint64_t w = k * 64 + (uint64_t)__builtin_ctzll(m), a = w * RP_WARM_WINDOW;
+			if (!cold(f, w) && a < d->size)
+				read_pages(d->rd, a, a + RP_WARM_WINDOW < d->size
+						     ? a + RP_WARM_WINDOW : d->size, NULL);
+			d->warmed[k] |= 1ull << (w % 64);
+		}
+	return 0;
 }
 
 /* Kernel file systems, whose "regular" files are not files to map. */
@@ -180,6 +232,8 @@ done:
 	rf->fd[i].rd = rd;
 	rf->fd[i].rw = rw;
 	rf->fd[i].size = 0;
+	rf->fd[i].warmed = rf->fd[i].dropped = NULL;
+	rf->fd[i].capwarmed = rf->fd[i].capdropped = 0;
 	if (rc < 0)
 		return rc;
 	if (rd >= 0)
@@ -221,10 +275,16 @@ int rp_files_sync(struct rp_runfiles *rf)
 			rc = -errno;
 			goto out;
 		}
-		if (!f->shm)
-			warm(rf, rf->fd[i].rd, rf->fd[i].size, size);
+		uint64_t was = rf->fd[i].size;
 		rf->fd[i].size = size;
+		if (!f->shm) {
+			posix_fadvise(rf->fd[i].rd, 0, 0, POSIX_FADV_RANDOM);
+			warm_rest(rf, f, rf->fd[i].rd, was, size);
+		}
 	}
+	for (uint32_t i = 0; i < rf->n; i++)
+		if (rf->fd[i].rw >= 0 && !t->files[i].shm && (rc = warm_marked(rf, i)) < 0)
+			goto out;
 out:
 	if (rf->made) {
 		rmdir(rf->dir);
@@ -241,6 +301,8 @@ void rp_files_close(struct rp_runfiles *rf)
 			close(rf->fd[i].rd);
 		if (rf->fd[i].rw >= 0)
 			close(rf->fd[i].rw);
+		free(rf->fd[i].warmed);
+		free(rf->fd[i].dropped);
 		sh->rd = sh->rw = 0;
 	}
 	free(rf->fd);

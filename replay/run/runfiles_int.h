@@ -12,9 +12,14 @@ struct rp_runfiles {
 	struct {
 		int rd, rw;    /* this process's descriptors, -1: none */
 		uint64_t size; /* bytes it has been given */
+		/* windows of the file's rp_file.warm filled, of .cold
+		 * dropped (bitmaps of as many words) */
+		uint64_t *warmed, *dropped;
+		size_t capwarmed, capdropped;
 	} *fd;
 	uint32_t n, cap;       /* files made, room */
-	uint64_t warm;	       /* bytes left to read into the page cache */
+	uint64_t warm;	       /* bytes left to read into the page cache
+				  beyond the windows the trace touches */
 	int made;	       /* dir exists */
 	char dir[4096];
 };
