@@ -635,6 +635,51 @@ static void take_exception(struct vmr_faults *f, struct ftask *t, const unsigned
 	pd->access = ec & PF_WRITE ? VMT_FAULT_WRITE : ec & PF_INSTR ? VMT_FAULT_EXEC : VMT_FAULT_READ;
 }
 
+/* The access type of a counted fault's sample from its instruction
+ * (f->access), p past the sample's identifier: ip, tid, time, addr, then
+ * the user registers abi, si, di, sp. */
+static uint32_t sample_access(struct vmr_faults *f, const unsigned char *p,
+			      const unsigned char *end, pid_t pid, uint64_t ip, uint64_t addr)
+{
+	uint64_t regs[4] = { 0 };
+	if (end - p >= 32 + 8)
+		memcpy(regs, p + 32, 8);
+	if (regs[0] && end - p >= 32 + 32)
+		memcpy(regs + 1, p + 40, 24);
+	return f->access(f->access_ctx, pid, ip, addr, regs[0] ? regs + 1 : NULL);
+}
+
+void vmr_faults_read_code(struct vmr_faults *f, pid_t pid)
+{
+	if (!f || !f->access)
+		return;
+	for (size_t i = 0; i < f->ntasks; i++) {
+		struct ftask *t = f->tasks[i];
+		struct perf_event_mmap_page *m = t->base;
+		uint64_t tail = t->tail, head = t->head;
+		t->head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+		uint32_t size;
+		const unsigned char *r;
+		while (t->head - t->tail <= t->data_size && t->tail != t->head &&
+		       (r = peek(f, t, &size))) {
+			int which = sample_event(t, r, size);
+			const unsigned char *p = r + sizeof(struct perf_event_header) + 8;
+			uint32_t ids[2];
+			uint64_t ip, addr;
+			if ((which == FE_MIN || which == FE_MAJ) && r + size - p >= 32) {
+				memcpy(&ip, p, 8);
+				memcpy(ids, p + 8, 8);
+				memcpy(&addr, p + 24, 8);
+				if ((pid_t)ids[0] == pid)
+					(void)sample_access(f, p, r + size, pid, ip, addr);
+			}
+			t->tail += size;
+		}
+		t->tail = tail;
+		t->head = head;
+	}
+}
+
 /* Decode the record r (size bytes) of task t into *ev.  Returns 1 for an
  * event to append, 0 for a record to skip (other record types, short
  * records, losses already reported, a fault exception, which waits for
@@ -699,14 +744,8 @@ static int decode(struct vmr_faults *f, struct ftask *t,
 		ev->u.fault.ip = pd->ip;
 		ev->u.fault.access = pd->access;
 	} else if (f->access) {
-		/* then the user registers: abi, si, di, sp */
-		uint64_t regs[4] = { 0 };
-		if (end - p >= 32 + 8)
-			memcpy(regs, p + 32, 8);
-		if (regs[0] && end - p >= 32 + 32)
-			memcpy(regs + 1, p + 40, 24);
-		ev->u.fault.access = f->access(f->access_ctx, (pid_t)ids[0], ev->u.fault.ip,
-					       ev->u.fault.addr, regs[0] ? regs + 1 : NULL);
+		ev->u.fault.access = sample_access(f, p, end, (pid_t)ids[0], ev->u.fault.ip,
+						   ev->u.fault.addr);
 	}
 	if (pd)
 		pd->valid = 0;

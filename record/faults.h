@@ -77,6 +77,11 @@ uint64_t vmr_faults_unknown(const struct vmr_faults *f);
 typedef uint32_t (*vmr_faults_access_fn)(void *ctx, pid_t pid, uint64_t ip, uint64_t addr,
 					 const uint64_t *si_di_sp);
 void vmr_faults_set_access(struct vmr_faults *f, vmr_faults_access_fn fn, void *ctx);
+/* Before process pid's memory goes (its exit, its exec): give the access
+ * function each of its samples not yet drained, while it can still read
+ * their instructions (it caches them), so that a process that ends
+ * before the next drain still has its faults' access types. */
+void vmr_faults_read_code(struct vmr_faults *f, pid_t pid);
 
 /* Stop sampling tid.  Its samples not yet drained are kept and appended by
  * the next vmr_faults_drain (so nothing recorded before an exit is lost).

@@ -603,7 +603,7 @@ static long write_runtime(const struct vmr_rec *r, const struct inproc *ip, pid_
 	pa.shm_size = IP_SHM_SIZE;
 	pa.vdso = vdso_of(tid);
 	pa.flags = (r->touch == VMR_TOUCH_RESIDENT ? IP_F_RESIDENT : 0) |
-		   (getenv("VMREC_INPROC_NOPATCH") ? IP_F_NOPATCH : 0);
+		   (getenv("VMREC_INPROC_NOPATCH") ? IP_F_NOPATCH : 0) | (r->code ? IP_F_CODE : 0);
 	pa.page_size = (uint32_t)r->page_size;
 	for (int nr = 0; nr < IP_MAX_NR && nr < VMR_MAX_NR; nr++)
 		pa.op_of_nr[nr] = r->sys.op_of_nr[nr];

@@ -139,6 +139,7 @@ void ip_request(struct vmr_rec *r, struct inproc *ip, int slot, const struct ip_
 {
 	struct ipq *q = &ip->q[slot];
 	uint32_t kind = IP_REC_KIND(h->word);
+	vmr_faults_read_code(r->faults, q->pid);
 	if (kind == IPR_ENDING || !h->aux)
 		ip_cnt_others(r, ip, slot, q->pid, q->tid, h->t);
 	if (kind == IPR_EXEC) {

@@ -538,6 +538,8 @@ void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
 		t->flags |= T_EXITING;
 		p->nlive--;
 	}
+	if (p->nlive == 0)
+		vmr_faults_read_code(r->faults, p->pid);
 	/* The last task of the process: its memory still exists until this
 	 * task is resumed, so this is the moment to read it. */
 	if (p->nlive == 0 && !p->exit_scanned && !p->borrowed_mm &&

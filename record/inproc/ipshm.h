@@ -51,6 +51,8 @@ struct ip_image {
 /* Flags of ip_params */
 #define IP_F_RESIDENT 0x1u /* --touch=resident: scan before discarding calls */
 #define IP_F_NOPATCH 0x2u  /* never patch call sites (every call a signal) */
+#define IP_F_CODE 0x4u	   /* vmrec reads faulting instructions: a process's
+			      last thread asks before its memory goes */
 
 #define IP_MAX_NR 512
 

@@ -375,8 +375,10 @@ void rt_exit(struct rt_thread *t, long nr, const uint64_t *a)
 	if ((rt_params.flags & IP_F_RESIDENT) && !t->vchild && last)
 		rt_touch_exit(t);
 	/* exit_group ends the other threads without a line of the runtime
-	 * run in them: vmrec reads their counters first. */
-	if (group && !t->vchild && n > 1 && t->slot)
+	 * run in them: vmrec reads their counters first.  And where vmrec
+	 * reads the instructions of the faults it was sent (IP_F_CODE), it
+	 * does so before the process's memory goes. */
+	if (((group && n > 1) || (last && (rt_params.flags & IP_F_CODE))) && !t->vchild && t->slot)
 		ask(t, IPR_ENDING, 0, 0);
 	struct ip_exit x = { .status = (int32_t)(a[0] & 0xff) };
 	x.h.aux = (uint32_t)group;
