@@ -271,7 +271,7 @@ $(B)/mkrandom: tests/data/mkrandom.c $(call obj,tests/unit/tgen.c) $(LIBVMTRACE)
 # stay as their version wrote them.
 golden: $(B)/mkgolden $(B)/vmtrace
 	$(Q)$(B)/mkgolden tests/data
-	$(Q)for t in every-kind-1.3; do \
+	$(Q)for t in every-kind-1.4; do \
 		$(B)/vmtrace dump tests/data/$$t.zst > tests/data/$$t.dump && \
 		$(B)/vmtrace dump --json tests/data/$$t.zst > tests/data/$$t.jsonl || exit 1; done
 

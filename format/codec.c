@@ -185,15 +185,18 @@ static int put_str(struct vmt_bytes *b, const char *s)
  * writes its kind's fields after the common ones.  Those that delta-code
  * addresses or times take the thread's state or the time section. */
 
-/* COUNTERS (1.2): scope, flags, then its numbers. */
+/* COUNTERS (1.2): scope, flags, then its numbers; own_flt (1.4) only
+ * when not 0. */
 static int encode_counters(struct vmt_bytes *out, const struct vmt_counters *c)
 {
-	NEED(9);
+	NEED(10);
 	vmt_put_varint(out, c->scope);
 	vmt_put_varint(out, c->flags);
 #define PUT(f) vmt_put_varint(out, c->f);
 	VMT_CNT_FIELDS(PUT)
 #undef PUT
+	if (c->own_flt)
+		vmt_put_varint(out, c->own_flt);
 	return 0;
 }
 
@@ -782,6 +785,18 @@ static int decode_counters(struct vmt_cursor *c, struct vmt_counters *k, const c
 		BAD("unknown counters flags");
 	k->scope = (uint32_t)scope;
 	k->flags = (uint32_t)flags;
+	k->own_flt = 0;
+	return 0;
+}
+
+/* COUNTERS (1.4): the recorder's own faults, when there are any. */
+static int decode_counters_own(struct vmt_cursor *c, struct vmt_counters *k, const char **why)
+{
+	if (c->p == c->end)
+		return 0;
+	k->own_flt = vmt_get_varint(c);
+	if (c->bad)
+		BAD("counters end inside a field");
 	return 0;
 }
 
@@ -929,6 +944,10 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
 		return VMT_E_CORRUPT;
 	/* 1.3: the flags after a FAULT's access (none before) */
 	if (ev->kind == VMT_EV_FAULT && minor >= 3 && decode_fault_flags(&pc, &ev->u.fault, why))
+		return VMT_E_CORRUPT;
+	/* 1.4: the recorder's own faults after a COUNTERS's numbers */
+	if (ev->kind == VMT_EV_COUNTERS && minor >= 4 &&
+	    decode_counters_own(&pc, &ev->u.counters, why))
 		return VMT_E_CORRUPT;
 	/* Trailing payload bytes are fields of a newer minor version. */
 	if (pc.p != pc.end && minor <= VMT_FORMAT_MINOR)

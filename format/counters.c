@@ -27,6 +27,8 @@ int vmt_counters_check(const struct vmt_counters *c, const char **why)
 	 * (292 years): a larger value is a broken recorder. */
 	if ((c->utime_ns | c->stime_ns) >> 63)
 		BAD("counters CPU time out of range");
+	if (c->own_flt > c->minflt)
+		BAD("counters with more of the recorder's own faults than minor faults");
 	return 0;
 }
 
@@ -50,6 +52,8 @@ void vmt_counters_text(struct vmt_buf *b, const struct vmt_counters *c)
 #define TXT(f) vmt_buf_printf(b, " " #f "=%" PRIu64, c->f);
 	VMT_CNT_FIELDS(TXT)
 #undef TXT
+	if (c->own_flt)
+		vmt_buf_printf(b, " own_flt=%" PRIu64, c->own_flt);
 	if (c->flags & VMT_CNT_TICKS)
 		vmt_buf_puts(b, " ticks");
 	if (c->flags & VMT_CNT_SUM)
@@ -67,6 +71,8 @@ void vmt_counters_json(struct vmt_buf *b, const struct vmt_counters *c)
 #define JS(f) vmt_buf_printf(b, ",\"" #f "\":%" PRIu64, c->f);
 	VMT_CNT_FIELDS(JS)
 #undef JS
+	if (c->own_flt)
+		vmt_buf_printf(b, ",\"own_flt\":%" PRIu64, c->own_flt);
 	vmt_buf_printf(b, ",\"ticks\":%s,\"sum\":%s", (c->flags & VMT_CNT_TICKS) ? "true" : "false",
 		       (c->flags & VMT_CNT_SUM) ? "true" : "false");
 }

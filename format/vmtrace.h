@@ -30,7 +30,7 @@ extern "C" {
 /* Format version written by this library.  A reader accepts any file with
  * the same major version; it refuses a newer major version. */
 #define VMT_FORMAT_MAJOR 1
-#define VMT_FORMAT_MINOR 3
+#define VMT_FORMAT_MINOR 4
 
 /* ---- Event kinds (values are on-disk; never renumber) ------------------ */
 enum vmt_kind {
@@ -298,7 +298,17 @@ struct vmt_counters {
 	uint64_t utime_ns, stime_ns; /* CPU time in user and kernel mode */
 	uint64_t stops;		/* times the recorder stopped it (ptrace):
 				   each stop is one of the voluntary switches */
+	uint64_t own_flt;	/* (1.4) of minflt, the faults the recorder
+				   itself took in it (the inproc backend's
+				   runtime, on its own memory) */
 };
+
+/* The program's own minor faults: minflt but the recorder's (own_flt),
+ * which a replay does not make. */
+static inline uint64_t vmt_counters_minflt(const struct vmt_counters *c)
+{
+	return c->minflt > c->own_flt ? c->minflt - c->own_flt : 0;
+}
 
 /* One event.  `thread` and `proc` are small dense indices assigned by the
  * recorder (the OS ids are in THREAD_START/PROCESS_START). */

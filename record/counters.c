@@ -41,6 +41,7 @@ void vmr_cnt_add(struct vmt_counters *a, const struct vmt_counters *b)
 	a->utime_ns += b->utime_ns;
 	a->stime_ns += b->stime_ns;
 	a->stops += b->stops;
+	a->own_flt += b->own_flt;
 	a->flags |= b->flags & VMT_CNT_TICKS;
 }
 
@@ -48,6 +49,7 @@ void vmr_cnt_sub(struct vmt_counters *a, const struct vmt_counters *b)
 {
 #define SUB(f) a->f = a->f > b->f ? a->f - b->f : 0;
 	SUB(minflt) SUB(majflt) SUB(nvcsw) SUB(nivcsw) SUB(utime_ns) SUB(stime_ns) SUB(stops)
+	SUB(own_flt)
 #undef SUB
 }
 

@@ -692,12 +692,14 @@ int ip_fault_who(void *ctx, pid_t tid, uint64_t addr, uint32_t *thread, uint32_t
 		return 1;
 	if (t->flags & T_PRESTART)
 		return -1; /* (the kernel building the first image: not recorded) */
+	/* The runtime's own memory: its faults are counted in the thread's
+	 * COUNTERS, as the recorder's own (a replay makes none of them). */
 	if (addr >= IP_BASE && addr < IP_END)
-		return -1;
+		return t->own_flt++, -1;
 	struct ipp *p = ip_proc_find(ip, t->proc->pid);
 	for (size_t i = 0; p && i < p->nown; i++)
 		if (addr >= p->own[i][0] && addr < p->own[i][1])
-			return -1;
+			return t->own_flt++, -1;
 	*thread = t->thread;
 	*proc = t->proc->index;
 	return 0;

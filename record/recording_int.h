@@ -81,10 +81,11 @@ struct vmr_task {
 	uint32_t stack;
 	uint64_t stack_t;
 	/* The kernel's counters of the task at its exit (have_cnt: read),
-	 * and the times the recorder stopped it (ptrace). */
+	 * the times the recorder stopped it (ptrace), and the faults the
+	 * recorder took in it (the inproc runtime's, on its own memory). */
 	struct vmt_counters cnt;
 	int have_cnt;
-	uint64_t stops;
+	uint64_t stops, own_flt;
 };
 
 struct vmr_orphan {

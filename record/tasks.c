@@ -234,6 +234,8 @@ static void counters_event(struct vmr_rec *r, struct vmr_task *t, const struct v
 	ev_init(&ev, VMT_EV_COUNTERS, t, ts);
 	ev.u.counters = *c;
 	ev.u.counters.scope = scope;
+	if (ev.u.counters.own_flt > ev.u.counters.minflt) /* (read at other times) */
+		ev.u.counters.own_flt = ev.u.counters.minflt;
 	if (scope != VMT_CNT_PROCESS)
 		ev.u.counters.flags &= ~VMT_CNT_SUM;
 	vmr_emit(r, &ev);
@@ -251,6 +253,7 @@ void vmr_thread_exit(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t
 	 * recorder saw end without them leaves the process's incomplete). */
 	if (t->have_cnt) {
 		t->cnt.stops = t->stops;
+		t->cnt.own_flt = t->own_flt;
 		counters_event(r, t, &t->cnt, VMT_CNT_THREAD, ts);
 		vmr_cnt_add(&t->proc->cnt_sum, &t->cnt);
 	} else if (!(t->flags & T_PRESTART)) {
@@ -451,6 +454,7 @@ void vmr_exec_start(struct vmr_rec *r, struct vmr_task *t, const char *path,
 	if (c) {
 		struct vmt_counters e = *c;
 		e.stops = t->stops + t->proc->cnt_sum.stops;
+		e.own_flt = t->own_flt + t->proc->cnt_sum.own_flt;
 		counters_event(r, t, &e, VMT_CNT_EXEC, ts);
 	}
 	struct vmt_event ev;
@@ -600,11 +604,14 @@ int vmr_task_end(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts)
 		if (p->have_final) {
 			ev.u.counters = p->cnt_final;
 			ev.u.counters.stops = p->cnt_sum.stops;
+			ev.u.counters.own_flt = p->cnt_sum.own_flt;
 		} else {
 			ev.u.counters = p->cnt_sum;
 			ev.u.counters.flags |= VMT_CNT_SUM;
 		}
 		ev.u.counters.scope = VMT_CNT_PROCESS;
+		if (ev.u.counters.own_flt > ev.u.counters.minflt)
+			ev.u.counters.own_flt = ev.u.counters.minflt;
 		if (p->have_final || !p->cnt_missing)
 			vmr_emit(r, &ev);
 		memset(&ev, 0, sizeof(ev));

@@ -51,12 +51,12 @@ static int counters(struct vmt_htab *t, const struct vmt_event *ev)
 	int rc = 0;
 	switch (c->scope) {
 	case VMT_CNT_PROCESS:
-		rc = set(t, ev->proc, F_HAVE, 1) ?: set(t, ev->proc, F_MIN, c->minflt) ?:
+		rc = set(t, ev->proc, F_HAVE, 1) ?: set(t, ev->proc, F_MIN, vmt_counters_minflt(c)) ?:
 		     set(t, ev->proc, F_MAJ, c->majflt) ?: set(t, ev->proc, F_VCS, c->nvcsw) ?:
 		     set(t, ev->proc, F_IVCS, c->nivcsw) ?: set(t, ev->proc, F_STOPS, c->stops);
 		break;
 	case VMT_CNT_THREAD:
-		rc = add(t, ev->proc, F_TCOUNTED, 1) ?: add(t, ev->proc, T_MIN, c->minflt) ?:
+		rc = add(t, ev->proc, F_TCOUNTED, 1) ?: add(t, ev->proc, T_MIN, vmt_counters_minflt(c)) ?:
 		     add(t, ev->proc, T_MAJ, c->majflt) ?: add(t, ev->proc, T_VCS, c->nvcsw) ?:
 		     add(t, ev->proc, T_IVCS, c->nivcsw) ?: add(t, ev->proc, T_STOPS, c->stops);
 		break;
@@ -66,7 +66,7 @@ static int counters(struct vmt_htab *t, const struct vmt_event *ev)
 			break;
 		rc = set(t, ev->proc, F_EXEC, 1);
 		if (!rc && get(t, ev->proc, F_ROOT))
-			rc = set(t, ev->proc, B_MIN, c->minflt) ?: set(t, ev->proc, B_MAJ, c->majflt) ?:
+			rc = set(t, ev->proc, B_MIN, vmt_counters_minflt(c)) ?: set(t, ev->proc, B_MAJ, c->majflt) ?:
 			     set(t, ev->proc, B_VCS, c->nvcsw) ?: set(t, ev->proc, B_IVCS, c->nivcsw) ?:
 			     set(t, ev->proc, B_STOPS, c->stops);
 		break;

@@ -27,7 +27,7 @@ static void take(struct rp_rec_counts *r, const struct vmt_counters *c)
 {
 	r->have = 1;
 	r->flags = (uint8_t)c->flags;
-	r->minflt = c->minflt;
+	r->minflt = vmt_counters_minflt(c);
 	r->majflt = c->majflt;
 	r->nvcsw = c->nvcsw;
 	r->nivcsw = c->nivcsw;
@@ -57,7 +57,7 @@ int ld_counters(struct loader *L, const struct vmt_event *ev)
 	case VMT_CNT_EXEC:
 		/* (and for the exec's faults through page tables: simtouch.c) */
 		if (p != RP_VOID) {
-			L->lp[p].exec_minflt = c->minflt;
+			L->lp[p].exec_minflt = vmt_counters_minflt(c);
 			L->lp[p].exec_counted = 1;
 		}
 		/* The first exec of a root process starts the recording: what
@@ -68,7 +68,7 @@ int ld_counters(struct loader *L, const struct vmt_event *ev)
 			struct rp_rec_counts *r = &t->rec_procs[p];
 			r->exec_seen = 1;
 			if (t->procs[p].parent == RP_VOID && t->procs[p].first_thread == tid) {
-				r->base_minflt = c->minflt;
+				r->base_minflt = vmt_counters_minflt(c);
 				r->base_majflt = c->majflt;
 				r->base_nvcsw = c->nvcsw;
 				r->base_nivcsw = c->nivcsw;

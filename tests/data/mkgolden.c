@@ -2,7 +2,7 @@
  * mkgolden.c - writes the golden traces of tests/data with this version of
  * libvmtrace.  Run `make golden` only when the format version changes: the
  * files of older versions stay, so that newer readers keep reading them.
- * It writes the traces of the newest version (every-kind-1.3.zst); the
+ * It writes the traces of the newest version (every-kind-1.4.zst); the
  * older ones were written by its earlier versions (git history), and stay.
  *
  * Every value is fixed (times, addresses, host), so the output is the same
@@ -68,7 +68,11 @@ static vmt_writer *open_out(const char *dir, const char *name, int *fd, size_t c
 	return wr;
 }
 
-/* A COUNTERS event (format 1.2) of the kind's scope. */
+/* The minor version being written. */
+static int golden_minor;
+
+/* A COUNTERS event (format 1.2) of the kind's scope; from 1.4, with some
+ * of the recorder's own faults. */
 static void counters(uint32_t proc, uint32_t thread, uint32_t scope, uint64_t minflt,
 		     uint64_t nvcsw, uint32_t flags)
 {
@@ -77,17 +81,20 @@ static void counters(uint32_t proc, uint32_t thread, uint32_t scope, uint64_t mi
 	ev.u.counters = (struct vmt_counters){ .scope = scope, .flags = flags, .minflt = minflt,
 					       .majflt = minflt / 100, .nvcsw = nvcsw,
 					       .nivcsw = nvcsw / 2, .utime_ns = minflt * 2000,
-					       .stime_ns = minflt * 3000, .stops = 0 };
+					       .stime_ns = minflt * 3000, .stops = 0,
+					       .own_flt = golden_minor >= 4 ? minflt / 10 : 0 };
 	put(&ev);
 }
 
 /* Every kind and op once.  minor: with what format 1.2 added (COUNTERS of
- * every thread, process and exec; the waits of some calls), and 1.3 (the
- * flags of faults: a major one, the kernel's for a call). */
+ * every thread, process and exec; the waits of some calls), 1.3 (the
+ * flags of faults: a major one, the kernel's for a call) and 1.4 (the
+ * recorder's own faults in COUNTERS). */
 static void every_kind(const char *dir, const char *name, int cut, int minor)
 {
 	int fd, v12 = minor >= 2;
 	char recorder[64];
+	golden_minor = minor;
 	snprintf(recorder, sizeof(recorder), "mkgolden (libvmtrace 1.%d)", minor);
 	w = open_out(dir, name, &fd, 400, recorder);
 	struct vmt_event ev = { 0 };
@@ -261,6 +268,6 @@ static void every_kind(const char *dir, const char *name, int cut, int minor)
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/data";
-	every_kind(dir, "every-kind-1.3.zst", 0, 3);
+	every_kind(dir, "every-kind-1.4.zst", 0, 4);
 	return 0;
 }

@@ -206,9 +206,11 @@ def faults(trace, at_most=False):
     has_major = tuple(int(x) for x in version.split(".")) >= (1, 3)
     bad, total, kernel = [], 0, 0
     for t, c in sorted(thread_cnt.items()):
-        want_min, want_maj = c["minflt"], c["majflt"]
+        # (less the recorder's own faults in the program: the inproc
+        # runtime's, on its own memory, which are no events of the trace)
+        want_min, want_maj = c["minflt"] - c.get("own_flt", 0), c["majflt"]
         if t == 0 and before is not None:
-            want_min -= before["minflt"]
+            want_min -= before["minflt"] - before.get("own_flt", 0)
             want_maj -= before["majflt"]
         got, got_maj = n.get(t, 0), major.get(t, 0)
         total += got

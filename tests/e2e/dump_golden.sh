@@ -19,6 +19,8 @@ same dump-1.2-text $D/every-kind-1.2.dump $VMTRACE dump $D/every-kind-1.2.zst
 same dump-1.2-json $D/every-kind-1.2.jsonl $VMTRACE dump --json $D/every-kind-1.2.zst
 same dump-1.3-text $D/every-kind-1.3.dump $VMTRACE dump $D/every-kind-1.3.zst
 same dump-1.3-json $D/every-kind-1.3.jsonl $VMTRACE dump --json $D/every-kind-1.3.zst
+same dump-1.4-text $D/every-kind-1.4.dump $VMTRACE dump $D/every-kind-1.4.zst
+same dump-1.4-json $D/every-kind-1.4.jsonl $VMTRACE dump --json $D/every-kind-1.4.zst
 check_exit truncated-exit-2 2 $VMTRACE dump $D/truncated.zst
 check truncated-names-offset grep -q "truncated at byte [0-9]" "$T/err"
 check_exit dump-stdin 0 sh -c "$VMTRACE dump - < $D/every-kind.zst"

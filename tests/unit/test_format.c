@@ -178,11 +178,12 @@ static void test_cut_every_offset(void **state)
 static void test_cut_golden(void **state)
 {
 	/* (1.0, 1.2 with its COUNTERS and the waits of a call, 1.3 with the
-	 * flags of faults) */
+	 * flags of faults, 1.4 with the recorder's own faults) */
 	static const char *const paths[] = { "tests/data/every-kind.zst",
 					     "tests/data/every-kind-1.2.zst",
-					     "tests/data/every-kind-1.3.zst" };
-	for (int i = 0; i < 3; i++) {
+					     "tests/data/every-kind-1.3.zst",
+					     "tests/data/every-kind-1.4.zst" };
+	for (int i = 0; i < 4; i++) {
 		int fd = open(paths[i], O_RDONLY);
 		if (fd < 0) {
 			fail_msg("cannot open %s (run from the source root): %s", paths[i],
