@@ -495,7 +495,9 @@ static int ev_maps(struct loader *L, const struct vmt_event *ev)
 		return rc;
 	if (L->lp[p].have_snapshot)
 		return 0;
-	if ((rc = sim_snapshot(L, p, &ev->u.maps)) || (rc = sim_exec_faults(L, p)))
+	uint32_t tid;
+	if ((rc = thread_of(L, ev, &tid)) || (rc = sim_snapshot(L, p, &ev->u.maps)) ||
+	    (rc = sim_exec_faults(L, p, tid)))
 		return rc;
 	if (L->t->procs[p].parent == RP_VOID && L->t->procs[p].plan == RP_VOID)
 		L->t->procs[p].plan = L->lp[p].plan;

@@ -129,6 +129,8 @@ struct loader {
 	size_t capproc_of_rec;
 	uint64_t event;	       /* index of the event being loaded */
 	uint64_t page;	       /* recorded page size */
+	int kernel_faults;     /* a FAULT taken in the kernel was seen (a
+				  recording by a normal user has none) */
 	uint64_t cur_mapped, cur_touched; /* all processes (reserve.c) */
 	struct ld_shared {	/* by region: its shared memory (reserve.c) */
 		uint64_t bytes;	  /* mapped, summed over processes */
@@ -230,7 +232,7 @@ int sim_overlay(struct loader *L, uint32_t region, uint64_t roff, uint64_t len, 
 /* simtouch.c: after the snapshot of process p (an exec's), the faults
  * the kernel took in the new image while it exec'd (ELF bss, the new
  * stack), which came before the exec, as touches of its first element. */
-int sim_exec_faults(struct loader *L, uint32_t p);
+int sim_exec_faults(struct loader *L, uint32_t p, uint32_t tid);
 /* simspace.c: a MAPS snapshot starting process p's epoch: stand-in regions
  * into the map, a plan. */
 int sim_snapshot(struct loader *L, uint32_t p, const struct vmt_maps *m);

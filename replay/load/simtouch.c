@@ -265,7 +265,7 @@ static int exec_arg_pages(struct loader *L, uint32_t tid, struct lproc *P, uint6
 	return touch_range(L, tid, top - n * L->page, top, VMT_PAGE_WRITTEN, 0);
 }
 
-int sim_exec_faults(struct loader *L, uint32_t p)
+int sim_exec_faults(struct loader *L, uint32_t p, uint32_t exec_tid)
 {
 	struct lproc *P = &L->lp[p];
 	rp_trace *t = L->t;
@@ -275,14 +275,19 @@ int sim_exec_faults(struct loader *L, uint32_t p)
 	 * stack that the exec filled with the arguments and the environment
 	 * through its page tables (the top ones, down from the top: a page
 	 * per 4 KiB of them), whose faults no tracepoint sees: in traces of
-	 * the stream backend, as many as the arguments need, every time.
-	 * (The inproc backend's count has its runtime's faults too, which
-	 * its trace leaves out; the ptrace backend's has the exec's faults
-	 * in the kernel after the exec's snapshot, where they apply.) */
+	 * the stream backend, as many as the arguments need, every time; in
+	 * those of the inproc backend too, from format 1.4, whose counts
+	 * leave its runtime's own faults out.  (The ptrace backend's count
+	 * has the exec's faults in the kernel after the exec's snapshot,
+	 * where they apply.)  A trace that has none of the exec's faults in
+	 * the kernel (recorded by a normal user: no sample of a fault taken
+	 * in the kernel) lacks them all: they are those pages too, here (the
+	 * two partial pages of bss the exec clears among them). */
 	uint64_t unseen = P->exec_counted && P->exec_minflt > P->faults_seen
 		? P->exec_minflt - P->faults_seen : 0;
-	uint64_t args = unseen > P->unseen && !strcmp(t->rec_backend, "stream")
-		? unseen - P->unseen : 0;
+	int counted = !strcmp(t->rec_backend, "stream") ||
+		      (!strcmp(t->rec_backend, "inproc") && t->rec_minor >= 4);
+	uint64_t args = unseen > P->unseen && counted ? unseen - P->unseen : 0;
 	if (P->exec_counted)
 		P->unseen = unseen;
 	P->exec_counted = 0;
@@ -312,8 +317,15 @@ int sim_exec_faults(struct loader *L, uint32_t p)
 		int rc;
 		if (redone && args && (rc = exec_arg_pages(L, tid, P, args)) < 0)
 			return rc;
-		args = 0;
+		if (redone)
+			args = 0;
 	}
+	/* (not at the root's first exec, the recorder's launch of it, whose
+	 * counts are no part of the replay's yardstick) */
+	int launch = t->procs[p].parent == RP_VOID && t->procs[p].plan == RP_VOID;
+	if (args && !L->kernel_faults && !launch && exec_tid < t->nthreads &&
+	    t->threads[exec_tid].proc == p)
+		return exec_arg_pages(L, exec_tid, P, args);
 	return 0;
 }
 
@@ -335,6 +347,7 @@ int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev)
 		}
 		L->lp[L->t->threads[tid].proc].faults_seen++;
 		uint32_t st = (f->access & VMT_FAULT_WRITE) ? VMT_PAGE_WRITTEN : VMT_PAGE_READ;
+		L->kernel_faults |= in_kernel(ev);
 		if (in_kernel(ev) && a < RP_ADDR_LIMIT) {
 			struct lproc *P = &L->lp[L->t->threads[tid].proc];
 			if (!rpam_lookup(&P->map, a)) {
