@@ -224,11 +224,16 @@ int sim_syscall(struct loader *L, uint32_t tid, const struct vmt_event *ev,
 /* simtouch.c: a TOUCH or FAULT event of thread tid: append touch actions
  * to the thread's pending list. */
 int sim_touch(struct loader *L, uint32_t tid, const struct vmt_event *ev);
-/* A mapping of file (RP_VOID: anonymous) at offset off made with
- * MAP_FIXED into the region at roff: noted so that a touch there knows
- * its file (the page cache a replay gives it, files.c).  0 or <0. */
+/* overlay.c: a mapping of file (RP_VOID: anonymous) at offset off made
+ * with MAP_FIXED into the region at roff: noted so that a touch there
+ * knows its file (the page cache a replay gives it, files.c).  0 or <0. */
 int sim_overlay(struct loader *L, uint32_t region, uint64_t roff, uint64_t len, uint32_t file,
 		uint64_t off);
+/* The file at offset roff of the region, and its offset there (*off):
+ * RP_VOID if none (or if too many were mapped into the region to tell).
+ * *len is cut to what that mapping covers. */
+uint32_t sim_file_at(const struct loader *L, uint32_t region, uint64_t roff, uint64_t *off,
+		     uint64_t *len);
 /* simtouch.c: after the snapshot of process p (an exec's), the faults
  * the kernel took in the new image while it exec'd (ELF bss, the new
  * stack), which came before the exec, as touches of its first element. */
