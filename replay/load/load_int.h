@@ -6,6 +6,8 @@
  *   sim.c       each recorded op translated into replay pieces
  *   simtouch.c  TOUCH and FAULT events (uses sim.c)
  *   simspace.c  MAPS snapshots: stand-ins, plans, a process's map
+ *   overlay.c   which file each part of a region maps (files mapped into
+ *               a region with MAP_FIXED)
  *   order.c     the waits of each element
  *   publish.c   elements into their thread's blocks (arena_int.h), and
  *               handing them to the replay (publication)
