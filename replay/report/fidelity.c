@@ -188,13 +188,16 @@ static void warn_row(struct rp_fidelity *f, const struct rp_fid_row *row, const 
 		return;
 	const struct rp_fid_num *mi = &row->n[RP_FID_MINFLT], *ma = &row->n[RP_FID_MAJFLT];
 	char w[200], what[96];
-	where(row, f->no_watch, w, sizeof(w));
-	if (mi->judged && !mi->ok)
+	if (mi->judged && !mi->ok) {
+		where(row, f->no_watch, w, sizeof(w));
 		snprintf(what, sizeof(what), "%" PRIu64 " minor faults, recorded %" PRIu64, mi->replay,
 			 mi->recorded);
-	else
+	} else {
+		/* (where all faults differ most says nothing of the major ones) */
+		snprintf(w, sizeof(w), "major faults follow the page cache (vmreplay(1), FIDELITY)");
 		snprintf(what, sizeof(what), "%" PRIu64 " major faults, recorded %" PRIu64, ma->replay,
 			 ma->recorded);
+	}
 	snprintf(f->warn[f->nwarn++], sizeof(f->warn[0]), "%s replayed %s: %s", who, what, w);
 }
 
