@@ -143,7 +143,24 @@ static struct node *t_remove(struct node *t, const struct node *n)
 
 struct node *van_am_first(const struct space *sp, uint64_t addr)
 {
-	struct node *t = sp ? sp->root : NULL, *cand = NULL;
+	if (!sp)
+		return NULL;
+	/* The hint answers when it is the first VMA ending above addr (or
+	 * its successor is); the order of the VMAs by start is that by end. */
+	struct node *h = sp->hint;
+	if (h) {
+		if (h->v.end > addr) {
+			if (!h->prev || h->prev->v.end <= addr)
+				return h;
+		} else if (!h->next) {
+			return NULL;
+		} else if (h->next->v.end > addr) {
+			h = h->next;
+			((struct space *)sp)->hint = h; /* a cache: not the model's state */
+			return h;
+		}
+	}
+	struct node *t = sp->root, *cand = NULL;
 	while (t) {
 		if (t->v.end > addr) {
 			cand = t;
@@ -152,26 +169,21 @@ struct node *van_am_first(const struct space *sp, uint64_t addr)
 			t = t->r;
 		}
 	}
+	if (cand)
+		((struct space *)sp)->hint = cand;
 	return cand;
 }
 
 struct node *van_am_next(const struct space *sp, const struct node *n)
 {
-	return van_am_first(sp, n->v.end);
+	(void)sp;
+	return n->next;
 }
 
 static struct node *am_prev(const struct space *sp, const struct node *n)
 {
-	struct node *t = sp->root, *cand = NULL;
-	while (t) {
-		if (t->v.start < n->v.start) {
-			cand = t;
-			t = t->r;
-		} else {
-			t = t->l;
-		}
-	}
-	return cand;
+	(void)sp;
+	return n->prev;
 }
 
 /* ---- counts ------------------------------------------------------------- */
@@ -203,6 +215,19 @@ struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct
 	n->v = *v;
 	n->l = n->r = NULL;
 	n->prio = rnd(m);
+	/* The successor in the treap's order: the first VMA with a higher
+	 * start (an equal start goes to the right, as in t_insert). */
+	struct node *succ = van_am_first(sp, v->start);
+	while (succ && succ->v.start <= v->start)
+		succ = succ->next;
+	n->next = succ;
+	n->prev = succ ? succ->prev : sp->last;
+	if (n->prev)
+		n->prev->next = n;
+	if (succ)
+		succ->prev = n;
+	else
+		sp->last = n;
 	sp->root = t_insert(sp->root, n);
 	van_am_account(m, sp, &n->v, +1);
 	return n;
@@ -212,6 +237,14 @@ void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
 {
 	van_am_account(m, sp, &n->v, -1);
 	sp->root = t_remove(sp->root, n);
+	if (n->prev)
+		n->prev->next = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		sp->last = n->prev;
+	if (sp->hint == n)
+		sp->hint = n->next ? n->next : n->prev;
 	n->l = m->free_nodes;
 	m->free_nodes = n;
 }
@@ -371,7 +404,7 @@ void van_am_clear_space(struct van_asmodel *m, struct space *sp)
 	m->tot.mapped_bytes -= sp->c.mapped_bytes;
 	m->tot.locked_bytes -= sp->c.locked_bytes;
 	free_tree(m, sp->root);
-	sp->root = NULL;
+	sp->root = sp->last = sp->hint = NULL;
 	memset(&sp->c, 0, sizeof(sp->c));
 	sp->def_lock = 0;
 	sp->brk_start = sp->brk_cur = 0;

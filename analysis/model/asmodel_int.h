@@ -17,15 +17,24 @@
 #define VMA_NOCMP (VAN_VMA_SNAPSHOT | VAN_VMA_HEAP)
 
 /* A treap node keyed by vma.start; the VMAs of a space never overlap, so
- * changing a node's start or end in place keeps the order valid. */
+ * changing a node's start or end in place keeps the order valid.  The
+ * nodes are also linked in address order: the neighbours that splitting,
+ * merging and walking a range want cost no descent. */
 struct node {
 	struct van_vma v; /* first: a van_vma pointer is a node pointer */
 	struct node *l, *r;
+	struct node *prev, *next;
 	uint32_t prio;
 };
 
 struct space {
 	struct node *root;
+	struct node *last; /* the highest VMA */
+	/* Where the last lookup landed: calls come in pairs at one place
+	 * (mprotect then mmap(MAP_FIXED) over it), and each call looks up
+	 * its range, splits and merges there, so the next lookup is mostly
+	 * this node or its neighbour (van_am_first). */
+	struct node *hint;
 	struct van_as_counts c;
 	uint32_t refs;	    /* processes using it (vfork shares) */
 	uint32_t def_lock;  /* VAN_VMA_LOCKED|LOCKONFAULT of mlockall(MCL_FUTURE) */
