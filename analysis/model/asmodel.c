@@ -86,79 +86,111 @@ static uint32_t rnd(struct van_asmodel *m)
 	return (uint32_t)(m->rng >> 16);
 }
 
-/* Split t into the nodes with start < key (*l) and the others (*r). */
-static void t_split(struct node *t, uint64_t key, struct node **l, struct node **r)
+/* The treap keeps parent links so that a node can be added or taken out
+ * where the address-ordered list already says it goes: a split adds its
+ * upper half as the lower half's neighbour, a merge removes a neighbour.
+ * Both rotate by priority, an expected constant number of times, instead
+ * of descending from the root. */
+
+/* Put x in the place of its parent p, p becoming x's child. */
+static void t_rotate_up(struct space *sp, struct node *x)
 {
-	if (!t) {
-		*l = *r = NULL;
-	} else if (t->v.start < key) {
-		t_split(t->r, key, &t->r, r);
-		*l = t;
+	struct node *p = x->up, *g = p->up;
+	if (p->l == x) {
+		p->l = x->r;
+		if (x->r)
+			x->r->up = p;
+		x->r = p;
 	} else {
-		t_split(t->l, key, l, &t->l);
-		*r = t;
+		p->r = x->l;
+		if (x->l)
+			x->l->up = p;
+		x->l = p;
 	}
-}
-
-/* Join two treaps where every key of a is below every key of b. */
-static struct node *t_join(struct node *a, struct node *b)
-{
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	if (a->prio > b->prio) {
-		a->r = t_join(a->r, b);
-		return a;
-	}
-	b->l = t_join(a, b->l);
-	return b;
-}
-
-static struct node *t_insert(struct node *t, struct node *n)
-{
-	if (!t)
-		return n;
-	if (n->prio > t->prio) {
-		t_split(t, n->v.start, &n->l, &n->r);
-		return n;
-	}
-	if (n->v.start < t->v.start)
-		t->l = t_insert(t->l, n);
+	p->up = x;
+	x->up = g;
+	if (!g)
+		sp->root = x;
+	else if (g->l == p)
+		g->l = x;
 	else
-		t->r = t_insert(t->r, n);
-	return t;
+		g->r = x;
 }
 
-static struct node *t_remove(struct node *t, const struct node *n)
+/* Add n, already linked between n->prev and n->next. */
+static void t_insert(struct space *sp, struct node *n)
 {
-	if (t == n)
-		return t_join(t->l, t->r);
-	if (n->v.start < t->v.start)
-		t->l = t_remove(t->l, n);
+	struct node *p = n->prev, *s = n->next;
+	n->l = n->r = n->up = NULL;
+	if (p && !p->r) {
+		p->r = n; /* the in-order next of p is n */
+		n->up = p;
+	} else if (s) {
+		s->l = n; /* p has a right subtree: s is its leftmost node */
+		n->up = s;
+	} else {
+		sp->root = n; /* (p with a right child has a successor) */
+	}
+	while (n->up && n->prio > n->up->prio)
+		t_rotate_up(sp, n);
+}
+
+static void t_remove(struct space *sp, struct node *n)
+{
+	while (n->l && n->r)
+		t_rotate_up(sp, n->l->prio > n->r->prio ? n->l : n->r);
+	struct node *c = n->l ? n->l : n->r, *p = n->up;
+	if (c)
+		c->up = p;
+	if (!p)
+		sp->root = c;
+	else if (p->l == n)
+		p->l = c;
 	else
-		t->r = t_remove(t->r, n);
-	return t;
+		p->r = c;
+}
+
+/* n, found at hint slot i (or the last slot: not a hint), becomes the
+ * first hint.  The hints are a cache, not the model's state: a lookup
+ * through a const space may move them. */
+static void am_hint(struct space *sp, struct node *n, int i)
+{
+	for (; i > 0; i--)
+		sp->hint[i] = sp->hint[i - 1];
+	sp->hint[0] = n;
+}
+
+static void am_unhint(struct space *sp, const struct node *n)
+{
+	int j = 0;
+	for (int i = 0; i < AM_HINTS; i++)
+		if (sp->hint[i] != n)
+			sp->hint[j++] = sp->hint[i];
+	while (j < AM_HINTS)
+		sp->hint[j++] = NULL;
 }
 
 struct node *van_am_first(const struct space *sp, uint64_t addr)
 {
 	if (!sp)
 		return NULL;
-	/* The hint answers when it is the first VMA ending above addr (or
-	 * its successor is); the order of the VMAs by start is that by end. */
-	struct node *h = sp->hint;
-	if (h) {
+	/* A hint answers when it is the first VMA ending above addr (or its
+	 * successor is); the order of the VMAs by start is that by end. */
+	struct node *const *hint = sp->hint;
+	for (int i = 0; i < AM_HINTS && hint[i]; i++) {
+		struct node *h = hint[i];
 		if (h->v.end > addr) {
-			if (!h->prev || h->prev->v.end <= addr)
-				return h;
+			if (h->prev && h->prev->v.end > addr)
+				continue;
 		} else if (!h->next) {
 			return NULL;
 		} else if (h->next->v.end > addr) {
 			h = h->next;
-			((struct space *)sp)->hint = h; /* a cache: not the model's state */
-			return h;
+		} else {
+			continue;
 		}
+		am_hint((struct space *)sp, h, i);
+		return h;
 	}
 	struct node *t = sp->root, *cand = NULL;
 	while (t) {
@@ -170,7 +202,7 @@ struct node *van_am_first(const struct space *sp, uint64_t addr)
 		}
 	}
 	if (cand)
-		((struct space *)sp)->hint = cand;
+		am_hint((struct space *)sp, cand, AM_HINTS - 1);
 	return cand;
 }
 
@@ -213,10 +245,9 @@ struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct
 		return NULL;
 	}
 	n->v = *v;
-	n->l = n->r = NULL;
 	n->prio = rnd(m);
 	/* The successor in the treap's order: the first VMA with a higher
-	 * start (an equal start goes to the right, as in t_insert). */
+	 * start (after those with an equal start). */
 	struct node *succ = van_am_first(sp, v->start);
 	while (succ && succ->v.start <= v->start)
 		succ = succ->next;
@@ -228,7 +259,7 @@ struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct
 		succ->prev = n;
 	else
 		sp->last = n;
-	sp->root = t_insert(sp->root, n);
+	t_insert(sp, n);
 	van_am_account(m, sp, &n->v, +1);
 	return n;
 }
@@ -236,15 +267,14 @@ struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct
 void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
 {
 	van_am_account(m, sp, &n->v, -1);
-	sp->root = t_remove(sp->root, n);
+	t_remove(sp, n);
 	if (n->prev)
 		n->prev->next = n->next;
 	if (n->next)
 		n->next->prev = n->prev;
 	else
 		sp->last = n->prev;
-	if (sp->hint == n)
-		sp->hint = n->next ? n->next : n->prev;
+	am_unhint(sp, n);
 	n->l = m->free_nodes;
 	m->free_nodes = n;
 }
@@ -279,6 +309,25 @@ uint64_t van_am_unmap(struct van_asmodel *m, struct space *sp, uint64_t a, uint6
 		n = next;
 	}
 	return bytes;
+}
+
+struct node *van_am_map(struct van_asmodel *m, struct space *sp, const struct van_vma *v,
+			uint64_t *was)
+{
+	/* Mapping over exactly one VMA (the old way to free memory: mmap
+	 * MAP_FIXED over what mprotect made accessible) reuses its node in
+	 * place: the same counts and VMAs as removing it and inserting v,
+	 * without two walks of the tree. */
+	struct node *n = van_am_first(sp, v->start);
+	if (n && n->v.start == v->start && n->v.end == v->end) {
+		*was = v->end - v->start;
+		van_am_account(m, sp, &n->v, -1);
+		n->v = *v;
+		van_am_account(m, sp, &n->v, +1);
+		return n;
+	}
+	*was = van_am_unmap(m, sp, v->start, v->end);
+	return van_am_insert(m, sp, v);
 }
 
 uint64_t van_am_mapped_in(const struct space *sp, uint64_t a, uint64_t b)
@@ -404,7 +453,8 @@ void van_am_clear_space(struct van_asmodel *m, struct space *sp)
 	m->tot.mapped_bytes -= sp->c.mapped_bytes;
 	m->tot.locked_bytes -= sp->c.locked_bytes;
 	free_tree(m, sp->root);
-	sp->root = sp->last = sp->hint = NULL;
+	sp->root = sp->last = NULL;
+	memset(sp->hint, 0, sizeof(sp->hint));
 	memset(&sp->c, 0, sizeof(sp->c));
 	sp->def_lock = 0;
 	sp->brk_start = sp->brk_cur = 0;

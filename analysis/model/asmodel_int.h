@@ -16,13 +16,15 @@
  * snapshot) and so do not block a merge. */
 #define VMA_NOCMP (VAN_VMA_SNAPSHOT | VAN_VMA_HEAP)
 
+#define AM_HINTS 4
+
 /* A treap node keyed by vma.start; the VMAs of a space never overlap, so
  * changing a node's start or end in place keeps the order valid.  The
  * nodes are also linked in address order: the neighbours that splitting,
  * merging and walking a range want cost no descent. */
 struct node {
 	struct van_vma v; /* first: a van_vma pointer is a node pointer */
-	struct node *l, *r;
+	struct node *l, *r, *up;
 	struct node *prev, *next;
 	uint32_t prio;
 };
@@ -30,11 +32,12 @@ struct node {
 struct space {
 	struct node *root;
 	struct node *last; /* the highest VMA */
-	/* Where the last lookup landed: calls come in pairs at one place
-	 * (mprotect then mmap(MAP_FIXED) over it), and each call looks up
-	 * its range, splits and merges there, so the next lookup is mostly
-	 * this node or its neighbour (van_am_first). */
-	struct node *hint;
+	/* Where the last lookups landed, the latest first: calls come in
+	 * pairs at one place (mprotect then mmap(MAP_FIXED) over it), and
+	 * each call looks up its range, splits and merges there, so the next
+	 * lookup is mostly one of these nodes or its neighbour; threads
+	 * working at places of their own alternate (van_am_first). */
+	struct node *hint[AM_HINTS];
 	struct van_as_counts c;
 	uint32_t refs;	    /* processes using it (vfork shares) */
 	uint32_t def_lock;  /* VAN_VMA_LOCKED|LOCKONFAULT of mlockall(MCL_FUTURE) */
@@ -91,6 +94,10 @@ void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n);
 void van_am_split(struct van_asmodel *m, struct space *sp, uint64_t addr);
 /* Remove [a, b); returns the bytes that were mapped there. */
 uint64_t van_am_unmap(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
+/* Unmap [v->start, v->end) and insert v there; *was gets the bytes that
+ * were mapped there.  NULL when out of memory. */
+struct node *van_am_map(struct van_asmodel *m, struct space *sp, const struct van_vma *v,
+			uint64_t *was);
 /* Bytes of [a, b) that are mapped. */
 uint64_t van_am_mapped_in(const struct space *sp, uint64_t a, uint64_t b);
 /* Change n's attributes (prot/flags/pkey/anon) keeping the counts right:

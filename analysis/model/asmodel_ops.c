@@ -125,9 +125,11 @@ static void do_mmap(struct van_asmodel *m, struct space *sp, const struct vmt_ev
 	}
 	if (accountable(v.prot, v.flags))
 		v.flags |= VAN_VMA_ACCOUNT;
-	if (van_am_unmap(m, sp, v.start, v.end) && (!(mf & LX_MAP_FIXED) && !(mf & LX_MAP_FIXED_NOREPLACE)))
+	uint64_t was;
+	struct node *n = van_am_map(m, sp, &v, &was);
+	if (was && (!(mf & LX_MAP_FIXED) && !(mf & LX_MAP_FIXED_NOREPLACE)))
 		inexact(m); /* not MAP_FIXED(_NOREPLACE), yet something was there */
-	if (!van_am_insert(m, sp, &v))
+	if (!n)
 		return;
 	van_am_merge_window(m, sp, v.start, v.end);
 	if (mf & LX_MAP_POPULATE)
