@@ -17,7 +17,8 @@
 # Usage: B=build sh bench/format.sh [EVENTS] [REPEATS]
 # WHOLE=N events per recording (default 4 M); TRACES=DIR keeps the
 # recordings in DIR and reuses those already there; CMDS="stat lint ..."
-# and STYLES="old-touch ..." pick rows.
+# and STYLES="old-touch ..." pick rows; VMTRACE=PATH measures that
+# vmtrace binary (a baseline kept from before a change) instead of $B's.
 set -eu
 . "$(dirname "$0")/common.inc"
 n=${1:-2000000}
@@ -56,7 +57,7 @@ for t in $styles; do
 	esac
 done
 echo
-python3 - "$B/vmtrace" "$tmp" "$dir" "$reps" "${cpu:-0}" "$styles" \
+python3 - "${VMTRACE:-$B/vmtrace}" "$tmp" "$dir" "$reps" "${cpu:-0}" "$styles" \
 	"${CMDS:-stat lint diff csv perfetto jsonl}" <<'PY'
 import json, statistics as st, subprocess, sys, time
 vmtrace, tmp, dir, reps, cpu = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
