@@ -16,7 +16,9 @@
  * snapshot) and so do not block a merge. */
 #define VMA_NOCMP (VAN_VMA_SNAPSHOT | VAN_VMA_HEAP)
 
-#define AM_HINTS 4
+/* Lookup hints per space: more than one made seed 000's two threads,
+ * which work at two places, cost more instructions, not fewer. */
+#define AM_HINTS 1
 
 /* A treap node keyed by vma.start; the VMAs of a space never overlap, so
  * changing a node's start or end in place keeps the order valid.  The
@@ -35,8 +37,8 @@ struct space {
 	/* Where the last lookups landed, the latest first: calls come in
 	 * pairs at one place (mprotect then mmap(MAP_FIXED) over it), and
 	 * each call looks up its range, splits and merges there, so the next
-	 * lookup is mostly one of these nodes or its neighbour; threads
-	 * working at places of their own alternate (van_am_first). */
+	 * lookup is mostly one of these nodes or its neighbour
+	 * (van_am_first). */
 	struct node *hint[AM_HINTS];
 	struct van_as_counts c;
 	uint32_t refs;	    /* processes using it (vfork shares) */
