@@ -64,27 +64,69 @@ static const char digit_pairs[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
+/* The decimal digits of v: from its bit length, then one comparison. */
+static unsigned dec_len(uint64_t v)
+{
+	static const uint64_t pow10[20] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+		100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+		1000000000000ull, 10000000000000ull, 100000000000000ull,
+		1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+		1000000000000000000ull, 10000000000000000000ull,
+	};
+	if (v < 10)
+		return 1;
+	unsigned t = (unsigned)(64 - __builtin_clzll(v)) * 1233 >> 12; /* log10(2) */
+	return t + 1 - (v < pow10[t]);
+}
+
+/* Numbers are written in place, from their last digit back: no scratch
+ * copy, and 32-bit divisions for all but each eight digits above 2^32
+ * (addresses and timestamps in ns, most of an export's numbers). */
+
+/* Room for n more bytes and the NUL: the common case inline. */
+static inline int buf_room(struct vmt_buf *b, size_t n)
+{
+	return (b->data && !b->oom && b->cap - b->len > n) ? 0 : buf_reserve(b, n);
+}
+
+/* The 2 * k digits of w, which has no more, ending at end. */
+static inline void dec_pairs(char *end, uint32_t w, int k)
+{
+	while (k-- > 0) {
+		unsigned d = (w % 100) * 2;
+		w /= 100;
+		end -= 2;
+		memcpy(end, digit_pairs + d, 2);
+	}
+}
+
 void vmt_buf_u64(struct vmt_buf *b, uint64_t v)
 {
-	char tmp[20];
-	char *p = tmp + sizeof(tmp);
-
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100) * 2;
-
-		v /= 100;
-		p -= 2;
-		p[0] = digit_pairs[d];
-		p[1] = digit_pairs[d + 1];
+	unsigned n = dec_len(v);
+	if (buf_room(b, n) < 0)
+		return;
+	char *end = b->data + b->len + n, *p = end;
+	while (v > UINT32_MAX) { /* eight digits by 32-bit divisions */
+		dec_pairs(p, (uint32_t)(v % 100000000), 4);
+		v /= 100000000;
+		p -= 8;
 	}
-	if (v >= 10) {
+	uint32_t w = (uint32_t)v;
+	while (w >= 100) {
+		unsigned d = (w % 100) * 2;
+		w /= 100;
 		p -= 2;
-		p[0] = digit_pairs[v * 2];
-		p[1] = digit_pairs[v * 2 + 1];
+		memcpy(p, digit_pairs + d, 2);
+	}
+	if (w >= 10) {
+		p -= 2;
+		memcpy(p, digit_pairs + w * 2, 2);
 	} else {
-		*--p = (char)('0' + v);
+		*--p = (char)('0' + w);
 	}
-	buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
+	b->len += n;
+	*end = '\0';
 }
 
 void vmt_buf_i64(struct vmt_buf *b, int64_t v)
@@ -100,20 +142,23 @@ void vmt_buf_i64(struct vmt_buf *b, int64_t v)
 void vmt_buf_hex(struct vmt_buf *b, uint64_t v)
 {
 	static const char xdigit[16] = "0123456789abcdef";
-	char tmp[18];
-	char *p = tmp + sizeof(tmp);
 
 	if (v == 0) { /* "%#x" has no prefix for 0 */
 		buf_addc(b, '0');
 		return;
 	}
+	unsigned n = 2 + (unsigned)(67 - __builtin_clzll(v)) / 4;
+	if (buf_room(b, n) < 0)
+		return;
+	char *end = b->data + b->len + n, *p = end;
 	while (v) {
 		*--p = xdigit[v & 0xf];
 		v >>= 4;
 	}
 	*--p = 'x';
 	*--p = '0';
-	buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
+	b->len += n;
+	*end = '\0';
 }
 
 void vmt_buf_printf(struct vmt_buf *b, const char *fmt, ...)

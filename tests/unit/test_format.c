@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 #include <zstd.h>
 #include "tgen.h"
+#include "vmtutil.h"
 
 /* Write n events of `kind` (0: mixed) generated from seed; returns fd. */
 static int write_trace(uint64_t seed, uint32_t kind, uint64_t n, size_t chunk_bytes, int finish)
@@ -81,6 +83,49 @@ static void check_trace(int fd, uint64_t seed, uint32_t kind, uint64_t n)
 	for (uint32_t k = 0; k < VMT_EV__COUNT; k++)
 		assert_int_equal(f->by_kind[k], by_kind[k]);
 	vmt_reader_free(r);
+}
+
+/* The number appends (written in place, from the last digit back) print
+ * what printf prints, at each digit count's edges and between. */
+static void test_buf_numbers(void **state)
+{
+	(void)state;
+	struct vmt_buf b = { 0 };
+	char want[64], *exp = NULL;
+	size_t explen = 0;
+	FILE *f = open_memstream(&exp, &explen);
+	assert_non_null(f);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < 20000; i++) {
+		uint64_t v;
+		if (i < 64 * 3) { /* 2^k - 1, 2^k, 2^k + 1 */
+			v = (1ull << (i / 3)) + (uint64_t)(i % 3) - 1;
+		} else if (i < 64 * 3 + 20 * 3) { /* 10^k - 1, 10^k, 10^k + 1 */
+			uint64_t p = 1;
+			for (int k = 0; k < (i - 192) / 3; k++)
+				p *= 10;
+			v = p + (uint64_t)((i - 192) % 3) - 1;
+		} else {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			v = x >> (x % 64);
+		}
+		vmt_buf_u64(&b, v);
+		vmt_buf_putc(&b, ' ');
+		vmt_buf_i64(&b, (int64_t)v);
+		vmt_buf_putc(&b, ' ');
+		vmt_buf_hex(&b, v);
+		vmt_buf_putc(&b, '\n');
+		snprintf(want, sizeof(want), "%" PRIu64 " %" PRId64 " %#" PRIx64 "\n", v, (int64_t)v, v);
+		fputs(want, f);
+	}
+	vmt_buf_u64(&b, UINT64_MAX);
+	fputs("18446744073709551615", f);
+	fclose(f);
+	assert_false(b.oom);
+	assert_int_equal(b.len, explen);
+	assert_string_equal(b.data, exp);
+	free(exp);
+	vmt_buf_free(&b);
 }
 
 static void test_roundtrip_each_kind(void **state)
@@ -553,6 +598,7 @@ static void test_backend_and_touch(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buf_numbers),
 		cmocka_unit_test(test_roundtrip_each_kind),
 		cmocka_unit_test(test_roundtrip_million),
 		cmocka_unit_test(test_empty_trace),
