@@ -314,6 +314,19 @@ void vmt_buf_json_close(struct vmt_buf *b, size_t from)
 		return;
 	p = (const unsigned char *)b->data + from + 1;
 	end = (const unsigned char *)b->data + b->len;
+	/* Eight bytes at a time while none needs a look (the text of a
+	 * JSON line is most of it): any byte below 0x20, with the top bit,
+	 * 0x7f, '"' or '\\' stops the word test. */
+	for (uint64_t w; end - p >= 8; p += 8) {
+		const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
+		memcpy(&w, p, 8);
+		uint64_t q = w ^ (ones * '"'), s = w ^ (ones * '\\'), d = w ^ (ones * 0x7f);
+		/* (x - ones) & ~x & high: some byte of x is 0; with ones *
+		 * 0x20, below 0x20 (both exact for "some", not for "which") */
+		if ((((w - ones * 0x20) & ~w) | w | ((q - ones) & ~q) | ((s - ones) & ~s) |
+		     ((d - ones) & ~d)) & high)
+			break;
+	}
 	while (p < end && *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
 		p++;
 	if (p == end) {

@@ -128,6 +128,37 @@ static void test_buf_numbers(void **state)
 	vmt_buf_free(&b);
 }
 
+/* Text rendered in place and closed as a JSON string is the string
+ * vmt_buf_json_str makes of it: each byte that needs escaping (or a
+ * look, as UTF-8), at each position of texts shorter and longer than
+ * the eight bytes vmt_buf_json_close tests at once. */
+static void test_buf_json_close(void **state)
+{
+	(void)state;
+	static const unsigned char special[] = { '"', '\\', 0x01, 0x1f, 0x7f, 0x80, 0xc3, 0xff, 0x20, 0x7e };
+	char text[40];
+	for (size_t k = 0; k < sizeof(special); k++)
+		for (size_t len = 1; len < sizeof(text) - 1; len += 3)
+			for (size_t at = 0; at < len; at++) {
+				memset(text, 'a', len);
+				text[len] = '\0';
+				text[at] = (char)special[k];
+				if (special[k] == 0xc3 && at + 1 < len)
+					text[at + 1] = (char)0xa9; /* U+00E9 */
+				struct vmt_buf got = { 0 }, want = { 0 };
+				VMT_BUF_LIT(&got, "{");
+				VMT_BUF_LIT(&want, "{");
+				size_t from = got.len;
+				vmt_buf_putc(&got, '"');
+				vmt_buf_puts(&got, text);
+				vmt_buf_json_close(&got, from);
+				vmt_buf_json_str(&want, text);
+				assert_string_equal(got.data, want.data);
+				vmt_buf_free(&got);
+				vmt_buf_free(&want);
+			}
+}
+
 static void test_roundtrip_each_kind(void **state)
 {
 	for (uint32_t k = 1; k < VMT_EV__COUNT; k++) {
@@ -599,6 +630,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf_numbers),
+		cmocka_unit_test(test_buf_json_close),
 		cmocka_unit_test(test_roundtrip_each_kind),
 		cmocka_unit_test(test_roundtrip_million),
 		cmocka_unit_test(test_empty_trace),
