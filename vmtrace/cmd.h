@@ -38,6 +38,10 @@ struct vtc_input {
  * `vmtrace: cannot open 'path': why` (or the reader's message) and returns
  * -1. */
 int vtc_input_open(struct vtc_input *in, const char *path);
+/* The same, but on failure the message (a line) goes into why, not to
+ * standard error: for a trace opened on a thread whose messages must come
+ * after the main thread's. */
+int vtc_input_open_msg(struct vtc_input *in, const char *path, char *why, size_t len);
 /* Start reading again from the first event (regular files only).  Prints
  * and returns -1 on failure. */
 int vtc_input_rewind(struct vtc_input *in);

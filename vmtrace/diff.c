@@ -12,6 +12,8 @@
  * diffres.c: medians, ratios and significance over the runs.
  */
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -240,6 +242,47 @@ static int read_stats(const char *path, struct van_stats *s)
 	return 0;
 }
 
+/* The new trace's statistics are gathered on a thread of their own while
+ * the base's are on the main thread: the two are independent, and a
+ * diff took as long as two stats.  Its messages wait for the base's, so
+ * that standard error says what it said when the two were read in turn
+ * (nothing of the new trace when the base failed). */
+struct side {
+	const char *path;
+	struct vtc_input in;
+	struct van_stats s;
+	int open_rc, rc;
+	char why[PATH_MAX + 400];
+};
+
+static void *read_side(void *arg)
+{
+	struct side *d = arg;
+	d->open_rc = vtc_input_open_msg(&d->in, d->path, d->why, sizeof(d->why));
+	if (d->open_rc == 0)
+		d->rc = van_stats_read(&d->s, d->in.r);
+	return NULL;
+}
+
+/* read_stats's messages and result for a side read by read_side. */
+static int side_done(struct side *d)
+{
+	if (d->open_rc) {
+		fputs(d->why, stderr);
+		return -1;
+	}
+	if (d->rc == -ENOMEM)
+		fprintf(stderr, "vmtrace: '%s': out of memory\n", d->path);
+	else if (d->rc < 0)
+		vtc_input_report(&d->in);
+	vtc_input_close(&d->in);
+	if (d->rc < 0) {
+		van_stats_free(&d->s);
+		return -1;
+	}
+	return 0;
+}
+
 static int report(const char *pa, const char *pb, const struct van_stats *a,
 		  const struct van_stats *b, const struct vtc_conds *cs, double thr, int json, int all)
 {
@@ -406,13 +449,25 @@ static int run_diff(int argc, char **argv)
 		status = vtc_diff_results(argv[optind], argv[optind + 1], &cs, json, all);
 		goto out;
 	}
-	struct van_stats a, b;
-	if (read_stats(argv[optind], &a) == 0) {
-		if (read_stats(argv[optind + 1], &b) == 0) {
-			status = report(argv[optind], argv[optind + 1], &a, &b, &cs, thr, json, all);
-			van_stats_free(&b);
+	struct van_stats a;
+	struct side nb = { .path = argv[optind + 1] };
+	pthread_t th;
+	int threaded = pthread_create(&th, NULL, read_side, &nb) == 0;
+	int ok = read_stats(argv[optind], &a) == 0;
+	if (threaded)
+		pthread_join(th, NULL);
+	else if (ok)
+		read_side(&nb);
+	if (ok) {
+		if (side_done(&nb) == 0) {
+			status = report(argv[optind], argv[optind + 1], &a, &nb.s, &cs, thr, json, all);
+			van_stats_free(&nb.s);
 		}
 		van_stats_free(&a);
+	} else if (threaded && nb.open_rc == 0) {
+		/* (the base's error is the one to say, as when read alone) */
+		van_stats_free(&nb.s);
+		vtc_input_close(&nb.in);
 	}
 out:
 	vtc_conds_free(&cs);

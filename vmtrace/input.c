@@ -4,13 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include "cmd.h"
 #include "vmtutil.h"
 
-int vtc_input_open(struct vtc_input *in, const char *path)
+int vtc_input_open_msg(struct vtc_input *in, const char *path, char *why, size_t len)
 {
 	char msg[320];
 	int err;
@@ -23,12 +25,12 @@ int vtc_input_open(struct vtc_input *in, const char *path)
 		in->fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
 	if (in->fd < 0) {
-		fprintf(stderr, "vmtrace: cannot open '%s': %s\n", path, strerror(errno));
+		snprintf(why, len, "vmtrace: cannot open '%s': %s\n", path, strerror(errno));
 		return -1;
 	}
 	in->r = vmt_reader_open_fd(in->fd, &err, msg, sizeof(msg));
 	if (!in->r) {
-		fprintf(stderr, "vmtrace: '%s': %s\n", path, msg);
+		snprintf(why, len, "vmtrace: '%s': %s\n", path, msg);
 		close(in->fd);
 		in->fd = -1;
 		return -1;
@@ -37,6 +39,15 @@ int vtc_input_open(struct vtc_input *in, const char *path)
 	 * wait for it (a pipe stays sequential). */
 	vmt_reader_prefetch(in->r);
 	return 0;
+}
+
+int vtc_input_open(struct vtc_input *in, const char *path)
+{
+	char why[PATH_MAX + 400];
+	if (vtc_input_open_msg(in, path, why, sizeof(why)) == 0)
+		return 0;
+	fputs(why, stderr);
+	return -1;
 }
 
 int vtc_input_rewind(struct vtc_input *in)
