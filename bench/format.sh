@@ -17,8 +17,9 @@
 # Usage: B=build sh bench/format.sh [EVENTS] [REPEATS]
 # WHOLE=N events per recording (default 4 M); TRACES=DIR keeps the
 # recordings in DIR and reuses those already there; CMDS="stat lint ..."
-# and STYLES="old-touch ..." pick rows; VMTRACE=PATH measures that
-# vmtrace binary (a baseline kept from before a change) instead of $B's.
+# and STYLES="old-touch ..." pick rows; VMTRACE="PATH..." measures those
+# vmtrace binaries (a baseline kept from before a change, and $B/vmtrace)
+# instead of $B's, their runs alternating, a row each.
 set -eu
 . "$(dirname "$0")/common.inc"
 n=${1:-2000000}
@@ -60,41 +61,44 @@ echo
 python3 - "${VMTRACE:-$B/vmtrace}" "$tmp" "$dir" "$reps" "${cpu:-0}" "$styles" \
 	"${CMDS:-stat lint diff csv perfetto jsonl}" <<'PY'
 import json, statistics as st, subprocess, sys, time
-vmtrace, tmp, dir, reps, cpu = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+bins, tmp, dir, reps, cpu = sys.argv[1].split(), sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 styles, cmds = sys.argv[6].split(), sys.argv[7].split()
-print(f"{'trace':<12} {'cmd':<8} {'cores':>5} {'events':>9} {'elapsed_s':>10} {'Mev/s':>7} {'best_Mev/s':>10} {'rss_MB':>7}   goal")
-def argv(cmd, path):
+label = lambda b: '' if len(bins) == 1 else f"{b[-16:]:<16} "
+print(("" if len(bins) == 1 else f"{'vmtrace':<16} ") +
+      f"{'trace':<12} {'cmd':<8} {'cores':>5} {'events':>9} {'elapsed_s':>10} {'Mev/s':>7} {'best_Mev/s':>10} {'rss_MB':>7}   goal")
+def argv(vmtrace, cmd, path):
     if cmd in ('stat', 'lint'):
         return [vmtrace, cmd, path]
     if cmd == 'diff':
         return [vmtrace, 'diff', path, path]
     return [vmtrace, 'export', '--format=' + cmd, path]
-def once(cmd, path, cores):
+def once(vmtrace, cmd, path, cores):
     # (RSS from time(1): a child of Python counts Python's own pages)
     pre = ['/usr/bin/time', '-f', '%M', '-o', f'{tmp}/rss']
     pre += [] if cores == 2 else ['taskset', '-c', cpu]
     t0 = time.monotonic()
     # lint and diff exit 1 on a finding; their output goes where export's does
-    subprocess.run(pre + argv(cmd, path), stdout=subprocess.DEVNULL)
+    subprocess.run(pre + argv(vmtrace, cmd, path), stdout=subprocess.DEVNULL)
     e = time.monotonic() - t0
     return e, int(open(f'{tmp}/rss').read().split()[-1]) / 1024
 for t in styles:
     path = f'{dir}/{t}.zst'
-    ev = json.loads(subprocess.run([vmtrace, 'stat', '--json', path], capture_output=True).stdout)['events']
+    ev = json.loads(subprocess.run([bins[-1], 'stat', '--json', path], capture_output=True).stdout)['events']
     for cmd in cmds:
         n = 2 * ev if cmd == 'diff' else ev
         allcores = (2, 1) if cmd in ('stat', 'lint') else (2,)
-        res = {c: [] for c in allcores}
-        for _ in range(reps):          # the two alternate: one machine speed
-            for cores in allcores:
-                res[cores].append(once(cmd, path, cores))
-        for cores in allcores:
-            e = st.median(x[0] for x in res[cores]); rss = max(x[1] for x in res[cores])
+        res = {(b, c): [] for b in bins for c in allcores}
+        for _ in range(reps):          # all alternate: one machine speed
+            for b in bins:
+                for cores in allcores:
+                    res[b, cores].append(once(b, cmd, path, cores))
+        for b, cores in res:
+            e = st.median(x[0] for x in res[b, cores]); rss = max(x[1] for x in res[b, cores])
             rate = n / e / 1e6
-            best = n / min(x[0] for x in res[cores]) / 1e6
+            best = n / min(x[0] for x in res[b, cores]) / 1e6
             goal = ''
             if cores == 2:
                 goal = '>= 20 Mev/s: ' + ('met' if rate >= 20 else
                         'met at 10 (export)' if rate >= 10 and cmd not in ('stat', 'lint', 'diff') else 'MISSED')
-            print(f"{t:<12} {cmd:<8} {cores:>5} {n:>9} {e:>10.3f} {rate:>7.1f} {best:>10.1f} {rss:>7.1f}   {goal}", flush=True)
+            print(f"{label(b)}{t:<12} {cmd:<8} {cores:>5} {n:>9} {e:>10.3f} {rate:>7.1f} {best:>10.1f} {rss:>7.1f}   {goal}", flush=True)
 PY
