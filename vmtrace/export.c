@@ -148,13 +148,18 @@ static void csv_row(struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
 
 /* ---- perfetto ----------------------------------------------------------- */
 
+/* Inlined where the keys and names are literals: their lengths are then
+ * known and their appends copies of constant size (strlen and memcpy
+ * calls were a tenth of a perfetto export). */
+#define PF_INLINE static inline __attribute__((always_inline))
+
 /* Microseconds with three decimals, exact from integer nanoseconds. */
-static void put_us(struct vmt_buf *b, const char *key, uint64_t ns)
+PF_INLINE void put_us(struct vmt_buf *b, const char *key, uint64_t ns)
 {
 	char frac[5] = { '.', (char)('0' + ns % 1000 / 100), (char)('0' + ns % 100 / 10),
 			 (char)('0' + ns % 10), 0 };
 	VMT_BUF_LIT(b, ",\"");
-	vmt_buf_puts(b, key);
+	vmt_buf_add(b, key, strlen(key));
 	VMT_BUF_LIT(b, "\":");
 	put_u64(b, ns / 1000);
 	vmt_buf_add(b, frac, 4);
@@ -176,17 +181,17 @@ static void pf_sep(struct pf *p, struct vmt_buf *b)
 	p->first = 0;
 }
 
-static void pf_counter(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t rel,
-		       const char *name, const char *key, uint64_t v)
+PF_INLINE void pf_counter(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t rel,
+			  const char *name, const char *key, uint64_t v)
 {
 	pf_sep(p, b);
 	VMT_BUF_LIT(b, "{\"ph\":\"C\",\"name\":\"");
-	vmt_buf_puts(b, name);
+	vmt_buf_add(b, name, strlen(name));
 	VMT_BUF_LIT(b, "\",\"pid\":");
 	put_u64(b, proc + 1);
 	put_us(b, "ts", rel);
 	VMT_BUF_LIT(b, ",\"args\":{\"");
-	vmt_buf_puts(b, key);
+	vmt_buf_add(b, key, strlen(key));
 	VMT_BUF_LIT(b, "\":");
 	put_u64(b, v);
 	VMT_BUF_LIT(b, "}}");
