@@ -50,7 +50,11 @@ struct rp_blk {
 	uint32_t aux_low;    /* lowest byte of its arrays */
 	uint32_t cls;	     /* size class: 1 << cls bytes */
 	uint32_t tid;
-	uint32_t pad[5];
+	/* Regions the trace had when its newest element was stored: its
+	 * elements name no later one, and the replay has their bases'
+	 * pages ready before it executes them (run/worker.c). */
+	uint32_t nregions;
+	uint32_t pad[4];
 	struct rp_elem elem[];
 };
 

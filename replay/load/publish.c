@@ -229,6 +229,7 @@ int ld_store(struct loader *L, uint32_t tid, const struct rp_elem *proto)
 	e->dep0 = proto->ndeps ? put_aux(b, t->deps + proto->dep0, proto->ndeps,
 					 sizeof(struct rp_dep)) : 0;
 	L->stored += sizeof(struct rp_elem) + aux;
+	b->nregions = t->nregions;
 	/* (the replay reads the count of a block it executes) */
 	__atomic_store_n(&b->n, b->n + 1, __ATOMIC_RELEASE);
 	t->npieces = t->ntouches = t->ndeps = 0;

@@ -126,6 +126,9 @@ struct rp_rt {
 
 	/* Private to each replay process (copied by fork). */
 	uint64_t *base;	   /* rcap * scale, a NORESERVE mapping */
+	/* Per copy: the region bases whose pages this process has written
+	 * (a streamed trace's new regions come with its blocks). */
+	uint32_t *base_ready;
 	size_t base_len;
 	uint32_t *live;	   /* threads running, per (process, copy) */
 	int *fdc_rd, *fdc_rw; /* per file: this process's descriptor + 1 (0: not open) */

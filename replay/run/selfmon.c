@@ -286,6 +286,16 @@ void rp_selfmon_own(struct rp_selfmon *m, uint64_t t0, uint64_t t1)
 	m->nown++;
 }
 
+/* Is addr in c's own table?  Its pages are first written by a drain (a
+ * drain's own work, set-up), and where the process's mappings come and
+ * go, a stale replayed range can hold the table's address: a fault there
+ * would pass for the replay's. */
+static int in_fclass(const struct rp_fclass *c, uint64_t addr)
+{
+	uint64_t a = (uint64_t)(uintptr_t)c->r;
+	return c->r && addr >= a && addr - a < c->cap * sizeof(*c->r);
+}
+
 /* Is time t inside one of the noted stretches of vmreplay's own work? */
 static int in_own(const struct rp_selfmon *m, uint64_t t)
 {
@@ -354,7 +364,7 @@ void rp_selfmon_drain(struct rp_selfmon *m, struct rp_fclass *c, const struct rp
 			uint32_t k = rp_fclass_kind(c, s.addr);
 			if (s.id == m->id_maj && m->fd_maj >= 0)
 				m->major[k]++;
-			else if (k == RP_FK_OTHER && in_own(m, s.time))
+			else if ((k == RP_FK_OTHER && in_own(m, s.time)) || in_fclass(c, s.addr))
 				m->own_minor++;
 			else
 				m->minor[k]++;

@@ -566,6 +566,9 @@ RP_RUN_CODE static void fork_process(struct rp_wctx *w, struct rp_hot *h, const 
 	/* (and the region bases of the copy, those of the regions so far:
 	 * any op after the fork writes one of them) */
 	uint64_t nb = e->aux < rt->rcap ? e->aux : rt->rcap;
+	uint32_t ready = __atomic_load_n(&rt->base_ready[w->copy], __ATOMIC_ACQUIRE);
+	if (nb < ready)
+		nb = ready; /* (written ahead for a streamed trace's blocks) */
 	if (pid == 0) {
 		write_own_pages(w, nw);
 		prefault_w(w->base, nb * sizeof(*w->base), rt->page);
@@ -815,6 +818,30 @@ RP_RUN_CODE static __attribute__((noinline)) void slow_elem(struct rp_wctx *w, s
 		watch_check(w, h);
 }
 
+/* A streamed trace's block names regions up to nreg: their bases' pages
+ * written now, before its elements run (a new page of bases every 512
+ * regions; a trace of many short-lived mappings makes one every few
+ * hundred calls).  Those faults are vmreplay's, as loading the whole
+ * trace first has them before the run: set-up. */
+RP_RUN_CODE static __attribute__((noinline)) void bases_ahead(struct rp_wctx *w, uint32_t nreg)
+{
+	struct rp_rt *rt = w->rt;
+	uint32_t *ready = &rt->base_ready[w->copy];
+	uint32_t from = __atomic_load_n(ready, __ATOMIC_ACQUIRE);
+	if (nreg > rt->rcap)
+		nreg = rt->rcap;
+	if (nreg <= from)
+		return;
+	struct rusage r0, r1;
+	getrusage(RUSAGE_THREAD, &r0);
+	prefault_w(w->base + from, (size_t)(nreg - from) * sizeof(*w->base), rt->page);
+	getrusage(RUSAGE_THREAD, &r1);
+	w->out->setup_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
+	while (from < nreg && !__atomic_compare_exchange_n(ready, &from, nreg, 0, __ATOMIC_RELEASE,
+							   __ATOMIC_ACQUIRE))
+		;
+}
+
 /* The loop has run out of elements at i (thread index): go on in the
  * next block, or wait for the loader to publish more.  Out of line: once
  * per block or wait. */
@@ -830,6 +857,9 @@ RP_RUN_CODE static __attribute__((noinline)) void refill(struct rp_wctx *w, stru
 			while (i >= b->first + __atomic_load_n(&b->n, __ATOMIC_ACQUIRE))
 				b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
 			uint32_t n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+			if (__builtin_expect(b->nregions > __atomic_load_n(&w->rt->base_ready[w->copy],
+									   __ATOMIC_RELAXED), 0))
+				bases_ahead(w, b->nregions);
 			h->blk = w->blk = (const char *)b;
 			h->elem = b->elem;
 			h->first = b->first;
@@ -1052,11 +1082,12 @@ static void alloc_tables(struct rp_rt *rt)
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	rt->base = bp == MAP_FAILED ? NULL : bp;
 	rt->live = calloc((size_t)(t->complete ? t->nprocs : RP_PCAP) * K + 1, sizeof(*rt->live));
+	rt->base_ready = calloc(K, sizeof(*rt->base_ready));
 	rt->w = calloc(rt->nslots, sizeof(*rt->w));
 	size_t nf = t->complete ? t->nfiles + 1 : RP_FCAP;
 	rt->fdc_rd = calloc(nf, sizeof(int));
 	rt->fdc_rw = calloc(nf, sizeof(int));
-	if (!rt->base || !rt->live || !rt->w || !rt->fdc_rd || !rt->fdc_rw)
+	if (!rt->base || !rt->live || !rt->base_ready || !rt->w || !rt->fdc_rd || !rt->fdc_rw)
 		rt_fatal(rt, -ENOMEM, "out of memory");
 	pthread_attr_init(&rt->attr);
 	pthread_attr_setdetachstate(&rt->attr, PTHREAD_CREATE_DETACHED);
@@ -1095,6 +1126,7 @@ static void prefault_run(struct rp_rt *rt)
 	for (uint32_t c = 0; c < rt->opt.scale; c++) {
 		prefault_w(rt->base + (size_t)c * rt->rcap, (size_t)t->nregions * sizeof(*rt->base),
 			   rt->page);
+		rt->base_ready[c] = t->nregions;
 		prefault_w(rt->ctl + (size_t)c * rt->tcap, t->nthreads * sizeof(*rt->ctl), rt->page);
 		for (uint32_t i = 0; i < t->nthreads; i++) {
 			struct rp_wctx *w = rt_wctx(rt, c, i);
