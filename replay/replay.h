@@ -78,8 +78,8 @@ struct rp_options {
 	uint64_t max_memory; /* refuse traces needing more (bytes; 0: half of RAM) */
 	int truncated;	     /* enum rp_truncated */
 	uint64_t window;     /* bytes of loaded elements kept in memory (0:
-				RP_WINDOW_DEFAULT): a trace that needs more is
-				loaded as it is replayed, again for each run */
+				rp_window_default()): a trace that needs more
+				is loaded as it is replayed, again for each run */
 	int no_watch;	     /* the replay threads do not watch their own
 				faults and waits (perf): the fidelity section
 				then cannot say where faults differ, nor how
@@ -88,8 +88,15 @@ struct rp_options {
 	void *progress_arg;
 };
 
-#define RP_WINDOW_DEFAULT (48ull << 20)
 #define RP_WINDOW_MIN (4ull << 10)
+/* The default window: a sixteenth of the machine's memory, from
+ * RP_WINDOW_LOW to RP_WINDOW_HIGH.  A trace loaded whole replays alone
+ * on the machine; one loaded as it runs shares it with its load (its
+ * CPU, its waits), and a trace of a few million events (100 to 200
+ * bytes each, loaded) is where that starts. */
+#define RP_WINDOW_LOW (48ull << 20)
+#define RP_WINDOW_HIGH (1ull << 30)
+uint64_t rp_window_default(void);
 
 void rp_options_default(struct rp_options *o);
 

@@ -4,6 +4,7 @@
  * per size.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -51,10 +52,29 @@ struct rp_arena *rp_arena_new(void)
 	return a;
 }
 
-static void copy_part(char *dst, const char *src, const void *from, size_t len)
+/* Copy [from, from + len) of the arena at src to the same offset of dst,
+ * a piece at a time; release: give each piece's shared pages back once
+ * copied, so that a large trace is never in memory twice.  undo: copy
+ * back (the copy could not take the arena's place). */
+#define PRIV_PIECE (16ull << 20)
+static void copy_part(char *dst, const char *src, const void *from, size_t len, int release,
+		      int undo)
 {
 	size_t off = (size_t)((const char *)from - src);
-	memcpy(dst + off, from, len);
+	for (size_t done = 0; done < len; done += PRIV_PIECE) {
+		size_t n = len - done < PRIV_PIECE ? len - done : PRIV_PIECE;
+		if (undo) {
+			memcpy((char *)from + done, dst + off + done, n);
+			continue;
+		}
+		memcpy(dst + off + done, (const char *)from + done, n);
+		/* (whole pages only: a table's last page holds the next's
+		 * start) */
+		uintptr_t a = ((uintptr_t)from + done + 4095) & ~(uintptr_t)4095;
+		uintptr_t b = ((uintptr_t)from + done + n) & ~(uintptr_t)4095;
+		if (release && b > a)
+			madvise((void *)a, b - a, MADV_REMOVE);
+	}
 }
 
 int rp_arena_privatize(struct rp_arena *a, uint32_t nthreads, uint32_t nprocs, uint32_t nfiles)
@@ -65,15 +85,18 @@ int rp_arena_privatize(struct rp_arena *a, uint32_t nthreads, uint32_t nprocs, u
 		       -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	/* only what is used: the rest stays unallocated */
-	copy_part(p, src, a, sizeof(*a));
-	copy_part(p, src, a->threads, (size_t)nthreads * sizeof(*a->threads));
-	copy_part(p, src, a->proc_rec, (size_t)nprocs * sizeof(*a->proc_rec));
-	copy_part(p, src, a->files, (size_t)nfiles * sizeof(*a->files));
-	copy_part(p, src, src + a->pool0, a->bump - a->pool0);
+	/* only what is used: the rest stays unallocated; the pool, most of
+	 * it, given back as it is copied */
+	copy_part(p, src, a, sizeof(*a), 0, 0);
+	copy_part(p, src, a->threads, (size_t)nthreads * sizeof(*a->threads), 0, 0);
+	copy_part(p, src, a->proc_rec, (size_t)nprocs * sizeof(*a->proc_rec), 0, 0);
+	copy_part(p, src, a->files, (size_t)nfiles * sizeof(*a->files), 0, 0);
+	copy_part(p, src, src + a->pool0, a->bump - a->pool0, 1, 0);
 	((struct rp_arena *)p)->shared = 0;
 	if (mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) == MAP_FAILED) {
 		int err = -errno;
+		/* the arena stays shared, with what it held */
+		copy_part(p, src, src + a->pool0, a->bump - a->pool0, 0, 1);
 		munmap(p, len);
 		return err;
 	}

@@ -98,7 +98,9 @@ struct rp_arena *rp_arena_new(void);
  * becomes private memory at the same address.  A forked process then
  * inherits its page tables (fork does not copy those of a shared
  * mapping: each replay process would take a fault per page of elements
- * it reads, counted with the replay's).  0 or -errno (it stays shared). */
+ * it reads, counted with the replay's).  The pool's shared pages are
+ * given back as they are copied: at no time is the trace in memory
+ * twice.  0 or -errno (it stays shared). */
 int rp_arena_privatize(struct rp_arena *a, uint32_t nthreads, uint32_t nprocs, uint32_t nfiles);
 void rp_arena_free(struct rp_arena *a);
 

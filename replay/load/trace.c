@@ -32,6 +32,12 @@ static uint64_t half_ram(void)
 	return (uint64_t)pages * (uint64_t)ps / 2;
 }
 
+uint64_t rp_window_default(void)
+{
+	uint64_t w = half_ram() / 8;
+	return w < RP_WINDOW_LOW ? RP_WINDOW_LOW : w > RP_WINDOW_HIGH ? RP_WINDOW_HIGH : w;
+}
+
 static uint64_t void_length(uint64_t page)
 {
 	/* Addresses below vm.mmap_min_addr can never be mapped (the replay
@@ -399,7 +405,7 @@ int rp_trace_load_fd(int fd, const char *name, const struct rp_options *o, rp_tr
 	if (!t->opt.scale)
 		t->opt.scale = 1;
 	/* A trace that cannot be read again (a pipe) is loaded whole. */
-	t->window = o->window ? o->window : RP_WINDOW_DEFAULT;
+	t->window = o->window ? o->window : rp_window_default();
 	if (at < 0)
 		t->window = UINT64_MAX;
 	if (t->fd < 0 || !(t->path = strdup(name ? name : ""))) {
