@@ -333,7 +333,10 @@ struct rp_run_result {
 	uint64_t fallbacks; /* --placement=exact requests that got another address */
 	uint64_t skipped;   /* elements not replayable */
 	uint64_t load_wait_ns; /* summed over threads: waiting for the load
-				  (a trace loaded as it runs, --window) */
+				  (a trace loaded as it runs, --window); not
+				  in their figures (nor their switches then) */
+	uint64_t load_cpu_ns;  /* the load's CPU time while the replay ran
+				  (this process's: the load beside it) */
 	/* vmreplay's own set-up in the replay processes, not in the figures
 	 * above: the tree's getrusage less the threads' own (forking the
 	 * replay processes, starting, ending and waiting for threads). */
@@ -356,7 +359,7 @@ struct rp_run_result {
 #define RP_RUN_NUMBERS(X)                                                                     \
 	X(wall_ns) X(minor_faults) X(major_faults) X(voluntary_cs) X(involuntary_cs)           \
 	X(divergences) X(events) X(peak_vmas) X(wait_ns) X(touched_pages) X(touch_faults)     \
-	X(fallbacks) X(skipped) X(load_wait_ns)
+	X(fallbacks) X(skipped) X(load_wait_ns) X(load_cpu_ns)
 
 /* Replay t once with options o (order and max_memory are taken from the
  * load; placement, files, speed, scale and progress from o).  The replay

@@ -148,6 +148,7 @@ struct loader {
 	uint32_t ndirty;
 	size_t capdirty;
 	uint32_t unflushed;	/* published since the last store of the counts */
+	uint32_t unwoken;	/* ... since the last store that woke waiters */
 	uint64_t stored;	/* bytes of elements and their arrays stored */
 	/* A run's hooks (NULL outside one), with hook_arg: sync before
 	 * published elements reach the replay (the run's files); done: the

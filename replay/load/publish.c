@@ -30,6 +30,12 @@
 #include "load_int.h"
 
 #define LD_FLUSH 256u	  /* elements published between stores of the counts */
+/* Elements published, all threads, between wakes of replay threads that
+ * wait for the load, unless the load is about to stop (its window full,
+ * or the trace's end): a thread woken for every store of the counts
+ * would take the CPU back from the load after a few of its elements,
+ * wait again, and so on, in as many switches. */
+#define LD_WAKE_BATCH 8192u
 
 void ld_stream_init(struct loader *L, uint32_t tid)
 {
@@ -39,7 +45,7 @@ void ld_stream_init(struct loader *L, uint32_t tid)
 	s->rec = L->t->threads[tid].rec;
 }
 
-static int flush(struct loader *L);
+static int flush(struct loader *L, int wake);
 static int publish(struct loader *L, uint32_t keep);
 
 /* ---- freeing what the replay has passed -------------------------------- */
@@ -107,7 +113,7 @@ static int make_room(struct loader *L, uint32_t tid, size_t size)
 	if (!L->done || L->lt[tid].nbix - L->lt[tid].bix0 < 2)
 		return 0;
 	while (a->in_use + size > L->t->window) {
-		if ((rc = flush(L)) < 0)
+		if ((rc = flush(L, 1)) < 0)
 			return rc;
 		reclaim(L);
 		if (a->in_use + size <= L->t->window)
@@ -377,27 +383,39 @@ static int finalize(struct loader *L, uint32_t tid, struct rp_blk *b, uint32_t i
 }
 
 /* The counts of the threads published since the last store reach the
- * replay (after the run's files are ready for them), waking a replay
- * thread that waits for them. */
-static int flush(struct loader *L)
+ * replay (after the run's files are ready for them); wake: waking a
+ * replay thread that waits for them. */
+static int flush(struct loader *L, int wake)
 {
 	int rc;
+	uint32_t keep = 0;
 	if (!L->ndirty)
 		return 0;
 	if (L->sync && (rc = L->sync(L->hook_arg)) < 0)
 		return ld_fail(L, rc, "cannot create scratch files: %s", strerror(-rc));
+	if (wake)
+		L->unwoken = 0;
 	for (uint32_t i = 0; i < L->ndirty; i++) {
 		uint32_t tid = L->dirty[i];
 		struct rp_tsh *s = &L->t->arena->threads[tid];
 		L->lt[tid].dirty = 0;
 		__atomic_store_n(&s->published, L->lt[tid].pub, __ATOMIC_SEQ_CST);
 		uint32_t want = __atomic_load_n(&s->want, __ATOMIC_SEQ_CST);
+		if (!wake) {
+			/* (a thread not woken now stays dirty: it is looked at
+			 * again at the next store that wakes) */
+			if (want && L->lt[tid].pub >= want) {
+				L->dirty[keep++] = tid;
+				L->lt[tid].dirty = 1;
+			}
+			continue;
+		}
 		if (want && L->lt[tid].pub >= want && __atomic_exchange_n(&s->want, 0, __ATOMIC_SEQ_CST)) {
 			__atomic_add_fetch(&s->epoch, 1, __ATOMIC_SEQ_CST);
 			syscall(SYS_futex, &s->epoch, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 		}
 	}
-	L->ndirty = 0;
+	L->ndirty = keep;
 	L->unflushed = 0;
 	return 0;
 }
@@ -442,7 +460,8 @@ static int publish(struct loader *L, uint32_t keep)
 			lt->dirty = 1;
 			L->dirty[L->ndirty++] = tid;
 		}
-		if (++L->unflushed >= LD_FLUSH && (rc = flush(L)) < 0)
+		L->unwoken++;
+		if (++L->unflushed >= LD_FLUSH && (rc = flush(L, L->unwoken >= LD_WAKE_BATCH)) < 0)
 			return rc;
 	}
 	return 0;
@@ -451,5 +470,5 @@ static int publish(struct loader *L, uint32_t keep)
 int ld_publish(struct loader *L, uint32_t keep)
 {
 	int rc = publish(L, keep);
-	return rc < 0 ? rc : flush(L);
+	return rc < 0 ? rc : flush(L, 1);
 }

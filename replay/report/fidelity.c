@@ -231,6 +231,36 @@ struct recmap {
 	uint32_t rec, local;
 };
 
+/* A trace loaded as the replay ran: the load shared the machine with
+ * the replay threads, and where they caught up with it they waited for
+ * it.  Their figures leave the waits out (their time, switches and
+ * faults are set-up), not what being late did to the calls after each:
+ * the line says so, that the figures are never silently the load's. */
+static void load_line(struct rp_fidelity *f, const rp_trace *t, const struct rp_run_result *r)
+{
+	f->load[0] = 0;
+	f->streamed = t->streamed || !t->complete;
+	f->load_cpu_ns = r->load_cpu_ns;
+	f->load_wait_ns = r->load_wait_ns;
+	f->late = r->load_wait_ns != 0;
+	if (!f->streamed && !f->late)
+		return;
+	char w[32];
+	vmt_format_bytes(w, sizeof(w), t->window);
+	if (f->late)
+		snprintf(f->load, sizeof(f->load),
+			 "the replay ran late for its load: its threads waited %.1f ms in all for the "
+			 "trace to load (longer than --window=%s; the load took %.1f ms of CPU beside "
+			 "them); the figures leave the waits out, not what they did to the calls "
+			 "around them",
+			 (double)r->load_wait_ns / 1e6, w, (double)r->load_cpu_ns / 1e6);
+	else
+		snprintf(f->load, sizeof(f->load),
+			 "loaded as it ran (longer than --window=%s): the load took %.1f ms of CPU "
+			 "beside the replay threads, which never waited for it",
+			 w, (double)r->load_cpu_ns / 1e6);
+}
+
 /* The settings of this machine that change a replay's faults (THP
  * modes, overcommit, the zero page, fault-around), where they are not
  * the recording's: the replay is then not of the recorded conditions. */
@@ -429,6 +459,7 @@ int rp_fidelity(const rp_trace *t, const struct rp_options *o, const struct rp_r
 			 (unsigned)t->rec_minor);
 		reclaim_line(f, r);
 		mm_line(f, t);
+		load_line(f, t, r);
 		return 0;
 	}
 	f->have = 1;
@@ -459,6 +490,7 @@ int rp_fidelity(const rp_trace *t, const struct rp_options *o, const struct rp_r
 	warn_faults(f, t);
 	reclaim_line(f, r);
 	mm_line(f, t);
+	load_line(f, t, r);
 	return 0;
 }
 
@@ -504,6 +536,8 @@ void rp_fidelity_text(FILE *out, const struct rp_fidelity *f, int quiet)
 			fprintf(out, "%s\n", f->reclaim);
 		if (f->mm[0])
 			fprintf(out, "settings: not the recording's: %s\n", f->mm);
+		if (f->load[0])
+			fprintf(out, "load: %s\n", f->load);
 		return;
 	}
 	if (!quiet) {
@@ -543,6 +577,8 @@ void rp_fidelity_text(FILE *out, const struct rp_fidelity *f, int quiet)
 	if (f->mm[0])
 		fprintf(out, "settings: not the recording's: %s; faults may differ for that alone\n",
 			f->mm);
+	if (f->load[0])
+		fprintf(out, "load: %s\n", f->load);
 }
 
 static void json_num(struct vmt_buf *b, const char *key, const struct rp_fid_num *x)
@@ -659,7 +695,15 @@ void rp_fidelity_json(struct vmt_buf *b, const struct rp_fidelity *f)
 		vmt_buf_json_str(b, f->mm);
 	else
 		vmt_buf_puts(b, "null");
-	vmt_buf_puts(b, "}");
+	vmt_buf_printf(b, ",\"load\":{\"streamed\":%s,\"late\":%s,\"wait_ns\":%" PRIu64
+			  ",\"cpu_ns\":%" PRIu64 ",\"text\":",
+		       f->streamed ? "true" : "false", f->late ? "true" : "false", f->load_wait_ns,
+		       f->load_cpu_ns);
+	if (f->load[0])
+		vmt_buf_json_str(b, f->load);
+	else
+		vmt_buf_puts(b, "null");
+	vmt_buf_puts(b, "}}");
 }
 
 int rp_fidelity_report(FILE *out, const rp_trace *t, const struct rp_options *o,

@@ -69,6 +69,13 @@ struct rp_fidelity {
 			       settings are the recording's, else which differ:
 			       "thp=always (recorded madvise)" */
 	struct rp_reclaim rc; /* what it did */
+	/* A trace loaded as the replay ran (longer than --window): the
+	 * load's CPU time beside the replay threads, their time waiting for
+	 * it (late: they did wait), and the line saying so ("" when the
+	 * trace was loaded whole before the run). */
+	int streamed, late;
+	uint64_t load_cpu_ns, load_wait_ns;
+	char load[400];
 };
 
 /* The fidelity of run r (one copy: the first) of trace t replayed with

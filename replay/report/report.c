@@ -143,7 +143,8 @@ int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 	run_row(f, n > 1 ? "median" : "1", med);
 	if (med->setup_minor || med->setup_major || med->setup_vcsw || med->setup_ivcsw)
 		fprintf(f, "(not in these figures: vmreplay's own set-up around the replay threads, forking"
-			   " the replay processes and starting and waiting for threads, took %" PRIu64
+			   " the replay processes, starting and waiting for threads, waiting for the"
+			   " load, took %" PRIu64
 			   " minor and %" PRIu64 " major faults, %" PRIu64 " voluntary and %" PRIu64
 			   " involuntary context switches)\n",
 			med->setup_minor, med->setup_major, med->setup_vcsw, med->setup_ivcsw);
@@ -156,7 +157,8 @@ int rp_report_text(FILE *f, const rp_trace *t, const struct rp_options *o,
 			t->lost_events);
 
 	if (med->load_wait_ns)
-		fprintf(f, "(the replay threads waited %.3f ms in all for the trace to load)\n",
+		fprintf(f, "(the replay threads waited %.3f ms in all for the trace to load: the replay "
+			   "ran late for its load)\n",
 			(double)med->load_wait_ns / 1e6);
 	fprintf(f, "\n%-16s %9s %7s %10s %10s %10s %10s %10s\n", "op", "count", "errors", "mean_us",
 		"p50_us", "p90_us", "p99_us", "max_us");

@@ -7,7 +7,9 @@
  * a trace that makes the replay trap cannot take this process down, and
  * --compare can alternate between two traces.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -209,6 +212,9 @@ struct feeder {
 	volatile int stop; /* the run failed: stop loading */
 	volatile int over; /* the run ended well: load the rest, never wait */
 	int rc;
+	/* This process's CPU time (the load's: its other threads sleep)
+	 * from the load's start to the run's end. */
+	uint64_t cpu0, cpu_ns;
 	pthread_t th;
 };
 
@@ -243,10 +249,33 @@ static int feed_wait(void *arg, int sleep)
 	return 0;
 }
 
+/* The load's threads (this one, and its reader's decoder: every thread
+ * of this process but the main one, which only waits for the run) run
+ * when a CPU has nothing else to run (SCHED_IDLE): the replay threads
+ * never give a CPU up to the load, and it loads when they block, in
+ * their calls or when they catch up with it (then their wait is the
+ * load's, and said: the fidelity section).  on 0: as before. */
+static void idle_load_threads(int on)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return;
+	pid_t main_tid = getpid();
+	struct dirent *de;
+	struct sched_param sp = {0};
+	while ((de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		if (tid > 0 && tid != main_tid)
+			sched_setscheduler(tid, on ? SCHED_IDLE : SCHED_OTHER, &sp);
+	}
+	closedir(d);
+}
+
 static void *feed_main(void *arg)
 {
 	struct feeder *f = arg;
 	struct rp_load_hooks h = {feed_sync, feed_done, feed_wait, f};
+	idle_load_threads(1);
 	f->rc = rp_load_rest(f->t, &h);
 	if (f->rc < 0 && !f->stop) {
 		/* The trace is bad further on: the run ends with its message. */
@@ -397,6 +426,15 @@ static pid_t start_run(struct rp_rt *rt, int *life_w, char *msg, size_t msglen)
 	return pid;
 }
 
+static uint64_t self_cpu_ns(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
 /* Start the load beside run process pid; 1 if it runs, 0 if it could not
  * start (then the run is killed, and fails with the message). */
 static int start_feeder(struct feeder *feed, struct rp_rt *rt, rp_trace *t,
@@ -407,6 +445,7 @@ static int start_feeder(struct feeder *feed, struct rp_rt *rt, rp_trace *t,
 	feed->files = files;
 	feed->run = pid;
 	t->streamed = 1;
+	feed->cpu0 = self_cpu_ns();
 	int rc = pthread_create(&feed->th, NULL, feed_main, feed);
 	if (rc == 0)
 		return 1;
@@ -432,6 +471,8 @@ static int wait_run(pid_t pid, const rp_trace *t, const struct rp_options *o,
 		;
 	kill(-pid, SIGKILL);
 	if (streaming) {
+		uint64_t cpu = self_cpu_ns();
+		feed->cpu_ns = cpu > feed->cpu0 ? cpu - feed->cpu0 : 0;
 		/* A run that ended well has executed every thread's end; the
 		 * load may still be reading what follows (stack tables, the
 		 * footer) and checks the end of the trace. */
@@ -440,6 +481,7 @@ static int wait_run(pid_t pid, const rp_trace *t, const struct rp_options *o,
 		else
 			feed->stop = 1;
 		pthread_join(feed->th, NULL);
+		idle_load_threads(0);
 	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -524,6 +566,8 @@ int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res, c
 	rc = run_outcome(&rt, t, st, streaming, &feed, res, msg, msglen);
 	if (rc == 0)
 		rp_reclaim_delta(&rc0, &rc1, &res->reclaim);
+	if (rc == 0 && streaming)
+		res->load_cpu_ns = feed.cpu_ns;
 out:
 	rp_files_close(&files);
 	if (rt.root_plan)

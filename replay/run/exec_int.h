@@ -48,6 +48,8 @@ struct rp_slot {
 	uint64_t elems, syscalls;
 	uint64_t touched, touch_faults, fallbacks, skipped;
 	uint64_t load_wait_ns; /* waiting for the load to publish elements */
+	uint64_t load_vcsw, load_ivcsw; /* its switches while it waited (not
+					   in nvcsw, nivcsw) */
 	uint64_t ndiv;
 	uint64_t div_by_op[VMT_OP__COUNT];
 	struct rp_divrec div[RP_DIV_SHOWN];

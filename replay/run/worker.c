@@ -866,12 +866,20 @@ RP_RUN_CODE static __attribute__((noinline)) void refill(struct rp_wctx *w, stru
 			h->end = pub < b->first + n ? pub : b->first + n;
 			return;
 		}
+		/* (the wait is vmreplay's, not the program's: its time and
+		 * switches are counted apart, and its faults as set-up) */
+		struct rusage r0, r1;
+		getrusage(RUSAGE_THREAD, &r0);
 		uint64_t t0 = vmt_now_ns();
 		__atomic_store_n(h->done, i, __ATOMIC_RELEASE); /* before it blocks */
 		/* the loader is another process: shared futexes; a timeout so
 		 * that a run it ended is never slept through */
 		await_count(&ts->published, &ts->want, &ts->epoch, i + 1, 0, 100000000);
 		w->out->load_wait_ns += vmt_now_ns() - t0;
+		getrusage(RUSAGE_THREAD, &r1);
+		w->out->load_vcsw += (uint64_t)(r1.ru_nvcsw - r0.ru_nvcsw);
+		w->out->load_ivcsw += (uint64_t)(r1.ru_nivcsw - r0.ru_nivcsw);
+		w->out->setup_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
 	}
 }
 
@@ -967,6 +975,9 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 	w->out->majflt = (uint64_t)(r1.ru_majflt - r0.ru_majflt);
 	w->out->nvcsw = (uint64_t)(r1.ru_nvcsw - r0.ru_nvcsw);
 	w->out->nivcsw = (uint64_t)(r1.ru_nivcsw - r0.ru_nivcsw);
+	/* (waiting for a streamed load is not the program's) */
+	w->out->nvcsw -= w->out->load_vcsw < w->out->nvcsw ? w->out->load_vcsw : w->out->nvcsw;
+	w->out->nivcsw -= w->out->load_ivcsw < w->out->nivcsw ? w->out->load_ivcsw : w->out->nivcsw;
 	w->out->user_ns = tv_ns(&r1.ru_utime) - tv_ns(&r0.ru_utime);
 	w->out->sys_ns = tv_ns(&r1.ru_stime) - tv_ns(&r0.ru_stime);
 	watch_end(w, &h);
