@@ -956,16 +956,16 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 	for (unsigned op = 0; op < VMT_OP__COUNT; op++)
 		h.hidx[op] = (uint8_t)op;
 	w->stack_top = (uintptr_t)__builtin_frame_address(0);
-	watch_start(w, &h);
 	if (!rt->t->complete) {
 		/* Streamed, the run started before the load knew this thread
 		 * or every op it makes (glibc's madvise of a thread's stack
 		 * at its exit comes last): its report, its count and all its
-		 * histograms written now, before the counted stretch. */
+		 * histograms written now, before it watches and counts. */
 		prefault_w(w->out, sizeof(*w->out), rt->page);
 		prefault_w(&w->ctl[w->tid], sizeof(w->ctl[w->tid]), rt->page);
 		prefault_w(w->hist, (size_t)rt->nused * sizeof(*w->hist), rt->page);
 	}
+	watch_start(w, &h);
 	getrusage(RUSAGE_THREAD, &r0);
 	w->out->ran = 1;
 	w->out->start_ns = vmt_now_ns();

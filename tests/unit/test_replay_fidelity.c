@@ -205,6 +205,53 @@ static void test_settings_differ(void **state)
 	tg_remove(&t);
 }
 
+/* The load line: none for a trace loaded whole; for one loaded as the
+ * replay ran, the load's CPU time and, when the threads waited for it,
+ * that the replay ran late for it, how long, in text and JSON. */
+static void test_load_said(void **state)
+{
+	(void)state;
+	struct tg_trace t;
+	write_trace(&t, 0, 1);
+	rp_trace *tr = load(&t);
+	struct rp_options o;
+	rr_opts(&o);
+	struct rp_run_result r;
+	struct rp_thread_result th[3];
+	result(&r, th, 3, faithful);
+	struct rp_fidelity f;
+	assert_true(tr->complete);
+	assert_int_equal(rp_fidelity(tr, &o, &r, &f), 0);
+	assert_string_equal(f.load, "");
+	assert_false(f.streamed || f.late);
+	rp_fidelity_free(&f);
+	/* loaded as it ran, never waited for */
+	tr->streamed = 1;
+	tr->window = 8 << 20;
+	r.load_cpu_ns = 702100000;
+	assert_int_equal(rp_fidelity(tr, &o, &r, &f), 0);
+	assert_true(f.streamed && !f.late);
+	assert_non_null(strstr(f.load, "702.1 ms of CPU"));
+	assert_non_null(strstr(f.load, "never waited"));
+	assert_true(f.ok); /* (said, not judged) */
+	rp_fidelity_free(&f);
+	/* its threads waited: late, in the line and the JSON */
+	r.load_wait_ns = 1765700000;
+	assert_int_equal(rp_fidelity(tr, &o, &r, &f), 0);
+	assert_true(f.late);
+	assert_non_null(strstr(f.load, "ran late for its load: its threads waited 1765.7 ms"));
+	assert_non_null(strstr(f.load, "--window=8.0 MiB"));
+	struct vmt_buf b = {0};
+	rp_fidelity_json(&b, &f);
+	assert_non_null(b.data);
+	assert_non_null(strstr(b.data, "\"load\":{\"streamed\":true,\"late\":true,\"wait_ns\":1765700000,"
+				    "\"cpu_ns\":702100000,\"text\":\"the replay ran late"));
+	free(b.data);
+	rp_fidelity_free(&f);
+	rp_trace_free(tr);
+	tg_remove(&t);
+}
+
 static void test_unfaithful_names_kind(void **state)
 {
 	struct tg_trace t;
@@ -280,6 +327,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_faithful),
 		cmocka_unit_test(test_settings_differ),
+		cmocka_unit_test(test_load_said),
 		cmocka_unit_test(test_unfaithful_names_kind),
 		cmocka_unit_test(test_missing),
 	};
