@@ -337,9 +337,6 @@ struct rp_run_result {
 				  in their figures (nor their switches then) */
 	uint64_t load_cpu_ns;  /* the load's CPU time while the replay ran
 				  (this process's: the load beside it) */
-	uint64_t load_boost_ns; /* how long of it the load ran at the replay
-				   threads' priority (they were starved of
-				   it: other programs kept the CPUs busy) */
 	/* vmreplay's own set-up in the replay processes, not in the figures
 	 * above: the tree's getrusage less the threads' own (forking the
 	 * replay processes, starting, ending and waiting for threads). */
@@ -362,7 +359,7 @@ struct rp_run_result {
 #define RP_RUN_NUMBERS(X)                                                                     \
 	X(wall_ns) X(minor_faults) X(major_faults) X(voluntary_cs) X(involuntary_cs)           \
 	X(divergences) X(events) X(peak_vmas) X(wait_ns) X(touched_pages) X(touch_faults)     \
-	X(fallbacks) X(skipped) X(load_wait_ns) X(load_cpu_ns) X(load_boost_ns)
+	X(fallbacks) X(skipped) X(load_wait_ns) X(load_cpu_ns)
 
 /* Replay t once with options o (order and max_memory are taken from the
  * load; placement, files, speed, scale and progress from o).  The replay

@@ -245,24 +245,20 @@ static void load_line(struct rp_fidelity *f, const rp_trace *t, const struct rp_
 	f->late = r->load_wait_ns != 0;
 	if (!f->streamed && !f->late)
 		return;
-	char w[32], boost[120] = "";
+	char w[32];
 	vmt_format_bytes(w, sizeof(w), t->window);
-	f->load_boost_ns = r->load_boost_ns;
-	if (r->load_boost_ns)
-		snprintf(boost, sizeof(boost), ", %.1f ms of it at their priority (other programs "
-			 "kept the CPUs busy)", (double)r->load_boost_ns / 1e6);
 	if (f->late)
 		snprintf(f->load, sizeof(f->load),
 			 "the replay ran late for its load: its threads waited %.1f ms in all for the "
 			 "trace to load (longer than --window=%s; the load took %.1f ms of CPU beside "
-			 "them%s); the figures leave the waits out, not what they did to the calls "
+			 "them); the figures leave the waits out, not what they did to the calls "
 			 "around them",
-			 (double)r->load_wait_ns / 1e6, w, (double)r->load_cpu_ns / 1e6, boost);
+			 (double)r->load_wait_ns / 1e6, w, (double)r->load_cpu_ns / 1e6);
 	else
 		snprintf(f->load, sizeof(f->load),
 			 "loaded as it ran (longer than --window=%s): the load took %.1f ms of CPU "
-			 "beside the replay threads%s, which never waited for it",
-			 w, (double)r->load_cpu_ns / 1e6, boost);
+			 "beside the replay threads, which never waited for it",
+			 w, (double)r->load_cpu_ns / 1e6);
 }
 
 /* The settings of this machine that change a replay's faults (THP
@@ -700,9 +696,9 @@ void rp_fidelity_json(struct vmt_buf *b, const struct rp_fidelity *f)
 	else
 		vmt_buf_puts(b, "null");
 	vmt_buf_printf(b, ",\"load\":{\"streamed\":%s,\"late\":%s,\"wait_ns\":%" PRIu64
-			  ",\"cpu_ns\":%" PRIu64 ",\"boost_ns\":%" PRIu64 ",\"text\":",
+			  ",\"cpu_ns\":%" PRIu64 ",\"text\":",
 		       f->streamed ? "true" : "false", f->late ? "true" : "false", f->load_wait_ns,
-		       f->load_cpu_ns, f->load_boost_ns);
+		       f->load_cpu_ns);
 	if (f->load[0])
 		vmt_buf_json_str(b, f->load);
 	else

@@ -74,8 +74,8 @@ struct rp_fidelity {
 	 * it (late: they did wait), and the line saying so ("" when the
 	 * trace was loaded whole before the run). */
 	int streamed, late;
-	uint64_t load_cpu_ns, load_wait_ns, load_boost_ns;
-	char load[480];
+	uint64_t load_cpu_ns, load_wait_ns;
+	char load[400];
 };
 
 /* The fidelity of run r (one copy: the first) of trace t replayed with

@@ -215,7 +215,6 @@ struct feeder {
 	/* This process's CPU time (the load's: its other threads sleep)
 	 * from the load's start to the run's end. */
 	uint64_t cpu0, cpu_ns;
-	uint64_t boost_ns; /* how long it ran as any thread (watch_load) */
 	pthread_t th;
 };
 
@@ -436,70 +435,6 @@ static uint64_t self_cpu_ns(void)
 	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
 }
 
-/* While a streamed run goes on, until run process pid ends (progress
- * shown as wait_showing_progress does): the load runs at SCHED_IDLE
- * (feed_main), and a replay thread found waiting for it at two looks
- * LOAD_LOOK_MS apart, for the same element, is starved of it (other
- * programs keep the CPUs busy): the load's threads then run as any
- * other until no replay thread waits (feed->boost_ns: how long). */
-#define LOAD_LOOK_MS 50
-static void watch_load(pid_t pid, const rp_trace *t, const struct rp_options *o,
-		       struct feeder *feed)
-{
-	uint64_t start = vmt_now_ns(), rec = t->last_ts - t->first_ts, shown = start, boost0 = 0;
-	if (o->progress)
-		o->progress(o->progress_arg, RP_PROGRESS_RUN, 0, rec);
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0)
-		return;
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	uint32_t *seen = NULL; /* per thread: the count it waited for at the last look */
-	size_t cap = 0;
-	for (;;) {
-		int n = poll(&p, 1, LOAD_LOOK_MS);
-		if (n > 0 || (n < 0 && errno != EINTR))
-			break;
-		uint64_t now = vmt_now_ns();
-		if (o->progress && now - shown >= 250000000u) {
-			o->progress(o->progress_arg, RP_PROGRESS_RUN, now - start, rec);
-			shown = now;
-		}
-		uint32_t nt = __atomic_load_n(&t->nthreads, __ATOMIC_RELAXED);
-		if (nt > cap) {
-			uint32_t *s = realloc(seen, nt * sizeof(*seen));
-			if (!s)
-				continue;
-			memset(s + cap, 0, (nt - cap) * sizeof(*s));
-			seen = s;
-			cap = nt;
-		}
-		int waiting = 0, starved = 0;
-		for (uint32_t i = 0; i < nt; i++) {
-			const struct rp_tsh *s = &t->arena->threads[i];
-			uint32_t w = __atomic_load_n(&s->want, __ATOMIC_RELAXED);
-			if (w && __atomic_load_n(&s->published, __ATOMIC_RELAXED) < w) {
-				waiting = 1;
-				starved |= seen[i] == w;
-				seen[i] = w;
-			} else {
-				seen[i] = 0;
-			}
-		}
-		if (starved && !boost0) {
-			idle_load_threads(0);
-			boost0 = now;
-		} else if (!waiting && boost0) {
-			idle_load_threads(1);
-			feed->boost_ns += now - boost0;
-			boost0 = 0;
-		}
-	}
-	if (boost0)
-		feed->boost_ns += vmt_now_ns() - boost0;
-	free(seen);
-	close(fd);
-}
-
 /* Start the load beside run process pid; 1 if it runs, 0 if it could not
  * start (then the run is killed, and fails with the message). */
 static int start_feeder(struct feeder *feed, struct rp_rt *rt, rp_trace *t,
@@ -527,9 +462,7 @@ static int wait_run(pid_t pid, const rp_trace *t, const struct rp_options *o,
 		    struct feeder *feed, int streaming)
 {
 	int st;
-	if (streaming)
-		watch_load(pid, t, o, feed);
-	else if (o->progress)
+	if (o->progress)
 		wait_showing_progress(pid, t, o);
 	/* Kill anything left of the run while its leader, a zombie not yet
 	 * reaped, still holds the group's id (no other group can get it). */
@@ -633,10 +566,8 @@ int rp_run(rp_trace *t, const struct rp_options *o, struct rp_run_result *res, c
 	rc = run_outcome(&rt, t, st, streaming, &feed, res, msg, msglen);
 	if (rc == 0)
 		rp_reclaim_delta(&rc0, &rc1, &res->reclaim);
-	if (rc == 0 && streaming) {
+	if (rc == 0 && streaming)
 		res->load_cpu_ns = feed.cpu_ns;
-		res->load_boost_ns = feed.boost_ns;
-	}
 out:
 	rp_files_close(&files);
 	if (rt.root_plan)
