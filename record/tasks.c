@@ -566,7 +566,11 @@ void vmr_on_exit_event(struct vmr_rec *r, struct vmr_task *t)
 	if (!(t->flags & T_PRESTART) &&
 	    ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &status) == 0)
 		vmr_thread_exit(r, t, (int)status, vmt_now_ns());
-	if (r->norph)
+	/* (Not at the exit of one of several threads: a new thread's first
+	 * stop may come before its creator's clone event, and a live
+	 * creator still reports it.  Adopted here, such a thread that ended
+	 * before that report came back from it as a new process.) */
+	if (r->norph && p->nlive == 0)
 		vmr_orphans_adopt(r, p->pid);
 }
 
@@ -632,7 +636,8 @@ int vmr_task_end(struct vmr_rec *r, struct vmr_task *t, int status, uint64_t ts)
 
 void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status, const struct rusage *ru)
 {
-	pid_t pid = t->proc->pid;
+	struct vmr_proc *p = t->proc;
+	pid_t pid = p->pid;
 
 	/* The last task of a process that waited for no child: wait4's
 	 * rusage (its own and its children's) is its own, final count. */
@@ -644,7 +649,7 @@ void vmr_on_reaped(struct vmr_rec *r, struct vmr_task *t, int status, const stru
 	if (vmr_task_end(r, t, status, vmt_now_ns())) {
 		if (r->norph)
 			vmr_orphans_adopt(r, 0);
-	} else if (r->norph) {
+	} else if (r->norph && p->nlive == 0) {
 		vmr_orphans_adopt(r, pid);
 	}
 }

@@ -83,11 +83,19 @@ def shape(trace):
         if "backend=stream" in line:
             backend = "stream"
     threads = procs = execs = calls = 0
-    waited = {}
+    waited, tids = {}, {}
     for i, e in enumerate(evs):
         prev = evs[i - 1] if i else {}
         k = e["kind"]
-        if k == "thread_exit":
+        if k == "thread_start":
+            # (a short test's tids are not reused: one task, one start;
+            # a task taken in before its creator reported it must not
+            # start a second time when the report comes)
+            if e["os_tid"] in tids:
+                fail("event %d: tid %d starts twice (threads %d and %d)" %
+                     (i, e["os_tid"], tids[e["os_tid"]], e["thread"]))
+            tids[e["os_tid"]] = e["thread"]
+        elif k == "thread_exit":
             threads += 1
             if not (prev.get("kind") == "counters" and prev["scope"] == "thread" and
                     prev["thread"] == e["thread"]):
