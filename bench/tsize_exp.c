@@ -1,0 +1,487 @@
+/*
+ * tsize_exp.c - an experiment, not a tool of the build (issue 26, trace
+ * bytes per event): re-encode a real trace's events, chunk by chunk, with
+ * candidate codings and print the compressed bytes per event of each, in
+ * one zstd frame per chunk (as the format has it: "1frame", with a 40-byte
+ * descriptor per chunk) and per field stream compressed alone, plus an
+ * order-0 entropy estimate of the time, page, offset and ip fields.
+ *
+ *   cc -O2 -std=gnu11 -Iformat -o tsize_exp bench/tsize_exp.c \
+ *      build/libvmtrace.a -lzstd -lpthread -lm
+ *   ./tsize_exp TRACE            chunks as the file has them
+ *   MERGE=256 ./tsize_exp TRACE  chunks re-cut at 256 KiB of 1.4 content
+ *                                (what a writer without a time flush does)
+ *
+ * It includes codec_int.h (the 1.4 encoder is its baseline) and so is not
+ * built by make (mk/layers.py keeps internal headers in their folder).
+ * Only encoders: every candidate keeps each value exact (deltas, cache
+ * indices, split bytes, all integers) and is decodable in record order, but
+ * no decoder checks it.  Thread indices are taken modulo 4096.
+ *
+ * Candidates (flags of struct cand):
+ *   split_times  durations in their own section, apart from the ts deltas
+ *   gap          a ts as a delta against the thread's previous end (a
+ *                SYSCALL's exit), not its previous ts: the duration is
+ *                then not counted twice
+ *   fault_sep    FAULT addr and ip in their own sections
+ *   fault_page   FAULT addr as a page delta, the in-page offset apart
+ *                (0: as the previous fault's, else offset + 1)
+ *   ip_mtf       FAULT ip: 0 an exec fault at its addr, 1..16 an index in
+ *                a move-to-front cache of the thread's last ips, else the
+ *                delta against the previous ip
+ *   fault_addr_own  faults keep an addr apart from the SYSCALL args'
+ *   tsplit       the low byte of each time field in its own section
+ *   ipaddr       FAULT addr against the last addr of the same ip (cache)
+ *   level        zstd level
+ * "now-as-cand" is the 1.4 coding less each record's Payload_Length (and
+ * with a FAULT's access and flags in one varint): the difference from the
+ * "baseline codec" line is what the lengths cost.  The zstd column is the
+ * compression speed of the one-frame content (indicative: shared machine).
+ */
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+#include "codec_int.h"
+
+enum { S_R, S_O, S_T, S_D, S_FA, S_FO, S_FI, S_TL, S__N };
+static const char *sname[S__N] = { "rec", "other", "ts", "dur", "faddr", "foff", "fip", "tslo" };
+
+#define MTF 16
+struct ts2 {
+	uint64_t ts, end, addr, ip, fpage, foff;
+	uint64_t cache[MTF], cache_addr[MTF];
+	int ncache;
+};
+
+struct cand {
+	const char *name;
+	int split_times; /* durations in their own stream */
+	int gap;	 /* ts against the thread's previous end (exit) */
+	int fault_sep;	 /* fault addr/ip in their own streams */
+	int fault_page;	 /* addr as page delta + offset stream */
+	int ip_mtf;	 /* ip: 0 = exec at addr, 1..MTF cache, else literal */
+	int fault_addr_own; /* faults keep an addr state apart from syscalls */
+	int tsplit;	 /* time fields: low byte apart */
+	int level;
+	int ipaddr;	 /* fault addr against the last addr of the same ip */
+	/* per chunk */
+	struct vmt_bytes s[S__N];
+	struct ts2 st[4096];
+	unsigned char seen[4096];
+	/* totals */
+	uint64_t one_frame, sep[S__N], raw[S__N], chunks;
+	double ctime, craw;
+};
+
+static struct vmt_bytes scratch_t;
+static struct vmt_tmap scratch_tm;
+
+static void put(struct vmt_bytes *b, uint64_t v)
+{
+	vmt_bytes_reserve(b, 10);
+	vmt_put_varint(b, v);
+}
+static void putz(struct vmt_bytes *b, int64_t v) { put(b, vmt_zigzag(v)); }
+
+static void put_time(struct cand *c, int stream, uint64_t z)
+{
+	if (c->tsplit) {
+		vmt_bytes_reserve(&c->s[S_TL], 1);
+		c->s[S_TL].p[c->s[S_TL].len++] = (uint8_t)z;
+		put(&c->s[stream], z >> 8);
+	} else {
+		put(&c->s[stream], z);
+	}
+}
+
+static size_t zsize(const uint8_t *p, size_t n, int level)
+{
+	if (!n)
+		return 0;
+	static uint8_t *out;
+	static size_t cap;
+	size_t b = ZSTD_compressBound(n);
+	if (b > cap) {
+		out = realloc(out, b);
+		cap = b;
+	}
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
+	size_t r = ZSTD_compress2(cc, out, cap, p, n);
+	ZSTD_freeCCtx(cc);
+	return r;
+}
+
+static void flush(struct cand *c)
+{
+	struct vmt_bytes all = { 0 };
+	for (int i = 0; i < S__N; i++) {
+		vmt_bytes_reserve(&all, c->s[i].len + 10);
+		put(&all, c->s[i].len); /* section sizes */
+	}
+	for (int i = 0; i < S__N; i++) {
+		vmt_bytes_reserve(&all, c->s[i].len);
+		memcpy(all.p + all.len, c->s[i].p, c->s[i].len);
+		all.len += c->s[i].len;
+		c->sep[i] += zsize(c->s[i].p, c->s[i].len, c->level);
+		c->raw[i] += c->s[i].len;
+		c->s[i].len = 0;
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	c->one_frame += zsize(all.p, all.len, c->level) + 40; /* + descriptor */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	c->ctime += (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	c->craw += all.len;
+	c->chunks++;
+	vmt_bytes_free(&all);
+	memset(c->seen, 0, sizeof(c->seen));
+}
+
+static struct ts2 *state(struct cand *c, uint32_t t)
+{
+	t &= 4095;
+	if (!c->seen[t]) {
+		memset(&c->st[t], 0, sizeof(c->st[t]));
+		c->seen[t] = 1;
+	}
+	return &c->st[t];
+}
+
+static int mtf_find(struct ts2 *st, uint64_t ip)
+{
+	for (int i = 0; i < st->ncache; i++)
+		if (st->cache[i] == ip)
+			return i;
+	return -1;
+}
+static void mtf_use(struct ts2 *st, int i, uint64_t ip, uint64_t addr)
+{
+	if (i < 0) {
+		if (st->ncache < MTF)
+			st->ncache++;
+		i = st->ncache - 1;
+	}
+	memmove(st->cache + 1, st->cache, sizeof(uint64_t) * i);
+	memmove(st->cache_addr + 1, st->cache_addr, sizeof(uint64_t) * i);
+	st->cache[0] = ip;
+	st->cache_addr[0] = addr;
+}
+
+static void enc_fault(struct cand *c, struct ts2 *st, const struct vmt_fault *f)
+{
+	struct vmt_bytes *ba = c->fault_sep ? &c->s[S_FA] : &c->s[S_R];
+	struct vmt_bytes *bi = c->fault_sep ? &c->s[S_FI] : &c->s[S_R];
+	struct vmt_bytes *r = &c->s[S_R];
+	uint64_t *aref = c->fault_addr_own ? &st->fpage : &st->addr;
+	int hit = mtf_find(st, f->ip);
+	uint64_t pred = *aref;
+	/* the decoder learns the ip first (its own stream), except for an
+	 * exec fault at its ip (code 0), whose ip is its addr: then the addr
+	 * is predicted from the thread's last addr, never from the ip's */
+	int at_ip = c->ip_mtf && f->ip == f->addr && f->ip;
+	if (c->ipaddr && hit >= 0 && !at_ip)
+		pred = st->cache_addr[hit];
+	if (c->fault_page) {
+		uint64_t page = f->addr >> 12, off = f->addr & 4095;
+		putz(ba, (int64_t)(page - (pred >> 12)));
+		put(&c->s[S_FO], off == (c->ipaddr ? (pred & 4095) : st->foff) ? 0 : off + 1);
+		st->foff = off;
+	} else {
+		putz(ba, (int64_t)(f->addr - pred));
+	}
+	*aref = f->addr;
+	if (!c->fault_addr_own)
+		st->addr = f->addr;
+	if (c->ip_mtf) {
+		if (at_ip)
+			put(bi, 0);
+		else if (hit >= 0)
+			put(bi, (uint64_t)hit + 1);
+		else
+			put(bi, MTF + 1 + vmt_zigzag((int64_t)(f->ip - st->ip)));
+	} else {
+		putz(bi, (int64_t)(f->ip - st->ip));
+	}
+	mtf_use(st, hit, f->ip, f->addr);
+	st->ip = f->ip;
+	put(r, f->access | f->flags << 3);
+}
+
+static void enc_syscall(struct cand *c, struct ts2 *st, const struct vmt_syscall *sc)
+{
+	struct vmt_bytes *r = &c->s[S_R];
+	const struct vmt_op_info *oi = vmt_op_info(sc->op);
+	uint32_t mask = 0;
+	for (uint32_t i = 0; i < sc->nargs; i++)
+		if (oi && i < oi->nargs && oi->arg[i] == VMT_ARG_ADDR && sc->args[i])
+			mask |= 1u << i;
+	if (oi && oi->ret == VMT_RET_ADDR && !vmt_is_errno(sc->result) &&
+	    !(sc->flags & VMT_SC_NO_RESULT))
+		mask |= VMT_MASK_RESULT;
+	put(r, sc->op);
+	put(r, sc->nargs);
+	put(r, mask);
+	for (uint32_t i = 0; i < sc->nargs; i++) {
+		if (mask & (1u << i)) {
+			putz(r, (int64_t)(sc->args[i] - st->addr));
+			st->addr = sc->args[i];
+		} else {
+			putz(r, (int64_t)sc->args[i]);
+		}
+	}
+	if (mask & VMT_MASK_RESULT) {
+		putz(r, (int64_t)((uint64_t)sc->result - st->addr));
+		st->addr = (uint64_t)sc->result;
+	} else {
+		putz(r, sc->result);
+	}
+	put(r, sc->stack_id == VMT_NONE ? 0 : (uint64_t)sc->stack_id + 1);
+	put(r, sc->flags);
+	if (sc->waits) {
+		put(r, sc->off_cpu_ns);
+		put(r, sc->vcsw);
+		put(r, sc->ivcsw);
+	}
+}
+
+static void enc(struct cand *c, const struct vmt_event *ev)
+{
+	struct ts2 *st = state(c, ev->thread);
+	struct vmt_bytes *r = &c->s[S_R];
+	put(r, ev->kind);
+	put(r, ev->thread);
+	put(r, ev->proc);
+	uint64_t ref = c->gap ? st->end : st->ts;
+	put_time(c, S_T, vmt_zigzag((int64_t)(ev->ts_ns - ref)));
+	st->ts = ev->ts_ns;
+	st->end = ev->ts_ns;
+	if (ev->kind == VMT_EV_SYSCALL) {
+		uint64_t d = (ev->u.sc.flags & VMT_SC_NO_RESULT) ? 0 : ev->u.sc.exit_ns - ev->ts_ns;
+		put_time(c, c->split_times ? S_D : S_T, d);
+		st->end = ev->ts_ns + d;
+		enc_syscall(c, st, &ev->u.sc);
+	} else if (ev->kind == VMT_EV_FAULT) {
+		enc_fault(c, st, &ev->u.fault);
+	} else {
+		/* the rest as today (their bytes into rec) */
+		scratch_t.len = 0;
+		vmt_tmap_reset(&scratch_tm);
+		vmt_encode_event(c->fault_sep ? &c->s[S_O] : r, &scratch_t, &scratch_tm, ev);
+	}
+}
+
+/* Baseline: the real codec. */
+struct base {
+	struct vmt_bytes raw, times;
+	struct vmt_tmap tm;
+	uint64_t total, rec, tim, raw_bytes;
+	int level;
+};
+
+static void base_flush(struct base *b)
+{
+	struct vmt_bytes all = { 0 };
+	vmt_bytes_reserve(&all, b->raw.len + b->times.len + 10);
+	vmt_put_varint(&all, b->raw.len);
+	memcpy(all.p + all.len, b->raw.p, b->raw.len);
+	all.len += b->raw.len;
+	memcpy(all.p + all.len, b->times.p, b->times.len);
+	all.len += b->times.len;
+	b->raw_bytes += all.len;
+	b->total += zsize(all.p, all.len, b->level) + 40;
+	b->rec += zsize(b->raw.p, b->raw.len, b->level);
+	b->tim += zsize(b->times.p, b->times.len, b->level);
+	b->raw.len = b->times.len = 0;
+	vmt_tmap_reset(&b->tm);
+	vmt_bytes_free(&all);
+}
+
+/* order-0 entropy floor of a field: min over k of H(v >> k) + k bits (the
+ * k low bits taken as uniform), from one histogram of the whole trace */
+#define EF 6
+static const char *efname[EF] = { "ts(now)", "ts(gap)", "dur", "fpage", "foff", "fip" };
+static uint64_t *ev_[EF];
+static size_t en_[EF], ecap_[EF];
+static void eadd(int f, uint64_t v)
+{
+	if (en_[f] == ecap_[f]) {
+		ecap_[f] = ecap_[f] ? 2 * ecap_[f] : 4096;
+		ev_[f] = realloc(ev_[f], ecap_[f] * sizeof(uint64_t));
+	}
+	ev_[f][en_[f]++] = v;
+}
+static int cmpu(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+static double efloor(int f, int *bestk)
+{
+	size_t n = en_[f];
+	if (!n)
+		return 0;
+	uint64_t *t = malloc(n * sizeof(uint64_t));
+	double best = 1e18;
+	for (int k = 0; k < 40; k++) {
+		for (size_t i = 0; i < n; i++)
+			t[i] = ev_[f][i] >> k;
+		qsort(t, n, sizeof(uint64_t), cmpu);
+		double h = 0;
+		size_t m = 0;
+		for (size_t i = 0, j; i < n; i = j) {
+			for (j = i; j < n && t[j] == t[i]; j++)
+				;
+			double p = (double)(j - i) / n;
+			h -= p * log2(p);
+			m++;
+		}
+		/* only histograms with enough samples per bin; Miller-Madow */
+		if (m > n / 16 + 1)
+			continue;
+		h += (double)(m - 1) / (2.0 * n * log(2.0));
+		if (h + k < best) {
+			best = h + k;
+			*bestk = k;
+		}
+	}
+	free(t);
+	return best * n / 8; /* bytes */
+}
+
+#define NC 27
+int main(int argc, char **argv)
+{
+	int fd = open(argv[1], O_RDONLY);
+	int err;
+	char msg[256];
+	vmt_reader *rd = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
+	if (!rd) {
+		fprintf(stderr, "%s\n", msg);
+		return 1;
+	}
+	/* read the footer first: chunk boundaries */
+	struct vmt_event ev;
+	static struct cand cs[NC] = {
+		{ "now-as-cand", 0, 0, 0, 0, 0, 0, 0, 3 },
+		{ "split-dur", 1, 0, 0, 0, 0, 0, 0, 3 },
+		{ "gap", 0, 1, 0, 0, 0, 0, 0, 3 },
+		{ "gap+split", 1, 1, 0, 0, 0, 0, 0, 3 },
+		{ "fault-sep", 0, 0, 1, 0, 0, 0, 0, 3 },
+		{ "fault-page", 0, 0, 1, 1, 0, 0, 0, 3 },
+		{ "fault-own", 0, 0, 1, 0, 0, 1, 0, 3 },
+		{ "ip-mtf", 0, 0, 1, 0, 1, 0, 0, 3 },
+		{ "page+own+mtf", 0, 0, 1, 1, 1, 1, 0, 3 },
+		{ "all", 1, 1, 1, 1, 1, 1, 0, 3 },
+		{ "all+tlo", 1, 1, 1, 1, 1, 1, 1, 3 },
+		{ "all-l9", 1, 1, 1, 1, 1, 1, 0, 9 },
+		{ "all-l19", 1, 1, 1, 1, 1, 1, 0, 19 },
+		{ "gap+mtf+own", 1, 1, 1, 0, 1, 1, 0, 3 },
+		{ "now-l19", 0, 0, 0, 0, 0, 0, 0, 19 },
+		{ "now-l9", 0, 0, 0, 0, 0, 0, 0, 9 },
+		{ "all+ipaddr", 1, 1, 1, 1, 1, 1, 0, 3, 1 },
+		{ "all+ipaddr+tlo", 1, 1, 1, 1, 1, 1, 1, 3, 1 },
+		{ "ipaddr-nopage", 1, 1, 1, 0, 1, 1, 1, 3, 1 },
+		{ "ipaddr+tlo-l19", 1, 1, 1, 1, 1, 1, 1, 19, 1 },
+		{ "now-l6", 0, 0, 0, 0, 0, 0, 0, 6 },
+		{ "now-l12", 0, 0, 0, 0, 0, 0, 0, 12 },
+		{ "all+tlo-l6", 1, 1, 1, 1, 1, 1, 1, 6 },
+		{ "all+tlo-l9", 1, 1, 1, 1, 1, 1, 1, 9 },
+		{ "nopage+tlo-l6", 1, 1, 1, 0, 1, 1, 1, 6, 1 },
+		{ "nopage+tlo-l9", 1, 1, 1, 0, 1, 1, 1, 9, 1 },
+		{ "nopage+tlo-l19", 1, 1, 1, 0, 1, 1, 1, 19, 1 },
+	};
+	struct base b3 = { .level = 3 };
+	uint64_t n = 0, nfault = 0, nsc = 0;
+	/* we learn chunk boundaries from the footer at the end; collect the
+	 * first-event ordinals by reopening */
+	const struct vmt_footer *ft = NULL;
+	{
+		int fd2 = open(argv[1], O_RDONLY);
+		vmt_reader *r2 = vmt_reader_open_fd(fd2, &err, msg, sizeof(msg));
+		while (vmt_reader_next(r2, &ev) == 1)
+			;
+		ft = vmt_reader_footer(r2);
+		/* keep r2 alive: ft points into it */
+	}
+	uint32_t ci = 1;
+	while (vmt_reader_next(rd, &ev) == 1) {
+		int cut = getenv("MERGE") ? b3.raw.len + b3.times.len >= (size_t)atoi(getenv("MERGE")) * 1024
+					  : (ci < ft->nchunks && n == ft->chunks[ci].first_event);
+		if (cut) {
+			base_flush(&b3);
+			for (int i = 0; i < NC; i++)
+				flush(&cs[i]);
+			ci++;
+		}
+		vmt_encode_event(&b3.raw, &b3.times, &b3.tm, &ev);
+		for (int i = 0; i < NC; i++)
+			enc(&cs[i], &ev);
+		{
+			static uint64_t lts[4096], lend[4096], lip[4096], lad[4096];
+			uint32_t t = ev.thread & 4095;
+			eadd(0, vmt_zigzag((int64_t)(ev.ts_ns - lts[t])));
+			eadd(1, vmt_zigzag((int64_t)(ev.ts_ns - lend[t])));
+			lts[t] = lend[t] = ev.ts_ns;
+			if (ev.kind == VMT_EV_SYSCALL) {
+				uint64_t d = (ev.u.sc.flags & VMT_SC_NO_RESULT) ? 0 : ev.u.sc.exit_ns - ev.ts_ns;
+				eadd(2, d);
+				lend[t] += d;
+			}
+			if (ev.kind == VMT_EV_FAULT) {
+				eadd(3, vmt_zigzag((int64_t)((ev.u.fault.addr >> 12) - (lad[t] >> 12))));
+				eadd(4, ev.u.fault.addr & 4095);
+				eadd(5, vmt_zigzag((int64_t)(ev.u.fault.ip - lip[t])));
+				lad[t] = ev.u.fault.addr;
+				lip[t] = ev.u.fault.ip;
+			} else if (ev.kind == VMT_EV_SYSCALL && ev.u.sc.nargs) {
+				lad[t] = ev.u.sc.args[0];
+			}
+		}
+		n++;
+		nfault += ev.kind == VMT_EV_FAULT;
+		nsc += ev.kind == VMT_EV_SYSCALL;
+	}
+	base_flush(&b3);
+	for (int i = 0; i < NC; i++)
+		flush(&cs[i]);
+
+	off_t fsize = lseek(fd, 0, SEEK_END);
+	printf("%s: %llu events (%llu syscalls, %llu faults), %u chunks, file %lld B = %.3f B/ev; raw %llu (footer %llu)\n",
+	       argv[1], (unsigned long long)n, (unsigned long long)nsc,
+	       (unsigned long long)nfault, ft->nchunks, (long long)fsize,
+	       (double)fsize / n, (unsigned long long)b3.raw_bytes,
+	       (unsigned long long)ft->raw_bytes);
+	printf("baseline codec l3: %.3f B/ev (records alone %.3f, times alone %.3f)\n",
+	       (double)b3.total / n, (double)b3.rec / n, (double)b3.tim / n);
+	printf("%-14s %9s %7s %7s |", "candidate", "zstd", "1frame", "sumsep");
+	for (int s = 0; s < S__N; s++)
+		printf(" %6s", sname[s]);
+	printf("   (B/event, streams compressed alone)\n");
+	for (int i = 0; i < NC; i++) {
+		struct cand *c = &cs[i];
+		uint64_t sum = 0;
+		for (int s = 0; s < S__N; s++)
+			sum += c->sep[s];
+		printf("%-14s %5.0fMB/s %7.3f %7.3f |", c->name, c->craw / c->ctime / 1e6, (double)c->one_frame / n,
+		       (double)(sum + 40 * c->chunks) / n);
+		for (int s = 0; s < S__N; s++)
+			printf(" %6.3f", (double)c->sep[s] / n);
+		printf("\n");
+	}
+	printf("order-0 floor (B/event of the trace; whole-trace histogram):");
+	for (int f = 0; f < EF; f++) {
+		int k = 0;
+		double b = efloor(f, &k);
+		printf(" %s %.3f (k=%d, %.1f bits/value)", efname[f], b / n, k, en_[f] ? b * 8 / en_[f] : 0);
+	}
+	printf("\n");
+	return 0;
+}
