@@ -14,9 +14,10 @@
  *
  * It includes codec_int.h (the 1.4 encoder is its baseline) and so is not
  * built by make (mk/layers.py keeps internal headers in their folder).
- * Only encoders: every candidate keeps each value exact (deltas, cache
- * indices, split bytes, all integers) and is decodable in record order, but
- * no decoder checks it.  Thread indices are taken modulo 4096.
+ * Each chunk of each candidate is decoded back and compared with the
+ * trace's events (the fields of SYSCALL and FAULT records, the kind,
+ * thread, process and time of the others, whose payloads are 1.4's).
+ * Thread indices are taken modulo 4096.
  *
  * Candidates (flags of struct cand):
  *   split_times  durations in their own section, apart from the ts deltas
@@ -119,8 +120,205 @@ static size_t zsize(const uint8_t *p, size_t n, int level)
 	return r;
 }
 
+static int mtf_find(struct ts2 *st, uint64_t ip);
+static void mtf_use(struct ts2 *st, int i, uint64_t ip, uint64_t addr);
+
+/* ---- a decoder, to check that each candidate keeps every value exact */
+struct mini {
+	uint32_t kind, thread, proc;
+	uint64_t ts;
+	uint64_t a[6], res, exit, x[4]; /* syscall: args, result; fault: x */
+	uint32_t op, nargs, stack, flags, waits, vcsw, ivcsw;
+	uint64_t off_cpu;
+};
+static struct mini *chunk_ev;
+static size_t chunk_n, chunk_cap;
+static uint64_t verified, mismatches;
+
+static void keep(const struct vmt_event *ev)
+{
+	if (chunk_n == chunk_cap) {
+		chunk_cap = chunk_cap ? 2 * chunk_cap : 4096;
+		chunk_ev = realloc(chunk_ev, chunk_cap * sizeof(*chunk_ev));
+	}
+	struct mini *m = &chunk_ev[chunk_n++];
+	memset(m, 0, sizeof(*m));
+	m->kind = ev->kind;
+	m->thread = ev->thread;
+	m->proc = ev->proc;
+	m->ts = ev->ts_ns;
+	if (ev->kind == VMT_EV_SYSCALL) {
+		const struct vmt_syscall *sc = &ev->u.sc;
+		m->op = sc->op;
+		m->nargs = sc->nargs;
+		memcpy(m->a, sc->args, sizeof(m->a));
+		m->res = (uint64_t)sc->result;
+		m->exit = (sc->flags & VMT_SC_NO_RESULT) ? ev->ts_ns : sc->exit_ns;
+		m->stack = sc->stack_id == VMT_NONE ? 0 : sc->stack_id + 1;
+		m->flags = sc->flags;
+		m->waits = sc->waits;
+		m->vcsw = sc->vcsw;
+		m->ivcsw = sc->ivcsw;
+		m->off_cpu = sc->off_cpu_ns;
+	} else if (ev->kind == VMT_EV_FAULT) {
+		m->x[0] = ev->u.fault.addr;
+		m->x[1] = ev->u.fault.ip;
+		m->x[2] = ev->u.fault.access;
+		m->x[3] = ev->u.fault.flags;
+	}
+}
+
+static uint64_t get(struct vmt_cursor *k) { return vmt_get_varint(k); }
+static int64_t getz(struct vmt_cursor *k) { return vmt_unzigzag(vmt_get_varint(k)); }
+static uint64_t get_time(struct cand *c, struct vmt_cursor *k, struct vmt_cursor *tl)
+{
+	if (!c->tsplit)
+		return get(k);
+	uint64_t lo = tl->p < tl->end ? *tl->p++ : (tl->bad = 1, 0);
+	return get(k) << 8 | lo;
+}
+
+static void verify(struct cand *c)
+{
+	struct vmt_cursor k[S__N];
+	for (int i = 0; i < S__N; i++)
+		k[i] = (struct vmt_cursor){ c->s[i].p, c->s[i].p + c->s[i].len, 0 };
+	static struct ts2 st_[4096];
+	static unsigned char seen[4096];
+	memset(seen, 0, sizeof(seen));
+	struct vmt_cursor *r = &k[S_R];
+	for (size_t e = 0; e < chunk_n; e++) {
+		const struct mini *m = &chunk_ev[e];
+		struct mini d;
+		memset(&d, 0, sizeof(d));
+		d.kind = (uint32_t)get(r);
+		d.thread = (uint32_t)get(r);
+		d.proc = (uint32_t)get(r);
+		uint32_t t = d.thread & 4095;
+		if (!seen[t]) {
+			memset(&st_[t], 0, sizeof(st_[t]));
+			seen[t] = 1;
+		}
+		struct ts2 *st = &st_[t];
+		uint64_t ref = c->gap ? st->end : st->ts;
+		d.ts = ref + (uint64_t)vmt_unzigzag(get_time(c, &k[S_T], &k[S_TL]));
+		st->ts = st->end = d.ts;
+		if (d.kind == VMT_EV_SYSCALL) {
+			uint64_t dur = get_time(c, c->split_times ? &k[S_D] : &k[S_T], &k[S_TL]);
+			st->end = d.ts + dur;
+			d.exit = d.ts + dur;
+			d.op = (uint32_t)get(r);
+			d.nargs = (uint32_t)get(r);
+			uint32_t mask = (uint32_t)get(r);
+			for (uint32_t i = 0; i < d.nargs && i < 6; i++) {
+				if (mask & (1u << i)) {
+					d.a[i] = st->addr + (uint64_t)getz(r);
+					st->addr = d.a[i];
+				} else {
+					d.a[i] = (uint64_t)getz(r);
+				}
+			}
+			if (mask & VMT_MASK_RESULT) {
+				d.res = st->addr + (uint64_t)getz(r);
+				st->addr = d.res;
+			} else {
+				d.res = (uint64_t)getz(r);
+			}
+			d.stack = (uint32_t)get(r);
+			uint64_t fl = get(r);
+			d.flags = (uint32_t)(fl & 0xff);
+			if (fl & 0x100) {
+				d.waits = 1;
+				d.off_cpu = get(r);
+				d.vcsw = (uint32_t)get(r);
+				d.ivcsw = (uint32_t)get(r);
+			}
+			if (d.flags & VMT_SC_NO_RESULT)
+				d.exit = d.ts; /* duration stored as 0 */
+		} else if (d.kind == VMT_EV_FAULT) {
+			struct vmt_cursor *ka = c->fault_sep ? &k[S_FA] : r;
+			struct vmt_cursor *ki = c->fault_sep ? &k[S_FI] : r;
+			uint64_t *aref = c->fault_addr_own ? &st->fpage : &st->addr;
+			uint64_t ip = 0, addr;
+			int hit = -1, at_ip = 0, ip_known = 0;
+			if (c->ip_mtf) {
+				uint64_t code = get(ki);
+				if (code == 0) {
+					at_ip = 1;
+				} else if (code <= MTF) {
+					hit = (int)code - 1;
+					ip = st->cache[hit];
+					ip_known = 1;
+				} else {
+					ip = st->ip + (uint64_t)vmt_unzigzag(code - MTF - 1);
+					ip_known = 1;
+				}
+			}
+			uint64_t pred = *aref;
+			if (c->ipaddr && hit >= 0 && !at_ip)
+				pred = st->cache_addr[hit];
+			if (c->fault_page) {
+				uint64_t page = (pred >> 12) + (uint64_t)getz(ka);
+				uint64_t oc = get(&k[S_FO]);
+				uint64_t off = oc ? oc - 1 : (c->ipaddr ? (pred & 4095) : st->foff);
+				addr = page << 12 | off;
+				st->foff = off;
+			} else {
+				addr = pred + (uint64_t)getz(ka);
+			}
+			if (!c->ip_mtf) {
+				ip = st->ip + (uint64_t)getz(ki);
+				ip_known = 1;
+			}
+			if (at_ip)
+				ip = addr;
+			(void)ip_known;
+			*aref = addr;
+			if (!c->fault_addr_own)
+				st->addr = addr;
+			if (hit < 0)
+				hit = mtf_find(st, ip);
+			mtf_use(st, hit, ip, addr);
+			st->ip = ip;
+			uint64_t af = get(r);
+			d.x[0] = addr;
+			d.x[1] = ip;
+			d.x[2] = af & 7;
+			d.x[3] = af >> 3;
+		} else {
+			struct vmt_cursor *o = c->fault_sep ? &k[S_O] : r;
+			get(o); /* kind */
+			uint64_t len = get(o);
+			o->p += len;
+		}
+		int ok = d.kind == m->kind && d.thread == m->thread && d.proc == m->proc &&
+			 d.ts == m->ts;
+		if (ok && d.kind == VMT_EV_SYSCALL)
+			ok = d.op == m->op && d.nargs == m->nargs &&
+			     !memcmp(d.a, m->a, sizeof(uint64_t) * m->nargs) && d.res == m->res &&
+			     d.exit == m->exit && d.stack == m->stack && d.flags == m->flags &&
+			     d.waits == m->waits && d.vcsw == m->vcsw && d.ivcsw == m->ivcsw &&
+			     d.off_cpu == m->off_cpu;
+		if (ok && d.kind == VMT_EV_FAULT)
+			ok = !memcmp(d.x, m->x, sizeof(d.x));
+		if (!ok) {
+			if (mismatches++ < 3)
+				fprintf(stderr, "%s: event %zu of a chunk decodes differently (kind %u)\n",
+					c->name, e, m->kind);
+		} else {
+			verified++;
+		}
+	}
+	for (int i = 0; i < S__N; i++)
+		if (k[i].bad || k[i].p != k[i].end) {
+			if (mismatches++ < 3)
+				fprintf(stderr, "%s: section %s not consumed exactly\n", c->name, sname[i]);
+		}
+}
+
 static void flush(struct cand *c)
 {
+	verify(c);
 	struct vmt_bytes all = { 0 };
 	for (int i = 0; i < S__N; i++) {
 		vmt_bytes_reserve(&all, c->s[i].len + 10);
@@ -244,7 +442,7 @@ static void enc_syscall(struct cand *c, struct ts2 *st, const struct vmt_syscall
 		putz(r, sc->result);
 	}
 	put(r, sc->stack_id == VMT_NONE ? 0 : (uint64_t)sc->stack_id + 1);
-	put(r, sc->flags);
+	put(r, sc->flags | (sc->waits ? 0x100u : 0)); /* waits follow */
 	if (sc->waits) {
 		put(r, sc->off_cpu_ns);
 		put(r, sc->vcsw);
@@ -419,9 +617,11 @@ int main(int argc, char **argv)
 			base_flush(&b3);
 			for (int i = 0; i < NC; i++)
 				flush(&cs[i]);
+			chunk_n = 0;
 			ci++;
 		}
 		vmt_encode_event(&b3.raw, &b3.times, &b3.tm, &ev);
+		keep(&ev);
 		for (int i = 0; i < NC; i++)
 			enc(&cs[i], &ev);
 		{
@@ -452,7 +652,8 @@ int main(int argc, char **argv)
 	base_flush(&b3);
 	for (int i = 0; i < NC; i++)
 		flush(&cs[i]);
-
+	printf("decoded back: %llu events equal, %llu differ (all candidates)\n",
+	       (unsigned long long)verified, (unsigned long long)mismatches);
 	off_t fsize = lseek(fd, 0, SEEK_END);
 	printf("%s: %llu events (%llu syscalls, %llu faults), %u chunks, file %lld B = %.3f B/ev; raw %llu (footer %llu)\n",
 	       argv[1], (unsigned long long)n, (unsigned long long)nsc,
