@@ -11,6 +11,8 @@
  *   ./tsize_exp TRACE            chunks as the file has them
  *   MERGE=256 ./tsize_exp TRACE  chunks re-cut at 256 KiB of 1.4 content
  *                                (what a writer without a time flush does)
+ *   CUTMS=500 ./tsize_exp TRACE  re-cut at 256 KiB or 500 ms of trace time
+ *                                (a writer's time flush, in trace time)
  *
  * It includes codec_int.h (the 1.4 encoder is its baseline) and so is not
  * built by make (mk/layers.py keeps internal headers in their folder).
@@ -133,7 +135,7 @@ struct mini {
 };
 static struct mini *chunk_ev;
 static size_t chunk_n, chunk_cap;
-static uint64_t verified, mismatches;
+static uint64_t verified, mismatches, chunk_ts0;
 
 static void keep(const struct vmt_event *ev)
 {
@@ -611,8 +613,14 @@ int main(int argc, char **argv)
 	}
 	uint32_t ci = 1;
 	while (vmt_reader_next(rd, &ev) == 1) {
-		int cut = getenv("MERGE") ? b3.raw.len + b3.times.len >= (size_t)atoi(getenv("MERGE")) * 1024
-					  : (ci < ft->nchunks && n == ft->chunks[ci].first_event);
+		int cut;
+		if (getenv("CUTMS")) /* a time flush of CUTMS ms of trace time */
+			cut = b3.raw.len + b3.times.len >= 256 * 1024 ||
+			      (chunk_n && ev.ts_ns - chunk_ts0 >= (uint64_t)atoi(getenv("CUTMS")) * 1000000u);
+		else if (getenv("MERGE"))
+			cut = b3.raw.len + b3.times.len >= (size_t)atoi(getenv("MERGE")) * 1024;
+		else
+			cut = ci < ft->nchunks && n == ft->chunks[ci].first_event;
 		if (cut) {
 			base_flush(&b3);
 			for (int i = 0; i < NC; i++)
@@ -621,6 +629,8 @@ int main(int argc, char **argv)
 			ci++;
 		}
 		vmt_encode_event(&b3.raw, &b3.times, &b3.tm, &ev);
+		if (!chunk_n)
+			chunk_ts0 = ev.ts_ns;
 		keep(&ev);
 		for (int i = 0; i < NC; i++)
 			enc(&cs[i], &ev);
@@ -655,9 +665,10 @@ int main(int argc, char **argv)
 	printf("decoded back: %llu events equal, %llu differ (all candidates)\n",
 	       (unsigned long long)verified, (unsigned long long)mismatches);
 	off_t fsize = lseek(fd, 0, SEEK_END);
+	uint64_t nch = cs[0].chunks;
 	printf("%s: %llu events (%llu syscalls, %llu faults), %u chunks, file %lld B = %.3f B/ev; raw %llu (footer %llu)\n",
 	       argv[1], (unsigned long long)n, (unsigned long long)nsc,
-	       (unsigned long long)nfault, ft->nchunks, (long long)fsize,
+	       (unsigned long long)nfault, (unsigned)nch, (long long)fsize,
 	       (double)fsize / n, (unsigned long long)b3.raw_bytes,
 	       (unsigned long long)ft->raw_bytes);
 	printf("baseline codec l3: %.3f B/ev (records alone %.3f, times alone %.3f)\n",
