@@ -19,7 +19,8 @@
  * Each chunk of each candidate is decoded back and compared with the
  * trace's events (the fields of SYSCALL and FAULT records, the kind,
  * thread, process and time of the others, whose payloads are 1.4's).
- * Thread indices are taken modulo 4096.
+ * Thread indices are taken modulo 4096.  The "1.5-run" lines are a coding
+ * that the minor-version rules allow (see FAULT_RUN below).
  *
  * Candidates (flags of struct cand):
  *   split_times  durations in their own section, apart from the ts deltas
@@ -504,6 +505,202 @@ static void base_flush(struct base *b)
 	vmt_bytes_free(&all);
 }
 
+/* ---- what a compatible 1.5 could do: FAULT_RUN (a new kind, 16) ------
+ * The 1.4 records stay as they are; a run of consecutive FAULTs of one
+ * thread becomes one record of a new kind, which a 1.4 reader skips (its
+ * Payload_Length), with its one time field (the run's first fault, moving
+ * the thread's ts as any record's does) and, in its payload, the run as
+ * columns: count, the other faults' times (deltas, optionally low bytes
+ * apart), page deltas, offsets, ip codes (cache), access|flags.  Its own
+ * per-thread state (fault addr, ip cache) is new state, so the 1.4 delta
+ * state (ts, addr, ip) is not touched: the minor-version rules. */
+struct rfault { uint64_t ts, addr, ip; uint32_t access, flags; };
+struct runcand {
+	const char *name;
+	int tlo, level;
+	struct vmt_bytes raw, times, pay, col[6];
+	struct vmt_tmap tm;
+	struct ts2 st[4096], dst[4096];
+	unsigned char seen[4096];
+	struct rfault *run;
+	size_t nrun, caprun;
+	uint32_t run_thread, run_proc;
+	uint64_t total, runs, run_faults, bad;
+};
+
+static struct ts2 *rstate(struct runcand *c, uint32_t t, int dec)
+{
+	t &= 4095;
+	if (!c->seen[t]) {
+		memset(&c->st[t], 0, sizeof(c->st[t]));
+		memset(&c->dst[t], 0, sizeof(c->dst[t]));
+		c->seen[t] = 1;
+	}
+	return dec ? &c->dst[t] : &c->st[t];
+}
+
+/* one fault's addr and ip into the columns (0 ts, 1 tslo, 2 page, 3 off,
+ * 4 ip, 5 access) */
+static void run_fault(struct runcand *c, struct ts2 *st, const struct rfault *f)
+{
+	int hit = mtf_find(st, f->ip);
+	int at_ip = f->ip == f->addr && f->ip;
+	uint64_t page = f->addr >> 12, off = f->addr & 4095;
+	putz(&c->col[2], (int64_t)(page - (st->fpage >> 12)));
+	put(&c->col[3], off == st->foff ? 0 : off + 1);
+	st->foff = off;
+	st->fpage = f->addr;
+	if (at_ip)
+		put(&c->col[4], 0);
+	else if (hit >= 0)
+		put(&c->col[4], (uint64_t)hit + 1);
+	else
+		put(&c->col[4], MTF + 1 + vmt_zigzag((int64_t)(f->ip - st->ip)));
+	mtf_use(st, hit, f->ip, f->addr);
+	st->ip = f->ip;
+	put(&c->col[5], f->access | f->flags << 3);
+}
+
+static int run_decode_check(struct runcand *c, const uint8_t *p, size_t n)
+{
+	struct vmt_cursor k = { p, p + n, 0 };
+	uint32_t thread = (uint32_t)get(&k);
+	get(&k); /* proc */
+	uint64_t cnt = get(&k);
+	uint64_t len[6];
+	for (int i = 0; i < 6; i++)
+		len[i] = get(&k);
+	struct vmt_cursor col[6];
+	const uint8_t *q = k.p;
+	for (int i = 0; i < 6; i++) {
+		col[i] = (struct vmt_cursor){ q, q + len[i], 0 };
+		q += len[i];
+	}
+	if (q != k.end || cnt != c->nrun)
+		return 1;
+	struct ts2 *st = rstate(c, thread, 1);
+	uint64_t ts = c->run[0].ts;
+	for (size_t i = 0; i < cnt; i++) {
+		if (i) {
+			uint64_t z = get(&col[0]);
+			if (c->tlo)
+				z = z << 8 | (col[1].p < col[1].end ? *col[1].p++ : 0);
+			ts += (uint64_t)vmt_unzigzag(z);
+		}
+		uint64_t page = (st->fpage >> 12) + (uint64_t)getz(&col[2]);
+		uint64_t oc = get(&col[3]);
+		uint64_t off = oc ? oc - 1 : st->foff;
+		uint64_t addr = page << 12 | off, ip;
+		st->foff = off;
+		st->fpage = addr;
+		uint64_t code = get(&col[4]);
+		int hit = -1;
+		if (code == 0) {
+			ip = addr;
+		} else if (code <= MTF) {
+			hit = (int)code - 1;
+			ip = st->cache[hit];
+		} else {
+			ip = st->ip + (uint64_t)vmt_unzigzag(code - MTF - 1);
+		}
+		if (hit < 0)
+			hit = mtf_find(st, ip);
+		mtf_use(st, hit, ip, addr);
+		st->ip = ip;
+		uint64_t af = get(&col[5]);
+		const struct rfault *f = &c->run[i];
+		if (ts != f->ts || addr != f->addr || ip != f->ip || (af & 7) != f->access ||
+		    (af >> 3) != f->flags)
+			return 1;
+	}
+	for (int i = 0; i < 6; i++)
+		if (col[i].bad || col[i].p != col[i].end)
+			return 1;
+	return 0;
+}
+
+static void run_emit(struct runcand *c)
+{
+	if (!c->nrun)
+		return;
+	struct ts2 *st = rstate(c, c->run_thread, 0);
+	for (int i = 0; i < 6; i++)
+		c->col[i].len = 0;
+	for (size_t i = 0; i < c->nrun; i++) {
+		if (i) {
+			uint64_t z = vmt_zigzag((int64_t)(c->run[i].ts - c->run[i - 1].ts));
+			if (c->tlo) {
+				vmt_bytes_reserve(&c->col[1], 1);
+				c->col[1].p[c->col[1].len++] = (uint8_t)z;
+				z >>= 8;
+			}
+			put(&c->col[0], z);
+		}
+		run_fault(c, st, &c->run[i]);
+	}
+	c->pay.len = 0;
+	put(&c->pay, c->run_thread);
+	put(&c->pay, c->run_proc);
+	put(&c->pay, c->nrun);
+	for (int i = 0; i < 6; i++)
+		put(&c->pay, c->col[i].len);
+	for (int i = 0; i < 6; i++) {
+		vmt_bytes_reserve(&c->pay, c->col[i].len);
+		memcpy(c->pay.p + c->pay.len, c->col[i].p, c->col[i].len);
+		c->pay.len += c->col[i].len;
+	}
+	c->bad += run_decode_check(c, c->pay.p, c->pay.len);
+	put(&c->raw, 16);
+	put(&c->raw, c->pay.len);
+	vmt_bytes_reserve(&c->raw, c->pay.len);
+	memcpy(c->raw.p + c->raw.len, c->pay.p, c->pay.len);
+	c->raw.len += c->pay.len;
+	/* the record's one time field: its first fault, as a 1.4 reader
+	 * applies it to the thread's ts */
+	struct vmt_tstate *ts = vmt_tmap_get(&c->tm, c->run_thread);
+	put(&c->times, vmt_zigzag((int64_t)(c->run[0].ts - ts->ts)));
+	ts->ts = c->run[0].ts;
+	c->runs++;
+	c->run_faults += c->nrun;
+	c->nrun = 0;
+}
+
+static void run_enc(struct runcand *c, const struct vmt_event *ev)
+{
+	if (ev->kind == VMT_EV_FAULT) {
+		if (c->nrun && c->run_thread != ev->thread)
+			run_emit(c);
+		if (c->nrun == c->caprun) {
+			c->caprun = c->caprun ? 2 * c->caprun : 1024;
+			c->run = realloc(c->run, c->caprun * sizeof(*c->run));
+		}
+		c->run[c->nrun++] = (struct rfault){ ev->ts_ns, ev->u.fault.addr, ev->u.fault.ip,
+						    ev->u.fault.access, ev->u.fault.flags };
+		c->run_thread = ev->thread;
+		c->run_proc = ev->proc;
+		return;
+	}
+	run_emit(c);
+	vmt_encode_event(&c->raw, &c->times, &c->tm, ev);
+}
+
+static void run_flush(struct runcand *c)
+{
+	run_emit(c);
+	struct vmt_bytes all = { 0 };
+	vmt_bytes_reserve(&all, c->raw.len + c->times.len + 10);
+	vmt_put_varint(&all, c->raw.len);
+	memcpy(all.p + all.len, c->raw.p, c->raw.len);
+	all.len += c->raw.len;
+	memcpy(all.p + all.len, c->times.p, c->times.len);
+	all.len += c->times.len;
+	c->total += zsize(all.p, all.len, c->level) + 40;
+	c->raw.len = c->times.len = 0;
+	vmt_tmap_reset(&c->tm);
+	memset(c->seen, 0, sizeof(c->seen));
+	vmt_bytes_free(&all);
+}
+
 /* order-0 entropy floor of a field: min over k of H(v >> k) + k bits (the
  * k low bits taken as uniform), from one histogram of the whole trace */
 #define EF 6
@@ -599,6 +796,13 @@ int main(int argc, char **argv)
 		{ "nopage+tlo-l19", 1, 1, 1, 0, 1, 1, 1, 19, 1 },
 	};
 	struct base b3 = { .level = 3 };
+	static struct runcand rc[] = {
+		{ .name = "1.5-run-l3", .level = 3 },
+		{ .name = "1.5-run+tlo-l3", .tlo = 1, .level = 3 },
+		{ .name = "1.5-run+tlo-l6", .tlo = 1, .level = 6 },
+		{ .name = "1.4-l6 (no run)", .level = 6 },
+	};
+	const int NR = (int)(sizeof(rc) / sizeof(rc[0]));
 	uint64_t n = 0, nfault = 0, nsc = 0;
 	/* we learn chunk boundaries from the footer at the end; collect the
 	 * first-event ordinals by reopening */
@@ -623,12 +827,17 @@ int main(int argc, char **argv)
 			cut = ci < ft->nchunks && n == ft->chunks[ci].first_event;
 		if (cut) {
 			base_flush(&b3);
+			for (int i = 0; i < NR; i++)
+				run_flush(&rc[i]);
 			for (int i = 0; i < NC; i++)
 				flush(&cs[i]);
 			chunk_n = 0;
 			ci++;
 		}
 		vmt_encode_event(&b3.raw, &b3.times, &b3.tm, &ev);
+		for (int i = 0; i < NR - 1; i++)
+			run_enc(&rc[i], &ev);
+		vmt_encode_event(&rc[NR - 1].raw, &rc[NR - 1].times, &rc[NR - 1].tm, &ev);
 		if (!chunk_n)
 			chunk_ts0 = ev.ts_ns;
 		keep(&ev);
@@ -660,6 +869,8 @@ int main(int argc, char **argv)
 		nsc += ev.kind == VMT_EV_SYSCALL;
 	}
 	base_flush(&b3);
+	for (int i = 0; i < NR; i++)
+		run_flush(&rc[i]);
 	for (int i = 0; i < NC; i++)
 		flush(&cs[i]);
 	printf("decoded back: %llu events equal, %llu differ (all candidates)\n",
@@ -673,6 +884,11 @@ int main(int argc, char **argv)
 	       (unsigned long long)ft->raw_bytes);
 	printf("baseline codec l3: %.3f B/ev (records alone %.3f, times alone %.3f)\n",
 	       (double)b3.total / n, (double)b3.rec / n, (double)b3.tim / n);
+	for (int i = 0; i < NR; i++)
+		printf("%-16s %.3f B/ev (1.4 records and a FAULT_RUN record per run of one thread's faults: %llu runs of %.1f faults; %llu runs decode differently)\n",
+		       rc[i].name, (double)rc[i].total / n, (unsigned long long)rc[i].runs,
+		       rc[i].runs ? (double)rc[i].run_faults / rc[i].runs : 0.0,
+		       (unsigned long long)rc[i].bad);
 	printf("%-14s %9s %7s %7s |", "candidate", "zstd", "1frame", "sumsep");
 	for (int s = 0; s < S__N; s++)
 		printf(" %6s", sname[s]);
