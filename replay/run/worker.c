@@ -444,9 +444,11 @@ RP_RUN_CODE static void spawn(struct rp_wctx *w, uint32_t tid)
 	w->out->setup_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
 }
 
-/* Page tables for [p, p + len), without a fault the replay would count
- * (MADV_POPULATE_*, Linux 5.14: neither getrusage nor perf counts
- * them); elsewhere nothing. */
+/* Page tables for [p, p + len) (MADV_POPULATE_*, Linux 5.14; elsewhere
+ * nothing), before the thread counts its faults (run_stream).  perf's
+ * fault events do not fire for them; getrusage counts them, one per
+ * page, in the process's and the tree's totals: they are among the
+ * set-up's faults that the report names apart. */
 static void populate(const void *p, size_t len, size_t ps, int write)
 {
 	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
