@@ -635,6 +635,27 @@ static void take_exception(struct vmr_faults *f, struct ftask *t, const unsigned
 	pd->access = ec & PF_WRITE ? VMT_FAULT_WRITE : ec & PF_INSTR ? VMT_FAULT_EXEC : VMT_FAULT_READ;
 }
 
+/* A counted fault's sample, p past its identifier: ip, tid (pid, tid),
+ * time, addr.  -1 when it is too short. */
+struct counted {
+	uint64_t ip, ts, addr;
+	uint32_t pid, tid;
+};
+
+static int counted_sample(const unsigned char *p, const unsigned char *end, struct counted *c)
+{
+	uint32_t ids[2];
+	if (end - p < 32)
+		return -1;
+	memcpy(&c->ip, p, 8);
+	memcpy(ids, p + 8, 8);
+	memcpy(&c->ts, p + 16, 8);
+	memcpy(&c->addr, p + 24, 8);
+	c->pid = ids[0];
+	c->tid = ids[1];
+	return 0;
+}
+
 /* The access type of a counted fault's sample from its instruction
  * (f->access), p past the sample's identifier: ip, tid, time, addr, then
  * the user registers abi, si, di, sp. */
@@ -664,15 +685,10 @@ void vmr_faults_read_code(struct vmr_faults *f, pid_t pid)
 		       (r = peek(f, t, &size))) {
 			int which = sample_event(t, r, size);
 			const unsigned char *p = r + sizeof(struct perf_event_header) + 8;
-			uint32_t ids[2];
-			uint64_t ip, addr;
-			if ((which == FE_MIN || which == FE_MAJ) && r + size - p >= 32) {
-				memcpy(&ip, p, 8);
-				memcpy(ids, p + 8, 8);
-				memcpy(&addr, p + 24, 8);
-				if ((pid_t)ids[0] == pid)
-					(void)sample_access(f, p, r + size, pid, ip, addr);
-			}
+			struct counted c;
+			if ((which == FE_MIN || which == FE_MAJ) &&
+			    counted_sample(p, r + size, &c) == 0 && (pid_t)c.pid == pid)
+				(void)sample_access(f, p, r + size, pid, c.ip, c.addr);
 			t->tail += size;
 		}
 		t->tail = tail;
@@ -725,34 +741,31 @@ static int decode(struct vmr_faults *f, struct ftask *t,
 	}
 	if (which != FE_MIN && which != FE_MAJ)
 		return 0;
-	/* ip, tid (pid, tid), time, addr */
-	if (end - p < 32)
+	struct counted c;
+	if (counted_sample(p, end, &c))
 		return 0;
-	uint32_t ids[2];
-	memcpy(&ev->u.fault.ip, p, 8);
-	memcpy(ids, p + 8, 8);
-	memcpy(&ev->ts_ns, p + 16, 8);
-	memcpy(&ev->u.fault.addr, p + 24, 8);
+	ev->u.fault.ip = c.ip;
+	ev->ts_ns = c.ts;
+	ev->u.fault.addr = c.addr;
 	t->last_ts = ev->ts_ns;
 	ev->kind = VMT_EV_FAULT;
 	ev->u.fault.flags = which == FE_MAJ ? VMT_FLT_MAJOR : 0;
 	/* The exception it counted, when its tracepoint's sample came first:
 	 * its access and time (the fault's start). */
-	struct fpend *pd = f->tracepoint ? pend_get(f, (pid_t)ids[1], 0) : NULL;
+	struct fpend *pd = f->tracepoint ? pend_get(f, (pid_t)c.tid, 0) : NULL;
 	if (pd && pd->valid && (pd->addr ^ ev->u.fault.addr) < f->page) {
 		ev->ts_ns = pd->ts;
 		ev->u.fault.ip = pd->ip;
 		ev->u.fault.access = pd->access;
 	} else if (f->access) {
-		ev->u.fault.access = sample_access(f, p, end, (pid_t)ids[0], ev->u.fault.ip,
-						   ev->u.fault.addr);
+		ev->u.fault.access = sample_access(f, p, end, (pid_t)c.pid, c.ip, c.addr);
 	}
 	if (pd)
 		pd->valid = 0;
 	if (f->tree) {
 		/* The task is the sample's; faults on the recorder's own
 		 * memory are not the program's. */
-		int who = f->who(f->who_ctx, (pid_t)ids[1], ev->u.fault.addr, &ev->thread, &ev->proc);
+		int who = f->who(f->who_ctx, (pid_t)c.tid, c.addr, &ev->thread, &ev->proc);
 		if (who) {
 			f->unknown += who > 0;
 			return 0;
