@@ -118,18 +118,46 @@ static const uint64_t faithful[3][6] = {
 	{0, 0, 170, 4, 40, 0}, {1, 0, 20, 2, 0, 10}, {2, 1, 301, 4, 0, 5},
 };
 
-static void test_faithful(void **state)
-{
+/* Most tests start from write_trace's trace with every counter, loaded,
+ * the default options and a faithful replay's result. */
+struct fx {
 	struct tg_trace t;
-	write_trace(&t, 0, 1);
-	rp_trace *tr = load(&t);
+	rp_trace *tr;
 	struct rp_options o;
-	rr_opts(&o);
-	/* Recorded, the program's own: process 0 220 - 30 = 190 faults
-	 * (thread 0 200 - 30 = 170, thread 1 20), process 1 300. */
 	struct rp_run_result r;
 	struct rp_thread_result th[3];
-	result(&r, th, 3, faithful);
+};
+
+static int fx_setup(void **state)
+{
+	struct fx *x = calloc(1, sizeof(*x));
+	assert_non_null(x);
+	write_trace(&x->t, 0, 1);
+	x->tr = load(&x->t);
+	rr_opts(&x->o);
+	result(&x->r, x->th, 3, faithful);
+	*state = x;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *x = *state;
+	rp_trace_free(x->tr);
+	tg_remove(&x->t);
+	free(x);
+	return 0;
+}
+
+static void test_faithful(void **state)
+{
+	struct fx *x = *state;
+	rp_trace *tr = x->tr;
+	struct rp_options o = x->o;
+	struct rp_run_result r = x->r;
+	struct rp_thread_result *th = x->th;
+	/* Recorded, the program's own: process 0 220 - 30 = 190 faults
+	 * (thread 0 200 - 30 = 170, thread 1 20), process 1 300. */
 	struct rp_fidelity f;
 	assert_int_equal(rp_fidelity(tr, &o, &r, &f), 0);
 	assert_true(f.have);
@@ -167,8 +195,6 @@ static void test_faithful(void **state)
 	assert_false(f.ok);
 	assert_non_null(strstr(f.verdict, "outside tolerance: voluntary cs"));
 	rp_fidelity_free(&f);
-	rp_trace_free(tr);
-	tg_remove(&t);
 }
 
 /* The settings line: this machine's memory-management settings where
@@ -176,15 +202,10 @@ static void test_faithful(void **state)
  * are. */
 static void test_settings_differ(void **state)
 {
-	(void)state;
-	struct tg_trace t;
-	write_trace(&t, 0, 1);
-	rp_trace *tr = load(&t);
-	struct rp_options o;
-	rr_opts(&o);
-	struct rp_run_result r;
-	struct rp_thread_result th[3];
-	result(&r, th, 3, faithful);
+	struct fx *x = *state;
+	rp_trace *tr = x->tr;
+	struct rp_options o = x->o;
+	struct rp_run_result r = x->r;
 	struct rp_fidelity f;
 	char here[512] = "";
 	vmt_host_mm_words(here, sizeof(here));
@@ -201,8 +222,6 @@ static void test_settings_differ(void **state)
 	assert_non_null(strstr(f.mm, "(recorded sometimes)"));
 	assert_null(strstr(f.mm, "nosuchkey"));
 	rp_fidelity_free(&f);
-	rp_trace_free(tr);
-	tg_remove(&t);
 }
 
 /* The load line: none for a trace loaded whole; for one loaded as the
@@ -210,15 +229,10 @@ static void test_settings_differ(void **state)
  * that the replay ran late for it, how long, in text and JSON. */
 static void test_load_said(void **state)
 {
-	(void)state;
-	struct tg_trace t;
-	write_trace(&t, 0, 1);
-	rp_trace *tr = load(&t);
-	struct rp_options o;
-	rr_opts(&o);
-	struct rp_run_result r;
-	struct rp_thread_result th[3];
-	result(&r, th, 3, faithful);
+	struct fx *x = *state;
+	rp_trace *tr = x->tr;
+	struct rp_options o = x->o;
+	struct rp_run_result r = x->r;
 	struct rp_fidelity f;
 	assert_true(tr->complete);
 	assert_int_equal(rp_fidelity(tr, &o, &r, &f), 0);
@@ -248,17 +262,13 @@ static void test_load_said(void **state)
 				    "\"cpu_ns\":702100000,\"text\":\"the replay ran late"));
 	free(b.data);
 	rp_fidelity_free(&f);
-	rp_trace_free(tr);
-	tg_remove(&t);
 }
 
 static void test_unfaithful_names_kind(void **state)
 {
-	struct tg_trace t;
-	write_trace(&t, 0, 1);
-	rp_trace *tr = load(&t);
-	struct rp_options o;
-	rr_opts(&o);
+	struct fx *x = *state;
+	rp_trace *tr = x->tr;
+	struct rp_options o = x->o;
 	/* Process 0 replays 140 faults for 190: 50 missing, all in its heap
 	 * (its samples: 0 there instead of 40). */
 	static const uint64_t v[3][6] = {
@@ -283,8 +293,6 @@ static void test_unfaithful_names_kind(void **state)
 	assert_non_null(strstr(b.data, "\"heap\":{\"replay\":0,\"recorded\":40}"));
 	vmt_buf_free(&b);
 	rp_fidelity_free(&f);
-	rp_trace_free(tr);
-	tg_remove(&t);
 }
 
 static void test_missing(void **state)
@@ -325,10 +333,10 @@ static void test_missing(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_faithful),
-		cmocka_unit_test(test_settings_differ),
-		cmocka_unit_test(test_load_said),
-		cmocka_unit_test(test_unfaithful_names_kind),
+		cmocka_unit_test_setup_teardown(test_faithful, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_settings_differ, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_load_said, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_unfaithful_names_kind, fx_setup, fx_teardown),
 		cmocka_unit_test(test_missing),
 	};
 	return cmocka_run_group_tests_name("replay_fidelity", tests, NULL, NULL);
