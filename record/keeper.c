@@ -12,7 +12,10 @@
  * vmrec died still joins the list), none of vmrec's standard streams, and
  * no end of the launched program's start pipe.  A backend may also leave
  * it the last release of what it holds (vmr_keeper_release): the stream
- * backend's links are detached in the keeper's exit, not in vmrec's.
+ * backend's links are detached in the keeper's exit, not in vmrec's, and
+ * that exit waits for vmrec's (the end of file once vmrec is gone), so
+ * that the detach, which patches the kernel's text for 8-30 ms, does not
+ * compete with vmrec's last steps for the CPUs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,8 +67,12 @@ static void keeper_main(int rfd, const struct vmr_keeper_list *l)
 	signal(SIGPIPE, SIG_IGN);
 	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)
 		;
-	if (n == 1)
-		_exit(0); /* vmrec ended its recording */
+	if (n == 1) {
+		/* vmrec ended its recording: gone once it has exited. */
+		while ((n = read(rfd, &c, 1)) > 0 || (n < 0 && errno == EINTR))
+			;
+		_exit(0);
+	}
 	pid_t pids[KEEP_PIDS];
 	for (int round = 0; round < KEEP_ROUNDS; round++) {
 		int k = l->list(l->ctx, pids, KEEP_PIDS);
@@ -110,14 +117,20 @@ int vmr_keeper_start(struct vmr_keeper *k, const struct vmr_keeper_list *l, cons
 	return 0;
 }
 
+/* "d": the keeper exits at the end of file, without killing. */
+static void say_done(struct vmr_keeper *k)
+{
+	ssize_t n;
+	while ((n = write(k->wfd, "d", 1)) < 0 && errno == EINTR)
+		;
+}
+
 void vmr_keeper_release(struct vmr_keeper *k)
 {
 	if (k->wfd < 0)
 		return;
-	ssize_t n;
-	while ((n = write(k->wfd, "d", 1)) < 0 && errno == EINTR)
-		;
-	close(k->wfd);
+	say_done(k);
+	/* (the pipe stays open: the end of file is vmrec's exit) */
 	k->wfd = -1;
 }
 
@@ -125,7 +138,9 @@ void vmr_keeper_done(struct vmr_keeper *k)
 {
 	if (k->wfd < 0)
 		return;
-	vmr_keeper_release(k);
+	say_done(k);
+	close(k->wfd);
+	k->wfd = -1;
 	while (waitpid(k->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	k->pid = -1;

@@ -35,8 +35,9 @@ void vmr_keeper_done(struct vmr_keeper *k);
 
 /* The same, but not waiting for the keeper's exit: what it alone still
  * holds (the stream backend's BPF links, whose detach patches the
- * kernel's text and can take 10-80 ms) is let go in its exit, while
- * vmrec goes on.  It stays a zombie until vmrec exits. */
+ * kernel's text and can take 10-80 ms) is let go in its exit, which
+ * comes once vmrec has exited (its end of the pipe stays open until
+ * then).  It stays a zombie until vmrec exits. */
 void vmr_keeper_release(struct vmr_keeper *k);
 
 #endif

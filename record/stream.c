@@ -127,6 +127,7 @@ static void stream_free(struct stream *s)
 	for (int i = 0; i < s->nlinks; i++)
 		close(s->link_fd[i]);
 	free(s->link_fd);
+	stream_arm_release(s);
 	vmr_keeper_release(&s->keeper);
 	if (s->root_pidfd >= 0)
 		close(s->root_pidfd);
@@ -274,6 +275,7 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 		return -ENOMEM;
 	s->keeper.wfd = s->keeper.pid = -1;
 	s->ep = s->root_pidfd = -1;
+	stream_arm_start(s);
 	s->have_kfault = tp_find("exceptions", "page_fault_kernel", &ktp) == 0;
 	if (o->touch != VMR_TOUCH_NONE) {
 		/* (the faults the kernel counts are told by its perf events) */
@@ -395,7 +397,9 @@ static int attach_links(struct vmr_rec *r, struct stream *s, char *err, size_t e
 }
 
 /* The ring, mapped here (after the keeper's fork, which then need not
- * copy the mapping's page tables), and the loop's epoll set. */
+ * copy the mapping's page tables; and after the launched program's
+ * start: the kernel writes the ring whether vmrec has it mapped or not,
+ * and mapping its 32 MiB takes 1-2 ms), and the loop's epoll set. */
 static int open_ring(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
 {
 	s->rb = ring_buffer__new(stream_map_fd(s, "rb"), stream_record, r, NULL);
@@ -439,6 +443,13 @@ static int trace_tgid(struct stream *s, pid_t tgid)
 {
 	uint32_t key = (uint32_t)tgid, one = 1;
 	return bpf_map_update_elem(s->tgids_fd, &key, &one, BPF_ANY) ? -errno : 0;
+}
+
+/* No thread group left in the kernel's set of traced ones? */
+static int none_traced(const struct stream *s)
+{
+	uint32_t next;
+	return bpf_map_get_next_key(s->tgids_fd, NULL, &next) < 0 && errno == ENOENT;
 }
 
 /* Stacks the kernel side left out because the ring was 3/4 full. */
@@ -535,8 +546,10 @@ static int attach_running(struct vmr_rec *r, struct stream *s, char *err, size_t
 	}
 	closedir(d);
 	s->live_procs = 1;
+	stream_arm_wait(s);
 	if ((e = attach_links(r, s, err, errlen)) || (e = open_ring(r, s, err, errlen)))
 		return e;
+	stream_arm_release(s);
 	vmr_maps_event(r, lead, ts);
 	vmr_notice(r, "attached to %d without stopping it", (int)pid);
 	return 0;
@@ -590,11 +603,13 @@ static int launch(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
 	 * are attached (it holds them, so that forks after vmrec's death are
 	 * still named), and before the program runs. */
 	const struct vmr_keeper_list kl = { keeper_list, keeper_member, s };
-	const int close_fds[] = { go, r->errfd, r->out_fd };
-	/* (the go pipe: a program that vmrec never started sees its end) */
+	stream_arm_wait(s);
+	/* (the go pipe: a program that vmrec never started sees its end;
+	 * the program that did nothing: not kept on by the keeper) */
+	const int close_fds[] = { go, r->errfd, r->out_fd, s->arm_link };
 	if ((e = trace_tgid(s, pid)) || (e = attach_links(r, s, err, errlen)) ||
-	    (e = vmr_keeper_start(&s->keeper, &kl, close_fds, 3)) ||
-	    (e = open_ring(r, s, err, errlen)) || (e = vmr_launch_go(go))) {
+	    (e = vmr_keeper_start(&s->keeper, &kl, close_fds, 4)) ||
+	    (e = vmr_launch_go(go)) || (e = open_ring(r, s, err, errlen))) {
 		if (!err[0])
 			snprintf(err, errlen, "cannot start '%s': %s", r->o->cmd_argv[0],
 				 strerror(-e));
@@ -603,6 +618,7 @@ static int launch(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)
 		return e;
 	}
 	watch_root(s, pid);
+	stream_arm_release(s);
 	return 0;
 }
 
@@ -668,6 +684,16 @@ static int stream_run(struct vmr_rec *r, char *err, size_t errlen)
 		if (!r->attach && !root_reaped && waitpid(s->root, &root_status, WNOHANG) == s->root) {
 			root_reaped = 1;
 			unwatch_root(s);
+		}
+		/* The launched program reaped (its threads' records are all
+		 * in the ring) and no traced process left (a process leaves
+		 * the set after its last record): no record can come that
+		 * should go before those in the window, so the window need
+		 * not wait out its 2 ms to let them go. */
+		if (root_reaped && s->live_procs > 0 && none_traced(s)) {
+			while (ring_buffer__consume(s->rb) == -EAGAIN)
+				;
+			stream_flush(r, s, 1);
 		}
 		/* The end: every traced process has exited (and the launched
 		 * one is reaped); attached: also when asked to stop. */

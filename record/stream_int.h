@@ -5,6 +5,7 @@
 #ifndef VMREC_STREAM_INT_H
 #define VMREC_STREAM_INT_H
 
+#include <pthread.h>
 #include "recording_int.h"
 #include "keeper_int.h"
 #include "bpf/records.h"
@@ -24,6 +25,9 @@
  * 100 ms of its call. */
 #define STREAM_DRAIN_MS 20
 #define STREAM_STACK_WAKE (256u << 10) /* with stacks, wake at this much */
+/* on_lock's tracepoint (bpf/stream.bpf.c), switched on ahead of its
+ * attach (stream_arm_start). */
+#define STREAM_LOCK_TP "mmap_lock_acquire_returned"
 
 
 /* A SR_FILE waiting for its SR_CALL (the same task's next record). */
@@ -47,6 +51,11 @@ struct stream {
 	int map_fd[STREAM_MAX_MAPS], nmaps;
 	int prog_fd[STREAM_MAX_PROGS], nprogs;
 	int own_fds; /* 1: ours to close; 0: libbpf's (the object's) */
+	/* The thread that switches STREAM_LOCK_TP on while the programs
+	 * load (arming: it runs or was not joined yet), and the link of
+	 * its program there (-1: none). */
+	pthread_t arm;
+	int arming, arm_link;
 	int have_kfault; /* the kernel has exceptions:page_fault_kernel */
 	/* The programs' links: one per program, and the counted faults'
 	 * two per CPU (its perf events, held by their links). */
@@ -109,6 +118,19 @@ int stream_take_fds(struct stream *s);
 int stream_map_fd(const struct stream *s, const char *name);
 /* Close the descriptors stream_load_fast filled. */
 void stream_close_fds(struct stream *s);
+/* Switch on STREAM_LOCK_TP on a thread of its own, with a program that
+ * does nothing, while this one loads the programs: the first probe on a
+ * tracepoint patches each of its sites in the kernel's text, and
+ * mmap_lock's are inlined in hundreds of places (8-30 ms).  on_lock's
+ * own attach then adds a probe to a tracepoint that is on.  Anything
+ * failing here only leaves that cost to on_lock's attach. */
+void stream_arm_start(struct stream *s);
+/* Wait for the thread (before attaching on_lock, and before any fork
+ * after which the link must not be held elsewhere). */
+void stream_arm_wait(struct stream *s);
+/* Wait, and detach the program that did nothing (on_lock keeps the
+ * tracepoint on). */
+void stream_arm_release(struct stream *s);
 
 
 #endif

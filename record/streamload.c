@@ -19,8 +19,10 @@
  * which also explains a refusal.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -140,4 +142,66 @@ void stream_close_fds(struct stream *s)
 		if (s->map_fd[i] > 0)
 			close(s->map_fd[i]);
 	s->nprogs = s->nmaps = 0;
+}
+
+/* ---- mmap_lock's tracepoint, switched on ahead ---------------------------- */
+
+/* (The bpf system call itself: libbpf's wrappers keep state of their own
+ * that the loading thread uses meanwhile.) */
+static int sys_bpf(int cmd, union bpf_attr *a)
+{
+	return (int)syscall(SYS_bpf, cmd, a, sizeof(*a));
+}
+
+static void *arm_main(void *arg)
+{
+	struct stream *s = arg;
+	/* r0 = 0; exit: a raw tracepoint program, which needs no BTF. */
+	const struct bpf_insn nop[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr a;
+	memset(&a, 0, sizeof(a));
+	a.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+	a.insns = (uint64_t)(uintptr_t)nop;
+	a.insn_cnt = 2;
+	a.license = (uint64_t)(uintptr_t)"GPL";
+	int prog = sys_bpf(BPF_PROG_LOAD, &a);
+	if (prog < 0)
+		return NULL;
+	memset(&a, 0, sizeof(a));
+	a.raw_tracepoint.name = (uint64_t)(uintptr_t)STREAM_LOCK_TP;
+	a.raw_tracepoint.prog_fd = (uint32_t)prog;
+	s->arm_link = sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+	close(prog); /* (the link holds it) */
+	return NULL;
+}
+
+void stream_arm_start(struct stream *s)
+{
+	sigset_t all, old;
+
+	s->arm_link = -1;
+	/* (every signal is the main thread's: the tick, a stop) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	s->arming = pthread_create(&s->arm, NULL, arm_main, s) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void stream_arm_wait(struct stream *s)
+{
+	if (!s->arming)
+		return;
+	pthread_join(s->arm, NULL);
+	s->arming = 0;
+}
+
+void stream_arm_release(struct stream *s)
+{
+	stream_arm_wait(s);
+	if (s->arm_link >= 0)
+		close(s->arm_link);
+	s->arm_link = -1;
 }
