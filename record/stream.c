@@ -165,6 +165,20 @@ static int counted_event(int cpu, int major)
 	return fd < 0 ? -errno : (int)fd;
 }
 
+/* The kernel's pid_max: no more thread groups than that can live at once
+ * (0: not known). */
+static uint32_t pid_max(void)
+{
+	unsigned v = 0;
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
 /* Open the embedded object and set it up for this recording's options
  * (for either load). */
 static int open_obj(struct vmr_rec *r, struct stream *s, char *why, size_t len)
@@ -198,10 +212,20 @@ static int open_obj(struct vmr_rec *r, struct stream *s, char *why, size_t len)
 		return e;
 	}
 	struct bpf_map *rb = bpf_object__find_map_by_name(s->obj, "rb");
+	struct bpf_map *tgids = bpf_object__find_map_by_name(s->obj, "tgids");
 	struct bpf_program *fault = bpf_object__find_program_by_name(s->obj, "on_fault");
 	struct bpf_program *counted = bpf_object__find_program_by_name(s->obj, "on_counted");
-	if (!rb || !fault || !counted || bpf_map__set_max_entries(rb, (uint32_t)s->ring_bytes)) {
+	if (!rb || !tgids || !fault || !counted ||
+	    bpf_map__set_max_entries(rb, (uint32_t)s->ring_bytes)) {
 		snprintf(why, len, "the BPF object lacks its ring or programs");
+		return -EINVAL;
+	}
+	/* The set of traced thread groups need not be larger than the
+	 * number of pids: the kernel allocates and initializes a bucket per
+	 * element at its creation (65,536 of them: 2-5 ms of the start). */
+	uint32_t most = pid_max();
+	if (most && most < bpf_map__max_entries(tgids) && bpf_map__set_max_entries(tgids, most)) {
+		snprintf(why, len, "cannot size the set of traced processes");
 		return -EINVAL;
 	}
 	/* (the faults' programs, and their perf events, cost nothing when
