@@ -258,6 +258,8 @@ int vmr_record(const struct vmr_opts *o, int out_fd,
 	}
 out:
 	vmr_signals_restore(&sv);
+	/* (the trace is complete: what is left is releasing) */
+	r->handed_off = o->exits && r->stream && vmr_exit_handoff() == 0;
 	teardown(r);
 	return e;
 }

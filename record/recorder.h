@@ -68,6 +68,10 @@ struct vmr_opts {
 	pid_t attach_pid;	/* -p PID, or 0 */
 	int same_cpu;		/* --same-cpu: vmrec and the program on one CPU */
 	int cmd_argc;		/* launch mode: CMD [ARG...] */
+	/* (Not an option.)  1: the process exits right after vmr_record(),
+	 * which may then leave what the exit releases to a process that
+	 * outlives it a moment (handoff.c). */
+	int exits;
 	char **cmd_argv;	/* NULL-terminated (points into argv) */
 };
 

@@ -114,6 +114,10 @@ extern const struct vmr_backend vmr_backend_ptrace; /* tracer.c */
 extern const struct vmr_backend vmr_backend_stream; /* stream.c */
 extern const struct vmr_backend vmr_backend_inproc; /* inproc.c */
 
+/* handoff.c: clone the process that releases vmrec's memory and
+ * descriptors after vmrec's exit; 0 or -errno (-ENOSYS: not here). */
+int vmr_exit_handoff(void);
+
 struct vmr_rec {
 	const struct vmr_opts *o;
 	const struct vmr_backend *backend;
@@ -126,6 +130,9 @@ struct vmr_rec {
 	int exit_code;	/* when run fails: vmrec's status */
 	int stopped_by; /* the stop signal that ended the recording, or 0 */
 	int stop_werr;	/* ... or 1: a write error ended it */
+	/* 1: what the exit releases is left to it (vmr_exit_handoff): the
+	 * backend's done frees only what must be said or written. */
+	int handed_off;
 	struct vmr_sysmap sys;
 	int attach;
 	unsigned page_shift;

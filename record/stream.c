@@ -118,10 +118,17 @@ static int nr_of(const char *name)
 	return -1;
 }
 
-static void stream_free(struct stream *s)
+static void stream_free(struct stream *s, int handed_off)
 {
 	if (!s)
 		return;
+	if (handed_off) {
+		/* The ring's unmapping and the rest are the exit's (the
+		 * sharer's); the keeper must still hear that all went well. */
+		stream_arm_release(s);
+		vmr_keeper_release(&s->keeper);
+		return;
+	}
 	/* The keeper holds the links too: closed here first, they are
 	 * detached in the keeper's exit, not in vmrec's. */
 	for (int i = 0; i < s->nlinks; i++)
@@ -307,7 +314,7 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 		if (fd < 0) {
 			snprintf(why, len, "cannot count page faults with perf events: %s",
 				 strerror(-fd));
-			stream_free(s);
+			stream_free(s, 0);
 			return fd;
 		}
 		close(fd);
@@ -315,13 +322,13 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 	libbpf_set_print(lib_print);
 	lib_msg[0] = 0;
 	if ((e = open_obj(r, s, why, len))) {
-		stream_free(s);
+		stream_free(s, 0);
 		return e;
 	}
 	if (stream_load_fast(s)) {
 		stream_close_fds(s);
 		if ((e = load_slow(r, s, why, len))) {
-			stream_free(s);
+			stream_free(s, 0);
 			return e;
 		}
 	}
@@ -754,7 +761,7 @@ static int stream_run(struct vmr_rec *r, char *err, size_t errlen)
 
 static void stream_done(struct vmr_rec *r)
 {
-	stream_free(r->stream);
+	stream_free(r->stream, r->handed_off);
 	r->stream = NULL;
 }
 

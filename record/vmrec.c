@@ -140,6 +140,7 @@ int main(int argc, char **argv)
 	}
 
 	fill_header(&h, &o);
+	o.exits = 1;
 
 	e = vmr_record(&o, fd, &h, notice, NULL, &sum, err, sizeof(err));
 	if (close(fd) < 0 && !e) {
