@@ -144,12 +144,16 @@ d = json.load(sys.stdin)
 assert d[\"lost\"] == {\"faults\": 0, \"events\": 0}, d[\"lost\"]
 assert d[\"ops\"][\"madvise\"][\"count\"] == 2 * $burst, d[\"ops\"][\"madvise\"]
 '"
-# ... and a ring too small for it says what it lost.
+# ... and a ring too small for it says what it lost: every madvise missing
+# is counted lost, and the losses are at most those and the few other
+# records the burst's threads make as it ends (their munmap and exit, while
+# the other thread still fills the ring).
 rec burst-small --backend=stream --ring-size=1 -- "$W/seed000" --mode new --threads 2 --iterations $burst --no-touch
 check burst-small-loss-counted sh -c "$VMTRACE stat --json '$T/burst-small.zst' | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert d[\"ops\"][\"madvise\"][\"count\"] + d[\"lost\"][\"events\"] == 2 * $burst, (d[\"ops\"][\"madvise\"], d[\"lost\"])
+n = d[\"ops\"][\"madvise\"][\"count\"] + d[\"lost\"][\"events\"]
+assert 2 * $burst <= n <= 2 * $burst + 32, (d[\"ops\"][\"madvise\"], d[\"lost\"])
 '"
 
 # With stacks every record carries a stack copy (8 KiB), and vmrec falls
