@@ -22,6 +22,10 @@
 # workers at most 1.2x.  The touch rows measure what the
 # ptrace backend's touch sources cost (resident, faults: the default where
 # the fault tracepoints open, user and kernel mode), on real programs too.
+# --stacks (stream): the seed-000 loop at most 1.6x native, and with two
+# threads at most 1% of its calls without a stack.  The --stacks table:
+# also the 2-thread loop, and per variant the share
+# of calls vmrec recorded without a stack (goal: at most 1%).
 # Usage: B=build [SECTIONS="main touch stacks"] sh bench/record.sh [ROUNDS] [ITERATIONS]
 # (SECTIONS: which of the three tables to measure, all by default)
 set -eu
@@ -65,7 +69,9 @@ if command -v perf > /dev/null 2>&1 && perf trace -e mmap -o /dev/null -- true >
 	perftrace=1
 fi
 
-# run VARIANT CMD...: "ELAPSED PROGRAM" in ns (PROGRAM 0: unknown)
+# run VARIANT CMD...: "ELAPSED PROGRAM NOSTACK": times in ns (PROGRAM 0:
+# unknown); NOSTACK: the % of calls without a stack (vmrec's summary, which
+# the --stacks variants print), "-" for the others
 run() {
 	v=$1; shift
 	out=$tmp/out
@@ -78,8 +84,8 @@ run() {
 	ptrace) "$B/vmrec" -q --backend=ptrace --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	resident) "$B/vmrec" -q --backend=ptrace --touch=resident --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	faults) "$B/vmrec" -q --backend=ptrace --touch=faults --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
-	sstacks) "$B/vmrec" -q --backend=stream --stacks --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
-	pstacks) "$B/vmrec" -q --backend=ptrace --stacks --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
+	sstacks) "$B/vmrec" --backend=stream --stacks --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
+	pstacks) "$B/vmrec" --backend=ptrace --stacks --force -o "$tmp/t.zst" -- "$@" > "$out" 2>&1 || true ;;
 	strace) strace -f -o /dev/null -e trace="$ops" "$@" > "$out" 2>&1 || true ;;
 	perf) perf trace -o /dev/null -e "$ops" -- "$@" > "$out" 2>&1 || true ;;
 	esac
@@ -93,7 +99,9 @@ run() {
 			       sed -n 's/.*"duration_ns":\([0-9]*\).*/\1/p') ;;
 		esac
 	fi
-	echo "$((t1 - t0)) ${prog:-0}"
+	nost=$(sed -n 's/.* of \([0-9]*\) calls, \([0-9]*\) without a stack.*/\1 \2/p' "$out" |
+	       awk 'NR == 1 && $1 > 0 {printf "%.3f", 100 * $2 / $1}')
+	echo "$((t1 - t0)) ${prog:-0} ${nost:--}"
 }
 # ratio R: R as %7.2f, or "-" when there is none
 ratio() { case $1 in -) printf '%7s' - ;; *) printf '%7.2f' "$1" ;; esac; }
@@ -105,10 +113,10 @@ bench() {
 	: > "$tmp/e.native"
 	for r in $(seq "$rounds"); do
 		run native "$@" > "$tmp/base"
-		read -r be bp < "$tmp/base"
+		read -r be bp _ < "$tmp/base"
 		for v in $variants; do
 			run "$v" "$@" > "$tmp/one"
-			read -r e p < "$tmp/one"
+			read -r e p _ < "$tmp/one"
 			echo "$e $be" | awk '{print $1 / $2}' >> "$tmp/e.$v"
 			[ "$p" != 0 ] && echo "$p $bp" | awk '{print $1 / $2}' >> "$tmp/p.$v"
 		done
@@ -130,7 +138,7 @@ bench_two() {
 	: > "$tmp/e.native"
 	for r in $(seq "$rounds"); do
 		run native "$@" > "$tmp/base"
-		read -r be bp < "$tmp/base"
+		read -r be bp _ < "$tmp/base"
 		echo "$be" >> "$tmp/e.native"
 		for v in $v1 $v2; do
 			run "$v" "$@" > "$tmp/one"
@@ -143,6 +151,32 @@ bench_two() {
 		"$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')" \
 		"$(ratio "$(median < "$tmp/e.$v1")")" "$(ratio "$(median < "$tmp/p.$v1")")" \
 		"$(ratio "$(median < "$tmp/e.$v2")")" "$(ratio "$(median < "$tmp/p.$v2")")"
+}
+
+# bench_stacks NAME V1 V2 -- CMD...: as bench_two, and after each
+# variant's times the median % of calls without a stack
+bench_stacks() {
+	name=$1 v1=$2 v2=$3; shift 4
+	for v in $v1 $v2; do : > "$tmp/e.$v"; : > "$tmp/p.$v"; : > "$tmp/s.$v"; done
+	: > "$tmp/e.native"
+	for r in $(seq "$rounds"); do
+		run native "$@" > "$tmp/base"
+		read -r be bp _ < "$tmp/base"
+		echo "$be" >> "$tmp/e.native"
+		for v in $v1 $v2; do
+			run "$v" "$@" > "$tmp/one"
+			read -r e p s < "$tmp/one"
+			echo "$e $be" | awk '{print $1 / $2}' >> "$tmp/e.$v"
+			[ "$p" != 0 ] && echo "$p $bp" | awk '{print $1 / $2}' >> "$tmp/p.$v"
+			[ "$s" != - ] && echo "$s" >> "$tmp/s.$v"
+		done
+	done
+	printf '%-24s %9.1f %s %s %s %s %s %s\n' "$name" \
+		"$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')" \
+		"$(ratio "$(median < "$tmp/e.$v1")")" "$(ratio "$(median < "$tmp/p.$v1")")" \
+		"$(ratio "$(median < "$tmp/s.$v1")")" \
+		"$(ratio "$(median < "$tmp/e.$v2")")" "$(ratio "$(median < "$tmp/p.$v2")")" \
+		"$(ratio "$(median < "$tmp/s.$v2")")"
 }
 
 if want main; then
@@ -182,13 +216,14 @@ fi
 echo
 fi
 want stacks || exit 0
-echo "--stacks: time / native, medians of $rounds interleaved rounds"
-printf '%-24s %9s %15s %15s\n' "" "native" "stream" "ptrace"
-printf '%-24s %9s %7s %7s %7s %7s\n' workload ms elapsed prog elapsed prog
+echo "--stacks: time / native, medians of $rounds interleaved rounds; nostk%: % of calls without a stack"
+printf '%-24s %9s %23s %23s\n' "" "native" "stream" "ptrace"
+printf '%-24s %9s %7s %7s %7s %7s %7s %7s\n' workload ms elapsed prog nostk% elapsed prog nostk%
 if [ $stream = 1 ]; then
-	bench_two "seed000 new 1 thread" sstacks pstacks -- "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
-	bench_two "python3 -c pass" sstacks pstacks -- python3 -c pass
-	bench_two "gcc -O2 -c small.c" sstacks pstacks -- gcc -O2 -c -o "$tmp/small.o" "$tmp/small.c"
+	bench_stacks "seed000 new 1 thread" sstacks pstacks -- "$B/workloads/seed000" --mode new --threads 1 --iterations "$iters"
+	bench_stacks "seed000 new 2 threads" sstacks pstacks -- "$B/workloads/seed000" --mode new --threads 2 --iterations "$iters"
+	bench_stacks "python3 -c pass" sstacks pstacks -- python3 -c pass
+	bench_stacks "gcc -O2 -c small.c" sstacks pstacks -- gcc -O2 -c -o "$tmp/small.o" "$tmp/small.c"
 else
 	echo "(no stream backend: $(tail -1 "$tmp/probe"))"
 fi
