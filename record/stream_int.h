@@ -28,6 +28,11 @@
 /* on_lock's tracepoint (bpf/stream.bpf.c), switched on ahead of its
  * attach (stream_arm_start). */
 #define STREAM_LOCK_TP "mmap_lock_acquire_returned"
+/* The stack copies waiting in the window are kept apart from it, in one
+ * buffer used as a ring (they leave in the order they came): each copied
+ * once from the ring buffer, never moved, into memory that is reused.  A
+ * copy that does not fit goes into the window itself. */
+#define STREAM_STACK_ARENA (16u << 20)
 
 
 /* A SR_FILE waiting for its SR_CALL (the same task's next record). */
@@ -84,6 +89,12 @@ struct stream {
 	size_t qhead, qtail, qcap;
 	size_t qstack; /* bytes of stack copies in the window (not counted
 			  against STREAM_WINDOW_BYTES, which is for calls) */
+	/* The stack copies' ring (STREAM_STACK_ARENA bytes once used): the
+	 * oldest live copy at skhead, the next one at sktail; skwrapped:
+	 * the newest ones start again at 0, below skhead. */
+	unsigned char *sk;
+	size_t skhead, sktail, sklive;
+	int skwrapped;
 	/* The calls in the window that took mmap_lock for writing: where
 	 * they are and their lock_seq, in window order. */
 	struct qlock {

@@ -83,6 +83,56 @@ static void q_put(struct stream *s, size_t at, const void *a, size_t alen, const
 	s->qtail += n;
 }
 
+/* ---- the stack copies' ring ------------------------------------------------ */
+
+/* An SR_STACK in the window whose copy is in s->sk (its h.pad; the BPF
+ * side writes 0): the record is followed by the copy's offset there. */
+#define STACK_IN_SK 1u
+
+/* Where n bytes (> 0, a multiple of 8) of a new copy go in s->sk, or -1
+ * when they do not fit (or there is no memory for it). */
+static int64_t sk_alloc(struct stream *s, size_t n)
+{
+	if (!s->sk && !(s->sk = malloc(STREAM_STACK_ARENA)))
+		return -1;
+	if (!s->sklive) {
+		/* (from the start again: the memory used stays what one
+		 * window needs) */
+		s->skhead = s->sktail = 0;
+		s->skwrapped = 0;
+	}
+	size_t at;
+	if (!s->skwrapped && s->sktail + n <= STREAM_STACK_ARENA)
+		at = s->sktail;
+	else if (!s->skwrapped && n <= s->skhead)
+		at = 0, s->skwrapped = 1;
+	else if (s->skwrapped && s->sktail + n <= s->skhead)
+		at = s->sktail;
+	else
+		return -1;
+	s->sktail = at + n;
+	s->sklive++;
+	return (int64_t)at;
+}
+
+/* The oldest copy (at, n bytes) is used up. */
+static void sk_free(struct stream *s, size_t at, size_t n)
+{
+	if (at < s->skhead)
+		s->skwrapped = 0; /* (the first of those at 0) */
+	s->skhead = at + n;
+	if (s->sklive && !--s->sklive)
+		s->skhead = s->sktail = 0, s->skwrapped = 0;
+}
+
+/* Bytes of s->sk between the oldest copy and the newest. */
+static size_t sk_used(const struct stream *s)
+{
+	if (!s->sklive)
+		return 0;
+	return s->skwrapped ? STREAM_STACK_ARENA - s->skhead + s->sktail : s->sktail - s->skhead;
+}
+
 static struct stream_file *file_slot(struct stream *s, uint32_t tid)
 {
 	return &s->files[tid % STREAM_FILE_SLOTS];
@@ -148,9 +198,29 @@ int stream_record(void *ctx, void *data, size_t size)
 		k.base += skip;
 		k.size -= skip;
 		k.h.size = (unsigned short)(sizeof(k) + k.size);
-		e = put(s, &k, sizeof(k), (const unsigned char *)data + sizeof(k) + skip, k.size);
-		if (!e)
-			s->qstack += k.size;
+		const unsigned char *bytes = (const unsigned char *)data + sizeof(k) + skip;
+		int64_t at = k.size ? sk_alloc(s, round8(k.size)) : -1;
+		if (at >= 0) {
+			/* (the window moves what it holds: this copy stays) */
+			uint64_t off = (uint64_t)at;
+			memcpy(s->sk + off, bytes, k.size);
+			k.h.pad = STACK_IN_SK;
+			e = put(s, &k, sizeof(k), &off, sizeof(off));
+			if (e && !--s->sklive) /* (its bytes go with the next one freed) */
+				s->skhead = s->sktail = 0, s->skwrapped = 0;
+		} else {
+			k.h.pad = 0;
+			e = put(s, &k, sizeof(k), bytes, k.size);
+			if (!e)
+				s->qstack += k.size;
+		}
+		/* Past half of s->sk the loop flushes first. */
+		if (sk_used(s) > STREAM_STACK_ARENA / 2) {
+			if (e && !r->werr)
+				r->werr = e;
+			s->batch = 0;
+			return -EAGAIN;
+		}
 	} else if (h->kind == SR_CALL && size >= sizeof(struct sr_call)) {
 		const struct sr_call *c = data;
 		struct stream_file *f = file_slot(s, h->tid);
@@ -398,7 +468,7 @@ static void take_file(struct vmr_rec *r, struct vmr_task *t, const struct sr_cal
  * mappings its process has are those of the trace), and kept for the
  * SR_CALL of the same entry time. */
 static void on_stack(struct vmr_rec *r, struct stream *s, const struct sr_stack *k,
-		     size_t len)
+		     const unsigned char *data)
 {
 	/* (the order of sr_stack: ip sp bp bx r12-r15 ax cx dx si di r8-r11) */
 	static const unsigned char reg[] = {
@@ -407,10 +477,10 @@ static void on_stack(struct vmr_rec *r, struct stream *s, const struct sr_stack 
 		VMR_REG_DI, VMR_REG_R8, VMR_REG_R9, VMR_REG_R10, VMR_REG_R11,
 	};
 	struct vmr_stack_copy c = {
-		.data = k->data, .base = k->base, .size = k->size, .holes = k->holes
+		.data = data, .base = k->base, .size = k->size, .holes = k->holes
 	};
 	uint32_t id;
-	if (!r->stacks || len < sizeof(*k) || k->size > len - sizeof(*k))
+	if (!r->stacks)
 		return;
 	struct vmr_task *t = task_of(r, s, k->h.tid, k->h.tgid, k->h.time);
 	if (!t || (t->flags & T_PRESTART))
@@ -541,9 +611,6 @@ static void process(struct vmr_rec *r, struct stream *s, const unsigned char *re
 	case SR_FAULT:
 		on_fault(r, (const void *)rec);
 		break;
-	case SR_STACK:
-		on_stack(r, s, (const void *)rec, len);
-		break;
 	default:
 		break;
 	}
@@ -566,9 +633,18 @@ void stream_flush(struct vmr_rec *r, struct stream *s, int all)
 		if (h->kind == SR_STACK && qh.len >= sizeof(struct sr_stack)) {
 			struct sr_stack k;
 			memcpy(&k, rec, sizeof(k));
-			s->qstack -= k.size <= s->qstack ? k.size : s->qstack;
+			if (k.h.pad == STACK_IN_SK && qh.len >= sizeof(k) + 8) {
+				uint64_t at;
+				memcpy(&at, rec + sizeof(k), sizeof(at));
+				on_stack(r, s, &k, s->sk + at);
+				sk_free(s, at, round8(k.size));
+			} else if (k.size <= qh.len - sizeof(k)) {
+				s->qstack -= k.size <= s->qstack ? k.size : s->qstack;
+				on_stack(r, s, &k, rec + sizeof(k));
+			}
+		} else {
+			process(r, s, rec, qh.len, qh.pad);
 		}
-		process(r, s, rec, qh.len, qh.pad);
 		s->qhead += sizeof(qh) + qh.len;
 	}
 	if (s->qhead == s->qtail) {
@@ -584,6 +660,7 @@ void stream_flush(struct vmr_rec *r, struct stream *s, int all)
 
 void stream_window_free(struct stream *s)
 {
+	free(s->sk);
 	free(s->q);
 	free(s->locks);
 	free(s->vmas);
