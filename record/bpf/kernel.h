@@ -146,6 +146,10 @@ struct bpf_iter_task_vma {
 	u64 __opaque[1];
 } __attribute__((aligned(8)));
 
+struct bpf_dynptr {
+	u64 __opaque[2];
+} __attribute__((aligned(8)));
+
 /* The uapi values the programs use. */
 enum {
 	BPF_MAP_TYPE_HASH = 1,

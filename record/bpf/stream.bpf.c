@@ -101,7 +101,14 @@ struct pending {
 	u64 acct_min, acct_maj;
 	u32 acct_ok;
 	u32 pad2;
+	/* The top of the stack the task started on (0: not known): its
+	 * first user sp, at its clone or exec.  Unwinding reads nothing of
+	 * what lies above (struct pthread, TLS, argv and the environment),
+	 * but for what a clone wrapper left there for the thread's first
+	 * function (STACK_SLACK). */
+	u64 stack_top;
 };
+#define STACK_SLACK 256
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -223,7 +230,7 @@ static __always_inline void gup(struct task_struct *t, struct pending *p, u32 le
 /* The registers and the top of the user stack at a call's entry, in an
  * SR_STACK of time t (the call's SR_CALL names it by its t_stack).
  * Returns t, or 0 when there is no copy. */
-static __always_inline u64 stack_copy(struct pt_regs *regs, u64 t)
+static __always_inline u64 stack_copy(struct pt_regs *regs, struct pending *p, u64 t)
 {
 	const u32 cap = stack_bytes > SR_STACK_MAX ? SR_STACK_MAX : stack_bytes;
 	/* Whole pages from the one sp is in: enough for cap bytes above sp
@@ -236,9 +243,27 @@ static __always_inline u64 stack_copy(struct pt_regs *regs, u64 t)
 		count(SR_STAT_STACKSKIP);
 		return 0;
 	}
-	struct sr_stack *e = reserve(sizeof(*e) + room);
-	if (!e)
+	/* ... and no page above the top of the task's stack: what the
+	 * unwinding reads is all below it (a thread's stack near its top,
+	 * the common case, is one or two pages, not room's). */
+	u64 from = regs->sp & ~(u64)(SR_PAGE - 1);
+	u32 pages = room / SR_PAGE;
+	if (p->stack_top > regs->sp) {
+		u64 end = (p->stack_top + STACK_SLACK + SR_PAGE - 1) & ~(u64)(SR_PAGE - 1);
+		if ((end - from) / SR_PAGE < pages)
+			pages = (u32)((end - from) / SR_PAGE);
+	}
+	struct bpf_dynptr dp;
+	if (bpf_ringbuf_reserve_dynptr(&rb, sizeof(struct sr_stack) + pages * SR_PAGE, 0, &dp)) {
+		bpf_ringbuf_discard_dynptr(&dp, 0);
+		count(SR_STAT_DROPPED);
 		return 0;
+	}
+	struct sr_stack *e = bpf_dynptr_data(&dp, 0, sizeof(*e));
+	if (!e) {
+		bpf_ringbuf_discard_dynptr(&dp, 0);
+		return 0;
+	}
 	hdr(&e->h, SR_STACK, sizeof(*e));
 	e->h.time = t;
 	e->regs[0] = regs->ip;
@@ -259,30 +284,30 @@ static __always_inline u64 stack_copy(struct pt_regs *regs, u64 t)
 	e->regs[15] = regs->r10;
 	e->regs[16] = regs->r11;
 	e->regs[17] = regs->flags;
-	/* Whole pages, from the one sp is in up to room bytes: a page is
-	 * there or not.  One that is not, below others that are, is a hole
-	 * (a page a deep frame reserved and never wrote, or one swapped
-	 * out): the copy goes on past it, as the frames above it are still
-	 * there to unwind.  It ends after the last page that is there (the
-	 * top of the stack). */
-	u64 from = regs->sp & ~(u64)(SR_PAGE - 1);
-	u64 holes = 0;
-	e->base = from;
-	e->size = 0;
+	/* Whole pages, from the one sp is in up to `pages`: a page is there
+	 * or not.  One that is not, below others that are, is a hole (a page
+	 * a deep frame reserved and never wrote, or one swapped out): the
+	 * copy goes on past it, as the frames above it are still there to
+	 * unwind.  It ends after the last page that is there (the top of the
+	 * stack). */
+	u64 holes = 0, size = 0;
 	for (u32 i = 0; i < SR_STACK_MAX / SR_PAGE + 1; i++) {
-		if ((i + 1) * SR_PAGE > room)
+		if (i >= pages)
 			break;
-		if (bpf_probe_read_user(e->data + i * SR_PAGE, SR_PAGE, (void *)(from + i * SR_PAGE))) {
+		void *d = bpf_dynptr_data(&dp, sizeof(*e) + i * SR_PAGE, SR_PAGE);
+		if (!d || bpf_probe_read_user(d, SR_PAGE, (void *)(from + i * SR_PAGE))) {
 			holes |= 1ull << i;
 			continue;
 		}
-		e->size = (i + 1) * SR_PAGE;
+		size = (i + 1) * SR_PAGE;
 	}
-	e->holes = holes & ((1ull << (e->size / SR_PAGE)) - 1);
-	if (!e->size)
+	e->base = from;
+	e->size = size;
+	e->holes = holes & ((1ull << (size / SR_PAGE)) - 1);
+	if (!size)
 		count(SR_STAT_NOSTACK);
-	e->h.size = sizeof(*e) + e->size;
-	bpf_ringbuf_submit(e, wake());
+	e->h.size = sizeof(*e) + size;
+	bpf_ringbuf_submit_dynptr(&dp, wake());
 	return t;
 }
 
@@ -338,7 +363,7 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 	}
 	/* The call's time starts after the stack copy, which is vmrec's
 	 * cost, not the call's. */
-	p->t_stack = stack_bytes ? stack_copy(regs, bpf_ktime_get_ns()) : 0;
+	p->t_stack = stack_bytes ? stack_copy(regs, p, bpf_ktime_get_ns()) : 0;
 	p->off_ns = p->t_out = 0;
 	p->vcsw = p->ivcsw = 0;
 	p->t_enter = bpf_ktime_get_ns();
@@ -576,13 +601,22 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (ctgid != ptgid)
 		bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY);
-	if (want_faults) {
-		/* Its counters start at 0 (copy_process): all its faults are
-		 * to be told. */
+	if (want_faults || stack_bytes) {
 		struct pending *c = bpf_task_storage_get(&pend, child, 0,
 							 BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (c)
+		/* Its counters start at 0 (copy_process): all its faults are
+		 * to be told. */
+		if (c && want_faults)
 			c->acct_ok = 1;
+		/* The top of its stack: where its first sp is, on a stack of
+		 * its own (a thread's); else it goes on on its parent's. */
+		if (c && stack_bytes) {
+			struct pt_regs *cr = (struct pt_regs *)bpf_task_pt_regs(child);
+			struct pt_regs *pr = (struct pt_regs *)bpf_task_pt_regs(parent);
+			struct pending *pp = bpf_task_storage_get(&pend, parent, 0, 0);
+			u64 csp = BPF_CORE_READ(cr, sp), psp = BPF_CORE_READ(pr, sp);
+			c->stack_top = csp != psp ? csp : pp ? pp->stack_top : 0;
+		}
 	}
 	struct sr_fork *e = reserve(sizeof(*e));
 	if (!e)
@@ -612,6 +646,9 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	struct pending *fp = task_pend(task);
 	if (fp)
 		gup(task, fp, 0, 0);
+	/* The new image's stack: its top is where its arguments start. */
+	if (fp && stack_bytes)
+		fp->stack_top = BPF_CORE_READ(task, mm, start_stack);
 	/* The new image's mappings, before its first instruction: the MAPS
 	 * snapshot, without a stop.  (The loop keeps no state from one VMA
 	 * to the next, so that the verifier sees its body once.) */
