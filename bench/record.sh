@@ -23,9 +23,9 @@
 # ptrace backend's touch sources cost (resident, faults: the default where
 # the fault tracepoints open, user and kernel mode), on real programs too.
 # --stacks (stream): the seed-000 loop at most 1.6x native, and with two
-# threads at most 1% of its calls without a stack.  The --stacks table:
-# also the 2-thread loop, and per variant the share
-# of calls vmrec recorded without a stack (goal: at most 1%).
+# threads at most 1% of its calls without a stack; the --stacks table
+# gives each variant's share of calls without a stack (nostk%, from
+# vmrec's summary line).
 # Usage: B=build [SECTIONS="main touch stacks"] sh bench/record.sh [ROUNDS] [ITERATIONS]
 # (SECTIONS: which of the three tables to measure, all by default)
 set -eu
