@@ -156,8 +156,8 @@ n = d[\"ops\"][\"madvise\"][\"count\"] + d[\"lost\"][\"events\"]
 assert 2 * $burst <= n <= 2 * $burst + 32, (d[\"ops\"][\"madvise\"], d[\"lost\"])
 '"
 
-# With stacks every record carries a stack copy (8 KiB), and vmrec falls
-# behind two threads calling at full speed: past 3/4 of the ring the
+# With stacks every record carries a stack copy, and should vmrec fall
+# behind two threads calling at full speed, past 3/4 of the ring the
 # kernel leaves stacks out rather than lose calls.  Every call is there;
 # each one without a stack is counted in the summary line.
 "$VMREC" --force -o "$T/burst-stacks.zst" --backend=stream --stacks -- "$W/seed000" --mode new --threads 2 --iterations 100000 --no-touch > /dev/null 2> "$T/burst-stacks.err"
