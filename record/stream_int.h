@@ -32,7 +32,7 @@
  * buffer used as a ring (they leave in the order they came): each copied
  * once from the ring buffer, never moved, into memory that is reused.  A
  * copy that does not fit goes into the window itself. */
-#define STREAM_STACK_ARENA (16u << 20)
+#define STREAM_STACK_ARENA (4u << 20)
 
 
 /* A SR_FILE waiting for its SR_CALL (the same task's next record). */
