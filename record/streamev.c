@@ -187,8 +187,8 @@ int stream_record(void *ctx, void *data, size_t size)
 		memcpy(&f->f, data, sizeof(f->f));
 		return 0;
 	} else if (h->kind == SR_STACK && size >= sizeof(struct sr_stack)) {
-		/* Into the window from the stack pointer up (the kernel copied
-		 * whole pages): less to move. */
+		/* From the stack pointer up (a kernel that copied whole pages
+		 * copied some below it): less to move. */
 		struct sr_stack k;
 		_Static_assert(sizeof(k) % 8 == 0, "the copy follows the record");
 		memcpy(&k, data, sizeof(k));

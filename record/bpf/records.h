@@ -147,7 +147,8 @@ struct sr_fault {
 	unsigned int pad;
 };
 
-#define SR_STACK_MAX 16384 /* bytes above sp: the copy is of whole pages */
+#define SR_STACK_MAX 16384 /* bytes above sp: the copy goes on to the end
+			      of a page */
 #define SR_PAGE 4096
 #define SR_NREGS 18 /* x86-64: ip sp bp bx r12 r13 r14 r15 ax cx dx si di
 		       r8 r9 r10 r11 flags */
@@ -155,11 +156,12 @@ struct sr_fault {
 struct sr_stack {
 	struct sr_hdr h;
 	unsigned long long regs[SR_NREGS];
-	unsigned long long base; /* the address of data[0]: sp's page */
+	unsigned long long base; /* the address of data[0]: sp, rounded down
+				    to 8 */
 	unsigned long long size; /* bytes of stack that follow */
-	/* Bit i: the page at base + i * SR_PAGE could not be read (never
-	 * touched, or not in memory), and its bytes in data are zeros that
-	 * say nothing. */
+	/* Bit i: the page at (base & ~(SR_PAGE - 1)) + i * SR_PAGE could not
+	 * be read (never touched, or not in memory), and its bytes in data
+	 * are zeros that say nothing. */
 	unsigned long long holes;
 	unsigned char data[];
 };

@@ -227,6 +227,18 @@ static __always_inline void gup(struct task_struct *t, struct pending *p, u32 le
 	bpf_ringbuf_submit(e, wake());
 }
 
+/* Per-CPU scratch for the part of sp's page above sp (the ring record
+ * takes it through bpf_dynptr_write, whose length may vary). */
+struct stack_page {
+	unsigned char b[SR_PAGE];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct stack_page);
+} stack_scratch SEC(".maps");
+
 /* The registers and the top of the user stack at a call's entry, in an
  * SR_STACK of time t (the call's SR_CALL names it by its t_stack).
  * Returns t, or 0 when there is no copy. */
@@ -253,8 +265,17 @@ static __always_inline u64 stack_copy(struct pt_regs *regs, struct pending *p, u
 		if ((end - from) / SR_PAGE < pages)
 			pages = (u32)((end - from) / SR_PAGE);
 	}
+	/* Of sp's page, only what lies above sp (to the next 8 bytes down):
+	 * the copy starts there. */
+	u64 lo = regs->sp & ~7ull;
+	u32 first = SR_PAGE - (u32)(lo & (SR_PAGE - 1)); /* 8 .. SR_PAGE */
+	u32 zero = 0;
+	struct stack_page *sc = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!sc)
+		return 0;
 	struct bpf_dynptr dp;
-	if (bpf_ringbuf_reserve_dynptr(&rb, sizeof(struct sr_stack) + pages * SR_PAGE, 0, &dp)) {
+	if (bpf_ringbuf_reserve_dynptr(&rb, sizeof(struct sr_stack) + first + (pages - 1) * SR_PAGE,
+				       0, &dp)) {
 		bpf_ringbuf_discard_dynptr(&dp, 0);
 		count(SR_STAT_DROPPED);
 		return 0;
@@ -291,19 +312,29 @@ static __always_inline u64 stack_copy(struct pt_regs *regs, struct pending *p, u
 	 * unwind.  It ends after the last page that is there (the top of the
 	 * stack). */
 	u64 holes = 0, size = 0;
-	for (u32 i = 0; i < SR_STACK_MAX / SR_PAGE + 1; i++) {
+	if (first > SR_PAGE)
+		first = SR_PAGE;
+	if (first < 8)
+		first = 8;
+	if (bpf_probe_read_user(sc->b, first, (void *)lo) ||
+	    bpf_dynptr_write(&dp, sizeof(*e), sc->b, first, 0))
+		holes |= 1;
+	else
+		size = first;
+	for (u32 i = 1; i < SR_STACK_MAX / SR_PAGE + 1; i++) {
 		if (i >= pages)
 			break;
-		void *d = bpf_dynptr_data(&dp, sizeof(*e) + i * SR_PAGE, SR_PAGE);
+		void *d = bpf_dynptr_data(&dp, sizeof(*e) + first + (i - 1) * SR_PAGE, SR_PAGE);
 		if (!d || bpf_probe_read_user(d, SR_PAGE, (void *)(from + i * SR_PAGE))) {
 			holes |= 1ull << i;
 			continue;
 		}
-		size = (i + 1) * SR_PAGE;
+		size = first + i * SR_PAGE;
 	}
-	e->base = from;
+	e->base = lo;
 	e->size = size;
-	e->holes = holes & ((1ull << (size / SR_PAGE)) - 1);
+	/* (holes: of the pages from sp's, those below the last one copied) */
+	e->holes = size ? holes & ((1ull << ((lo + size - from + SR_PAGE - 1) / SR_PAGE)) - 1) : 0;
 	if (!size)
 		count(SR_STAT_NOSTACK);
 	e->h.size = sizeof(*e) + size;
