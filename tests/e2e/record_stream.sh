@@ -125,6 +125,11 @@ same_stacks() { # NAME CMD...
 same_stacks seed000-old "$W/seed000" --threads 2 --iterations 300 --mode old
 same_stacks everyop "$W/everyop"
 same_stacks forkexec "$W/forkexec"
+# Threads of raw clone and clone3 on stacks of their own, whose copies
+# end at the top the kernel took at their clone (their first sp), and a
+# thread made with every signal blocked, a handler with a full mask.
+same_stacks tasks-clone "$W/tasks" --mode clone
+same_stacks tasks-masks "$W/tasks" --mode masks
 # (python3's allocations depend on its hash seed)
 export PYTHONHASHSEED=0
 same_stacks python3 python3 -c 'import json, decimal'
