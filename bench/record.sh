@@ -131,31 +131,10 @@ bench() {
 	done
 	echo "$line"
 }
-# bench_two NAME V1 V2 -- CMD...: two variants against native
+# bench_two NAME V1 V2 -- CMD...: two variants against native; with
+# STK=1 (bench_stacks), after each variant's times the median % of calls
+# without a stack (the third number `run` prints for a --stacks variant)
 bench_two() {
-	name=$1 v1=$2 v2=$3; shift 4
-	for v in $v1 $v2; do : > "$tmp/e.$v"; : > "$tmp/p.$v"; done
-	: > "$tmp/e.native"
-	for r in $(seq "$rounds"); do
-		run native "$@" > "$tmp/base"
-		read -r be bp _ < "$tmp/base"
-		echo "$be" >> "$tmp/e.native"
-		for v in $v1 $v2; do
-			run "$v" "$@" > "$tmp/one"
-			read -r e p < "$tmp/one"
-			echo "$e $be" | awk '{print $1 / $2}' >> "$tmp/e.$v"
-			[ "$p" != 0 ] && echo "$p $bp" | awk '{print $1 / $2}' >> "$tmp/p.$v"
-		done
-	done
-	printf '%-24s %9.1f %s %s %s %s\n' "$name" \
-		"$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')" \
-		"$(ratio "$(median < "$tmp/e.$v1")")" "$(ratio "$(median < "$tmp/p.$v1")")" \
-		"$(ratio "$(median < "$tmp/e.$v2")")" "$(ratio "$(median < "$tmp/p.$v2")")"
-}
-
-# bench_stacks NAME V1 V2 -- CMD...: as bench_two, and after each
-# variant's times the median % of calls without a stack
-bench_stacks() {
 	name=$1 v1=$2 v2=$3; shift 4
 	for v in $v1 $v2; do : > "$tmp/e.$v"; : > "$tmp/p.$v"; : > "$tmp/s.$v"; done
 	: > "$tmp/e.native"
@@ -168,15 +147,20 @@ bench_stacks() {
 			read -r e p s < "$tmp/one"
 			echo "$e $be" | awk '{print $1 / $2}' >> "$tmp/e.$v"
 			[ "$p" != 0 ] && echo "$p $bp" | awk '{print $1 / $2}' >> "$tmp/p.$v"
-			[ "$s" != - ] && echo "$s" >> "$tmp/s.$v"
+			[ -n "$s" ] && [ "$s" != - ] && echo "$s" >> "$tmp/s.$v"
 		done
 	done
-	printf '%-24s %9.1f %s %s %s %s %s %s\n' "$name" \
-		"$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')" \
-		"$(ratio "$(median < "$tmp/e.$v1")")" "$(ratio "$(median < "$tmp/p.$v1")")" \
-		"$(ratio "$(median < "$tmp/s.$v1")")" \
-		"$(ratio "$(median < "$tmp/e.$v2")")" "$(ratio "$(median < "$tmp/p.$v2")")" \
-		"$(ratio "$(median < "$tmp/s.$v2")")"
+	line=$(printf '%-24s %9.1f' "$name" "$(median < "$tmp/e.native" | awk '{print $1 / 1e6}')")
+	for v in $v1 $v2; do
+		line="$line $(ratio "$(median < "$tmp/e.$v")") $(ratio "$(median < "$tmp/p.$v")")"
+		[ "${STK:-0}" = 1 ] && line="$line $(ratio "$(median < "$tmp/s.$v")")"
+	done
+	echo "$line"
+}
+
+# bench_stacks NAME V1 V2 -- CMD...: bench_two with the stacks column
+bench_stacks() {
+	STK=1 bench_two "$@"
 }
 
 if want main; then
