@@ -4,7 +4,12 @@
  *
  *   fmtbench seed000|random EVENTS REPEATS
  * prints: stream events file_bytes bytes_per_event encode_ev_s decode_ev_s(median)
+ *   fmtbench read TRACE REPEATS
+ * decodes a recorded trace on this thread alone (the reader's sequential
+ * path, without the prefetch thread) and prints: events file_bytes
+ * bytes_per_event decode_ev_s(median) in M events/s.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +41,56 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Decode TRACE REPEATS times; the median rate. */
+static int read_trace(const char *path, int reps)
+{
+	double *dec = calloc((size_t)reps, sizeof(double));
+	uint64_t cnt = 0, sum = 0;
+	off_t size = 0;
+	for (int r = 0; r < reps; r++) {
+		int fd = open(path, O_RDONLY), err = 0, rc;
+		if (fd < 0) {
+			fprintf(stderr, "fmtbench: cannot open '%s': %s\n", path, strerror(errno));
+			return 1;
+		}
+		size = lseek(fd, 0, SEEK_END);
+		lseek(fd, 0, SEEK_SET);
+		struct vmt_event ev;
+		double d0 = now();
+		vmt_reader *rd = vmt_reader_open_fd(fd, &err, NULL, 0);
+		if (!rd) {
+			fprintf(stderr, "fmtbench: '%s': %s\n", path, strerror(-err));
+			return 1;
+		}
+		cnt = 0;
+		while ((rc = vmt_reader_next(rd, &ev)) == 1) {
+			cnt++;
+			sum += ev.ts_ns;
+		}
+		dec[r] = now() - d0;
+		if (rc != 0) {
+			fprintf(stderr, "fmtbench: '%s': %s\n", path, vmt_reader_errmsg(rd));
+			return 1;
+		}
+		vmt_reader_free(rd);
+		close(fd);
+	}
+	if (sum == 42)
+		puts("");
+	qsort(dec, (size_t)reps, sizeof(double), cmp);
+	printf("%llu %lld %.2f %.1f\n", (unsigned long long)cnt, (long long)size,
+	       (double)size / (double)cnt, (double)cnt / dec[reps / 2] / 1e6);
+	free(dec);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "read") == 0)
+		return read_trace(argv[2], atoi(argv[3]));
 	if (argc != 4) {
-		fprintf(stderr, "usage: fmtbench seed000|random EVENTS REPEATS\n");
+		fprintf(stderr, "usage: fmtbench seed000|random EVENTS REPEATS\n"
+				"       fmtbench read TRACE REPEATS\n");
 		return 2;
 	}
 	int random = strcmp(argv[1], "random") == 0;

@@ -890,7 +890,7 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
 		     struct vmt_scratch *s, uint16_t minor, uint32_t page_size,
 		     struct vmt_event *ev, const char **why)
 {
-	/* (The reader tries vmt_decode_syscall_fast() before calling this.) */
+	/* (The reader tries vmt_decode_fast() before calling this.) */
 	uint64_t kind = vmt_get_varint(c);
 	uint64_t plen = vmt_get_varint(c);
 	if (c->bad)

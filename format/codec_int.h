@@ -144,21 +144,22 @@ static inline uint64_t vmt_get_varint_slow(struct vmt_cursor *c)
 
 static inline uint64_t vmt_get_varint(struct vmt_cursor *c)
 {
+	/* Each length checks its own bytes: a record's last fields are
+	 * near its end, and must not all take the slow loop. */
 	const uint8_t *p = c->p;
-	if (__builtin_expect(c->end - p >= 3, 1)) {
-		if (p[0] < 0x80) {
-			c->p = p + 1;
-			return p[0];
-		}
-		if (p[1] < 0x80) {
-			c->p = p + 2;
-			return (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
-		}
-		if (p[2] < 0x80) {
-			c->p = p + 3;
-			return (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 |
-			       (uint64_t)p[2] << 14;
-		}
+	ptrdiff_t room = c->end - p;
+	if (__builtin_expect(room >= 1, 1) && p[0] < 0x80) {
+		c->p = p + 1;
+		return p[0];
+	}
+	if (room >= 2 && p[1] < 0x80) {
+		c->p = p + 2;
+		return (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+	}
+	if (room >= 3 && p[2] < 0x80) {
+		c->p = p + 3;
+		return (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 |
+		       (uint64_t)p[2] << 14;
 	}
 	return vmt_get_varint_slow(c);
 }
@@ -236,17 +237,23 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
 		     struct vmt_scratch *s, uint16_t minor, uint32_t page_size,
 		     struct vmt_event *ev, const char **why);
 
-/* The fast path for SYSCALL records, which are nearly all of a trace:
- * everything in locals, one pass, validated as it goes.  Anything unusual
- * (a long varint, a bad field) returns 0 without side effects, and the
- * general decoder then does the work and names the problem. */
+/* The fast path for SYSCALL and FAULT records, which are nearly all of a
+ * trace: everything in locals, one pass, validated as it goes.  Anything
+ * unusual (a long varint, a bad field, another kind) returns 0 without
+ * side effects, and the general decoder then does the work and names the
+ * problem.  Each kind's part starts after the record's kind. */
 #define FV(P_, E_, out)                                                  \
 	do {                                                             \
-		if (__builtin_expect((E_) - (P_) >= 3, 1) && (P_)[0] < 0x80) { \
+		if (__builtin_expect((E_) - (P_) >= 1, 1) && (P_)[0] < 0x80) { \
 			(out) = *(P_)++;                                 \
-		} else if ((E_) - (P_) >= 3 && (P_)[1] < 0x80) {         \
+		} else if ((E_) - (P_) >= 2 && (P_)[1] < 0x80) {         \
 			(out) = (uint64_t)((P_)[0] & 0x7f) | (uint64_t)(P_)[1] << 7; \
 			(P_) += 2;                                       \
+		} else if ((E_) - (P_) >= 3 && (P_)[2] < 0x80) {         \
+			(out) = (uint64_t)((P_)[0] & 0x7f) |             \
+				(uint64_t)((P_)[1] & 0x7f) << 7 |        \
+				(uint64_t)(P_)[2] << 14;                 \
+			(P_) += 3;                                       \
 		} else {                                                 \
 			struct vmt_cursor t_ = { (P_), (E_), 0 };        \
 			(out) = vmt_get_varint_slow(&t_);                \
@@ -256,15 +263,12 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
 		}                                                        \
 	} while (0)
 
-static inline int vmt_decode_syscall_fast(struct vmt_cursor *c, struct vmt_cursor *times,
-				      struct vmt_tmap *tm, uint16_t minor,
-				      struct vmt_event *ev)
+static inline int vmt_fast_syscall(struct vmt_cursor *c, const uint8_t *p,
+				   struct vmt_cursor *times, struct vmt_tmap *tm,
+				   uint16_t minor, struct vmt_event *ev)
 {
-	const uint8_t *p = c->p, *end = c->end, *tp = times->p, *tend = times->end;
-	uint64_t kind, plen, thread, proc, tsz, op, z, dur, stack, flags;
-	FV(p, end, kind);
-	if (kind != VMT_EV_SYSCALL)
-		return 0;
+	const uint8_t *end = c->end, *tp = times->p, *tend = times->end;
+	uint64_t plen, thread, proc, tsz, op, z, dur, stack, flags;
 	FV(p, end, plen);
 	if (plen > (uint64_t)(end - p))
 		return 0;
@@ -346,6 +350,64 @@ static inline int vmt_decode_syscall_fast(struct vmt_cursor *c, struct vmt_curso
 	c->p = rec_end;
 	times->p = tp;
 	return 1;
+}
+
+static inline int vmt_fast_fault(struct vmt_cursor *c, const uint8_t *p,
+				 struct vmt_cursor *times, struct vmt_tmap *tm,
+				 uint16_t minor, struct vmt_event *ev)
+{
+	const uint8_t *end = c->end, *tp = times->p, *tend = times->end;
+	uint64_t plen, thread, proc, za, zi, access, flags = 0, tsz;
+	FV(p, end, plen);
+	if (plen > (uint64_t)(end - p))
+		return 0;
+	const uint8_t *rec_end = p + plen;
+	FV(p, rec_end, thread);
+	FV(p, rec_end, proc);
+	if (thread >= VMT_MAX_THREADS || proc >= VMT_MAX_THREADS)
+		return 0;
+	FV(p, rec_end, za);
+	FV(p, rec_end, zi);
+	FV(p, rec_end, access);
+	/* 1.3: the flags after the access (none before) */
+	if (p != rec_end && minor >= 3)
+		FV(p, rec_end, flags);
+	if (access > 7 || (flags & ~(uint64_t)VMT_FLT__ALL) ||
+	    (p != rec_end && minor <= VMT_FORMAT_MINOR))
+		return 0;
+	FV(tp, tend, tsz);
+	struct vmt_tstate *st = vmt_tmap_get(tm, (uint32_t)thread);
+	if (!st)
+		return 0;
+	/* commit */
+	ev->kind = VMT_EV_FAULT;
+	ev->thread = (uint32_t)thread;
+	ev->proc = (uint32_t)proc;
+	ev->ts_ns = st->ts + (uint64_t)vmt_unzigzag(tsz);
+	st->ts = ev->ts_ns;
+	ev->u.fault.addr = st->addr + (uint64_t)vmt_unzigzag(za);
+	st->addr = ev->u.fault.addr;
+	ev->u.fault.ip = st->ip + (uint64_t)vmt_unzigzag(zi);
+	st->ip = ev->u.fault.ip;
+	ev->u.fault.access = (uint32_t)access;
+	ev->u.fault.flags = (uint32_t)flags;
+	c->p = rec_end;
+	times->p = tp;
+	return 1;
+}
+
+static inline int vmt_decode_fast(struct vmt_cursor *c, struct vmt_cursor *times,
+				  struct vmt_tmap *tm, uint16_t minor, struct vmt_event *ev)
+{
+	const uint8_t *p = c->p, *end = c->end;
+	if (__builtin_expect(end - p < 3, 0))
+		return 0;
+	/* every kind is one byte */
+	if (p[0] == VMT_EV_SYSCALL)
+		return vmt_fast_syscall(c, p + 1, times, tm, minor, ev);
+	if (p[0] == VMT_EV_FAULT)
+		return vmt_fast_fault(c, p + 1, times, tm, minor, ev);
+	return 0;
 }
 #undef FV
 

@@ -181,40 +181,25 @@ static void *producer(void *arg)
 		pf_reset(b);
 		int rc = 1;
 		while (b->n < BATCH_EVENTS) {
-			struct vmt_event *ev = &b->ev[b->n];
+			uint32_t got = 0;
 			uint64_t off = 0;
-			rc = p->fn(p->src, ev, &off);
-			if (rc != 1)
-				break;
-			if (b->n == 0)
-				b->chunk_off = off;
-			else if (off != b->chunk_off) {
-				/* a new chunk: the event opens the next batch,
-				 * and is kept apart until then */
-				struct vmt_event keep = *ev;
-				b->end = 0;
-				pthread_mutex_lock(&p->mu);
-				p->produced = seq + 1;
-				pthread_cond_signal(&p->filled);
-				while (!p->stop && (seq + 1 - p->consumed >= NBATCH || p->hold))
-					park(p);
-				stop = p->stop;
-				pthread_mutex_unlock(&p->mu);
-				if (stop)
-					return gone(p);
-				seq++;
-				b = p->b[seq % NBATCH];
-				pf_reset(b);
-				b->ev[0] = keep;
-				b->chunk_off = off;
-				ev = &b->ev[0];
+			int last = 0;
+			rc = p->fn(p->src, &b->ev[b->n], BATCH_EVENTS - b->n, &got, &off, &last);
+			if (got) {
+				if (b->n == 0)
+					b->chunk_off = off;
+				/* only the last event of a run may point into
+				 * the source's memory */
+				int err = pf_own(b, &b->ev[b->n + got - 1]);
+				b->n += got;
+				if (err) {
+					rc = err;
+					break;
+				}
 			}
-			int err = pf_own(b, ev);
-			if (err) {
-				rc = err;
+			/* a batch ends with its chunk: one offset per batch */
+			if (rc != 1 || (last && b->n))
 				break;
-			}
-			b->n++;
 		}
 		if (rc != 1)
 			b->end = rc ? rc : 1;

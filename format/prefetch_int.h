@@ -2,7 +2,7 @@
  * prefetch_int.h - internal to libvmtrace: decoding events ahead of their
  * consumer on a second thread (the reader's vmt_reader_prefetch()).
  *
- * A producer thread calls a source function, which decodes the next event
+ * A producer thread calls a source function, which decodes the next events
  * (the reader's sequential path: read, decompress, decode, validate), and
  * fills batches of events; the consumer takes them in order.  Strings and
  * arrays of events are copied into their batch, so that the pointers in an
@@ -15,10 +15,13 @@
 #include <stdint.h>
 #include "vmtrace.h"
 
-/* The source: returns 1 with *ev (pointers valid until the next call) and
- * *chunk_off set, 0 at the clean end, or a negative error, after which it
- * is not called again. */
-typedef int (*vmt_pf_source)(void *src, struct vmt_event *ev, uint64_t *chunk_off);
+/* The source: fills evs[0 .. *n) with up to max events, all of one chunk
+ * (*chunk_off its offset; *last set when they end it), of which only the
+ * last may point to memory of the source's (valid until the next call),
+ * and returns 1; 0 at the clean end, or a negative error, after the *n
+ * events before it; then it is not called again. */
+typedef int (*vmt_pf_source)(void *src, struct vmt_event *evs, uint32_t max, uint32_t *n,
+			     uint64_t *chunk_off, int *last);
 
 struct vmt_prefetch;
 

@@ -503,7 +503,7 @@ static int read_footer(struct vmt_reader *r, uint64_t off, uint32_t size)
 
 /* Account for one decoded event (rc 1 = returned, 2 = skipped); the first
  * returned event of a chunk must carry the descriptor's first time. */
-static int took(struct vmt_reader *r, const struct vmt_event *ev, int rc)
+static inline int took(struct vmt_reader *r, const struct vmt_event *ev, int rc)
 {
 	if (r->chunk_decoded == 0 && rc == 1 && ev->ts_ns != r->chunk_first_ts)
 		return fail(r, VMT_E_CORRUPT, r->chunk_off + 32,
@@ -518,13 +518,85 @@ static int took(struct vmt_reader *r, const struct vmt_event *ev, int rc)
 
 static int reader_next(vmt_reader *r, struct vmt_event *ev);
 
-/* The producer's source (prefetch_int.h). */
-static int pf_source(void *src, struct vmt_event *ev, uint64_t *chunk_off)
+/* Decode the next event of the current chunk (r->chunk_left > 0): 1, 2 for
+ * a skipped kind of a newer version, or the error. */
+static int decode_in_chunk(struct vmt_reader *r, struct vmt_event *ev)
+{
+	if (r->cur.p >= r->cur.end)
+		return fail(r, VMT_E_CORRUPT, r->chunk_off,
+			    "chunk holds %u events, its descriptor says %u",
+			    r->chunk_decoded, r->chunk_decoded + r->chunk_left);
+	uint64_t at = (uint64_t)(r->cur.p - r->rbuf);
+	const char *why = "invalid event";
+	int rc = vmt_decode_event(&r->cur, &r->times, &r->tm, &r->scratch,
+				  r->hdr.minor, r->hdr.page_size, ev, &why);
+	if (rc < 0)
+		return fail(r, rc, r->chunk_off,
+			    "chunk event %u (byte %llu of the chunk's data): %s",
+			    r->chunk_decoded, (unsigned long long)at,
+			    rc == -ENOMEM ? "out of memory" : why);
+	return took(r, ev, rc);
+}
+
+/* Whether ev points into the reader's scratch memory (valid only until
+ * the next event is decoded). */
+static int owns_memory(const struct vmt_event *ev)
+{
+	switch (ev->kind) {
+	case VMT_EV_MAP_FILE:
+	case VMT_EV_EXEC:
+	case VMT_EV_STRING:
+	case VMT_EV_STACK:
+	case VMT_EV_TOUCH:
+	case VMT_EV_MAPS:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The producer's source (prefetch_int.h): a run of events of one chunk.
+ * SYSCALL and FAULT records are decoded by the fast path in a loop here;
+ * an event that points into the reader's memory ends the run. */
+static int pf_fill(void *src, struct vmt_event *evs, uint32_t max, uint32_t *n,
+		   uint64_t *chunk_off, int *last)
 {
 	struct vmt_reader *r = src;
-	int rc = reader_next(r, ev);
+	uint32_t k = 0;
+	*n = 0;
+	*last = 0;
+	if (r->chunk_left == 0 || r->err || r->done) {
+		/* the next chunk, or the end: by the general path */
+		int rc = reader_next(r, &evs[0]);
+		*chunk_off = r->chunk_off;
+		if (rc != 1)
+			return rc;
+		k = 1;
+		if (owns_memory(&evs[0]) || r->chunk_left == 0) {
+			*n = 1;
+			*last = r->chunk_left == 0;
+			return 1;
+		}
+	}
 	*chunk_off = r->chunk_off;
-	return rc;
+	while (k < max && r->chunk_left) {
+		struct vmt_event *ev = &evs[k];
+		int rc;
+		if (__builtin_expect(vmt_decode_fast(&r->cur, &r->times, &r->tm, r->hdr.minor, ev), 1))
+			rc = took(r, ev, 1);
+		else
+			rc = decode_in_chunk(r, ev);
+		if (rc < 0)
+			break;
+		if (rc == 2)
+			continue;
+		k++;
+		if (owns_memory(ev))
+			break;
+	}
+	*n = k;
+	*last = r->chunk_left == 0;
+	return r->err ? r->err : 1;
 }
 
 int vmt_reader_prefetch(vmt_reader *r)
@@ -534,7 +606,7 @@ int vmt_reader_prefetch(vmt_reader *r)
 	if (r->file_size == UINT64_MAX)
 		return -ENOTSUP; /* a pipe: vmt_reader_free must not wait on it */
 	int err = 0;
-	r->pf = vmt_pf_start(pf_source, r, &err);
+	r->pf = vmt_pf_start(pf_fill, r, &err);
 	return r->pf ? 0 : err;
 }
 
@@ -563,7 +635,7 @@ static int reader_next(vmt_reader *r, struct vmt_event *ev)
 	/* The common case first: a well-formed SYSCALL inside a chunk.  The
 	 * general decoder below handles everything else and names errors. */
 	if (__builtin_expect(r->chunk_left && !r->err, 1) &&
-	    vmt_decode_syscall_fast(&r->cur, &r->times, &r->tm, r->hdr.minor, ev))
+	    vmt_decode_fast(&r->cur, &r->times, &r->tm, r->hdr.minor, ev))
 		return took(r, ev, 1);
 	if (r->err)
 		return r->err;
@@ -574,16 +646,7 @@ static int reader_next(vmt_reader *r, struct vmt_event *ev)
 			if (r->chunk_left == 0)
 				return fail(r, VMT_E_CORRUPT, r->chunk_off,
 					    "chunk holds more events than its descriptor says");
-			uint64_t at = (uint64_t)(r->cur.p - r->rbuf);
-			const char *why = "invalid event";
-			int rc = vmt_decode_event(&r->cur, &r->times, &r->tm, &r->scratch,
-						  r->hdr.minor, r->hdr.page_size, ev, &why);
-			if (rc < 0)
-				return fail(r, rc, r->chunk_off,
-					    "chunk event %u (byte %llu of the chunk's data): %s",
-					    r->chunk_decoded, (unsigned long long)at,
-					    rc == -ENOMEM ? "out of memory" : why);
-			rc = took(r, ev, rc);
+			int rc = decode_in_chunk(r, ev);
 			if (rc != 2)
 				return rc;
 			continue; /* skipped a kind from a newer version */
