@@ -247,31 +247,41 @@ fail:
 	return NULL;
 }
 
-int vmt_pf_next(struct vmt_prefetch *p, struct vmt_event *ev, uint64_t *chunk_off)
+/* The next batch, once the current one is used up: 1, or the end. */
+static int next_batch(struct vmt_prefetch *p)
+{
+	struct pf_batch *b = p->cur;
+	if (b && b->end) {
+		p->final = b->end;
+		return p->final > 0 ? 0 : p->final;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (b) { /* done with it: the producer may refill it */
+		p->consumed++;
+		pthread_cond_signal(&p->freed);
+	}
+	while (p->produced == p->consumed)
+		pthread_cond_wait(&p->filled, &p->mu);
+	p->cur = p->b[p->consumed % NBATCH];
+	pthread_mutex_unlock(&p->mu);
+	p->pos = 0;
+	return 1;
+}
+
+int vmt_pf_next_ref(struct vmt_prefetch *p, const struct vmt_event **ev, uint64_t *chunk_off)
 {
 	for (;;) {
-		if (p->final)
-			return p->final > 0 ? 0 : p->final;
 		struct pf_batch *b = p->cur;
-		if (b && p->pos < b->n) {
-			*ev = b->ev[p->pos++];
+		if (__builtin_expect(b && p->pos < b->n && !p->final, 1)) {
+			*ev = &b->ev[p->pos++];
 			*chunk_off = b->chunk_off;
 			return 1;
 		}
-		if (b && b->end) {
-			p->final = b->end;
-			continue;
-		}
-		pthread_mutex_lock(&p->mu);
-		if (b) { /* done with it: the producer may refill it */
-			p->consumed++;
-			pthread_cond_signal(&p->freed);
-		}
-		while (p->produced == p->consumed)
-			pthread_cond_wait(&p->filled, &p->mu);
-		p->cur = p->b[p->consumed % NBATCH];
-		pthread_mutex_unlock(&p->mu);
-		p->pos = 0;
+		if (p->final)
+			return p->final > 0 ? 0 : p->final;
+		int rc = next_batch(p);
+		if (rc != 1)
+			return rc;
 	}
 }
 

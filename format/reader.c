@@ -54,6 +54,7 @@ struct vmt_reader {
 	 * producer thread until the consumer has seen the end (pf_final);
 	 * the consumer's own position is here. */
 	struct vmt_prefetch *pf;
+	struct vmt_event ev; /* vmt_reader_next_ref's, without prefetch */
 	int pf_final;	      /* 0, 1 (end reached), or the error */
 	uint64_t pf_events;   /* events returned to the consumer */
 	uint64_t pf_chunk_off;
@@ -615,18 +616,31 @@ void vmt_reader_hold(vmt_reader *r, int on)
 	vmt_pf_hold(r->pf, on);
 }
 
-int vmt_reader_next(vmt_reader *r, struct vmt_event *ev)
+int vmt_reader_next_ref(vmt_reader *r, const struct vmt_event **ev)
 {
-	if (!r->pf)
-		return reader_next(r, ev);
-	int rc = vmt_pf_next(r->pf, ev, &r->pf_chunk_off);
-	if (rc == 1) {
+	if (!r->pf) {
+		*ev = &r->ev;
+		return reader_next(r, &r->ev);
+	}
+	int rc = vmt_pf_next_ref(r->pf, ev, &r->pf_chunk_off);
+	if (__builtin_expect(rc == 1, 1)) {
 		r->pf_events++;
 		return 1;
 	}
 	r->pf_final = rc ? rc : 1;
 	if (rc < 0 && !r->err) /* the producer's own failure: no memory */
 		fail(r, rc, r->pf_chunk_off, "out of memory");
+	return rc;
+}
+
+int vmt_reader_next(vmt_reader *r, struct vmt_event *ev)
+{
+	if (!r->pf)
+		return reader_next(r, ev);
+	const struct vmt_event *e;
+	int rc = vmt_reader_next_ref(r, &e);
+	if (rc == 1)
+		*ev = *e;
 	return rc;
 }
 

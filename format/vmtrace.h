@@ -492,6 +492,9 @@ void vmt_reader_hold(vmt_reader *r, int on);
  * of the trace (footer read and consistent), or a negative error; after an
  * error the reader stays in that error. */
 int vmt_reader_next(vmt_reader *r, struct vmt_event *ev);
+/* The same without a copy: *ev points to the reader's event, valid (with
+ * what it points to) until the next call to either or vmt_reader_free(). */
+int vmt_reader_next_ref(vmt_reader *r, const struct vmt_event **ev);
 
 /* The message of the last error: what was wrong and at which byte offset,
  * e.g. "truncated at byte 1234: chunk needs 5000 bytes, 3000 left". */
