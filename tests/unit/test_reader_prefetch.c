@@ -3,7 +3,8 @@
  * messages, positions and footer as the sequential reader, on generated
  * traces of every kind (many chunks, so many batch boundaries), on the
  * golden and real traces, on traces cut short or with flipped bytes; a
- * reader freed with its thread mid-trace; the cases it refuses.
+ * reader freed with its thread mid-trace; the cases it refuses.  Each
+ * way also through vmt_reader_next_ref (the event in place, no copy).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,7 +36,10 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static void read_all(int fd, int prefetch, struct seen *s)
+/* how: READ_PREFETCH, READ_REF, both or neither */
+#define READ_PREFETCH 1
+#define READ_REF 2
+static void read_all(int fd, int how, struct seen *s)
 {
 	char msg[320];
 	int err = 0;
@@ -48,14 +52,15 @@ static void read_all(int fd, int prefetch, struct seen *s)
 		snprintf(s->msg, sizeof(s->msg), "%s", msg);
 		return;
 	}
-	if (prefetch)
+	if (how & READ_PREFETCH)
 		assert_int_equal(vmt_reader_prefetch(r), 0);
 	struct vmt_buf b = { 0 };
 	struct vmt_event ev;
+	const struct vmt_event *e = &ev;
 	int rc;
-	while ((rc = vmt_reader_next(r, &ev)) == 1) {
+	while ((rc = how & READ_REF ? vmt_reader_next_ref(r, &e) : vmt_reader_next(r, &ev)) == 1) {
 		vmt_buf_reset(&b);
-		vmt_render_json(&b, &ev);
+		vmt_render_json(&b, e);
 		s->hash = fnv(s->hash, b.data, b.len);
 		uint64_t pos[2] = { vmt_reader_event_index(r), vmt_reader_offset(r) };
 		s->hash = fnv(s->hash, pos, sizeof(pos));
@@ -79,12 +84,16 @@ static void same_both_ways(int fd, const char *what)
 {
 	struct seen a, b;
 	read_all(fd, 0, &a);
-	read_all(fd, 1, &b);
-	if (a.hash != b.hash || a.n != b.n || a.rc != b.rc || strcmp(a.msg, b.msg) ||
-	    a.footer_events != b.footer_events)
-		fail_msg("%s: sequential %llu events rc %d '%s', prefetched %llu events rc %d '%s'%s",
-			 what, (unsigned long long)a.n, a.rc, a.msg, (unsigned long long)b.n, b.rc,
-			 b.msg, a.hash != b.hash ? " (events differ)" : "");
+	for (int how = 1; how <= (READ_PREFETCH | READ_REF); how++) {
+		read_all(fd, how, &b);
+		if (a.hash != b.hash || a.n != b.n || a.rc != b.rc || strcmp(a.msg, b.msg) ||
+		    a.footer_events != b.footer_events)
+			fail_msg("%s: sequential %llu events rc %d '%s', %s%s %llu events rc %d '%s'%s",
+				 what, (unsigned long long)a.n, a.rc, a.msg,
+				 how & READ_PREFETCH ? "prefetched" : "sequential",
+				 how & READ_REF ? " in place" : "", (unsigned long long)b.n, b.rc,
+				 b.msg, a.hash != b.hash ? " (events differ)" : "");
+	}
 }
 
 /* A trace of n events of every kind in chunks of about chunk_bytes. */
