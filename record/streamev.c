@@ -89,18 +89,22 @@ static void q_put(struct stream *s, size_t at, const void *a, size_t alen, const
  * side writes 0): the record is followed by the copy's offset there. */
 #define STACK_IN_SK 1u
 
+/* No copy in s->sk: the next starts at its start again (the memory used
+ * stays what one window needs). */
+static void sk_reset(struct stream *s)
+{
+	s->skhead = s->sktail = 0;
+	s->skwrapped = 0;
+}
+
 /* Where n bytes (> 0, a multiple of 8) of a new copy go in s->sk, or -1
  * when they do not fit (or there is no memory for it). */
 static int64_t sk_alloc(struct stream *s, size_t n)
 {
 	if (!s->sk && !(s->sk = malloc(STREAM_STACK_ARENA)))
 		return -1;
-	if (!s->sklive) {
-		/* (from the start again: the memory used stays what one
-		 * window needs) */
-		s->skhead = s->sktail = 0;
-		s->skwrapped = 0;
-	}
+	if (!s->sklive)
+		sk_reset(s);
 	size_t at;
 	if (!s->skwrapped && s->sktail + n <= STREAM_STACK_ARENA)
 		at = s->sktail;
@@ -122,7 +126,7 @@ static void sk_free(struct stream *s, size_t at, size_t n)
 		s->skwrapped = 0; /* (the first of those at 0) */
 	s->skhead = at + n;
 	if (s->sklive && !--s->sklive)
-		s->skhead = s->sktail = 0, s->skwrapped = 0;
+		sk_reset(s);
 }
 
 /* Bytes of s->sk between the oldest copy and the newest. */
@@ -199,6 +203,8 @@ int stream_record(void *ctx, void *data, size_t size)
 		k.size -= skip;
 		k.h.size = (unsigned short)(sizeof(k) + k.size);
 		const unsigned char *bytes = (const unsigned char *)data + sizeof(k) + skip;
+		size_t tail = s->sktail;
+		int wrapped = s->skwrapped;
 		int64_t at = k.size ? sk_alloc(s, round8(k.size)) : -1;
 		if (at >= 0) {
 			/* (the window moves what it holds: this copy stays) */
@@ -206,8 +212,12 @@ int stream_record(void *ctx, void *data, size_t size)
 			memcpy(s->sk + off, bytes, k.size);
 			k.h.pad = STACK_IN_SK;
 			e = put(s, &k, sizeof(k), &off, sizeof(off));
-			if (e && !--s->sklive) /* (its bytes go with the next one freed) */
-				s->skhead = s->sktail = 0, s->skwrapped = 0;
+			if (e) { /* not kept: the newest copy's room is free again */
+				s->sktail = tail;
+				s->skwrapped = wrapped;
+				if (!--s->sklive)
+					sk_reset(s);
+			}
 		} else {
 			k.h.pad = 0;
 			e = put(s, &k, sizeof(k), bytes, k.size);
