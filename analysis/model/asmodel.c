@@ -212,12 +212,6 @@ struct node *van_am_next(const struct space *sp, const struct node *n)
 	return n->next;
 }
 
-static struct node *am_prev(const struct space *sp, const struct node *n)
-{
-	(void)sp;
-	return n->prev;
-}
-
 /* ---- counts ------------------------------------------------------------- */
 
 void van_am_account(struct van_asmodel *m, struct space *sp, const struct van_vma *v, int sign)
@@ -235,7 +229,10 @@ void van_am_account(struct van_asmodel *m, struct space *sp, const struct van_vm
 
 /* ---- nodes -------------------------------------------------------------- */
 
-struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct van_vma *v)
+/* Add a node for v between prev and succ (either may be NULL: the ends
+ * of the list), which are neighbours.  NULL when out of memory. */
+static struct node *am_link(struct van_asmodel *m, struct space *sp, struct node *prev,
+			    struct node *succ, const struct van_vma *v)
 {
 	struct node *n = m->free_nodes;
 	if (n) {
@@ -246,15 +243,10 @@ struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct
 	}
 	n->v = *v;
 	n->prio = rnd(m);
-	/* The successor in the treap's order: the first VMA with a higher
-	 * start (after those with an equal start). */
-	struct node *succ = van_am_first(sp, v->start);
-	while (succ && succ->v.start <= v->start)
-		succ = succ->next;
 	n->next = succ;
-	n->prev = succ ? succ->prev : sp->last;
-	if (n->prev)
-		n->prev->next = n;
+	n->prev = prev;
+	if (prev)
+		prev->next = n;
 	if (succ)
 		succ->prev = n;
 	else
@@ -262,6 +254,16 @@ struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct
 	t_insert(sp, n);
 	van_am_account(m, sp, &n->v, +1);
 	return n;
+}
+
+struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct van_vma *v)
+{
+	/* The successor in the treap's order: the first VMA with a higher
+	 * start (after those with an equal start). */
+	struct node *succ = van_am_first(sp, v->start);
+	while (succ && succ->v.start <= v->start)
+		succ = succ->next;
+	return am_link(m, sp, succ ? succ->prev : sp->last, succ, v);
 }
 
 void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
@@ -279,19 +281,26 @@ void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
 	m->free_nodes = n;
 }
 
-void van_am_split(struct van_asmodel *m, struct space *sp, uint64_t addr)
+struct node *van_am_split_node(struct van_asmodel *m, struct space *sp, struct node *n,
+			       uint64_t addr)
 {
-	struct node *n = van_am_first(sp, addr);
-	if (!n || n->v.start >= addr)
-		return; /* no VMA straddles addr */
 	struct van_vma hi = n->v;
 	hi.start = addr;
 	hi.offset += addr - n->v.start;
 	van_am_account(m, sp, &n->v, -1);
 	n->v.end = addr;
 	van_am_account(m, sp, &n->v, +1);
-	if (van_am_insert(m, sp, &hi))
+	struct node *h = am_link(m, sp, n, n->next, &hi);
+	if (h)
 		m->last.splits++;
+	return h;
+}
+
+void van_am_split(struct van_asmodel *m, struct space *sp, uint64_t addr)
+{
+	struct node *n = van_am_first(sp, addr);
+	if (n && n->v.start < addr) /* a VMA straddles addr */
+		van_am_split_node(m, sp, n, addr);
 }
 
 uint64_t van_am_unmap(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
@@ -314,20 +323,32 @@ uint64_t van_am_unmap(struct van_asmodel *m, struct space *sp, uint64_t a, uint6
 struct node *van_am_map(struct van_asmodel *m, struct space *sp, const struct van_vma *v,
 			uint64_t *was)
 {
-	/* Mapping over exactly one VMA (the old way to free memory: mmap
-	 * MAP_FIXED over what mprotect made accessible) reuses its node in
-	 * place: the same counts and VMAs as removing it and inserting v,
-	 * without two walks of the tree. */
-	struct node *n = van_am_first(sp, v->start);
-	if (n && n->v.start == v->start && n->v.end == v->end) {
-		*was = v->end - v->start;
-		van_am_account(m, sp, &n->v, -1);
-		n->v = *v;
-		van_am_account(m, sp, &n->v, +1);
-		return n;
+	/* The same VMAs and counts as unmapping [start, end) and inserting
+	 * v, but the first VMA the range meets is reused in place for v:
+	 * mapping over what mprotect made accessible (the old way to free
+	 * memory) then costs no walk of the tree, and at most the splits
+	 * at the two ends. */
+	struct node *n = van_am_first(sp, v->start), *x;
+	uint64_t bytes = 0;
+	*was = 0;
+	if (n && n->v.start < v->start && !(n = van_am_split_node(m, sp, n, v->start)))
+		return NULL;
+	if (!n || n->v.start >= v->end)
+		return am_link(m, sp, n ? n->prev : sp->last, n, v);
+	if (n->v.end > v->end && !van_am_split_node(m, sp, n, v->end))
+		return NULL;
+	while ((x = n->next) && x->v.start < v->end) {
+		if (x->v.end > v->end && !van_am_split_node(m, sp, x, v->end))
+			return NULL;
+		bytes += x->v.end - x->v.start;
+		van_am_remove(m, sp, x);
 	}
-	*was = van_am_unmap(m, sp, v->start, v->end);
-	return van_am_insert(m, sp, v);
+	bytes += n->v.end - n->v.start;
+	*was = bytes;
+	van_am_account(m, sp, &n->v, -1);
+	n->v = *v;
+	van_am_account(m, sp, &n->v, +1);
+	return n;
 }
 
 uint64_t van_am_mapped_in(const struct space *sp, uint64_t a, uint64_t b)
@@ -369,6 +390,21 @@ static int can_merge(const struct van_vma *p, const struct van_vma *n)
 	return anon_ok(p->anon, n->anon);
 }
 
+/* p absorbs its successor n. */
+static void merge_next(struct van_asmodel *m, struct space *sp, struct node *p, struct node *n)
+{
+	uint64_t anon = p->v.anon ? p->v.anon : n->v.anon;
+	uint32_t keep = (p->v.flags | n->v.flags) & VAN_VMA_HEAP;
+	uint64_t end = n->v.end;
+	van_am_remove(m, sp, n);
+	van_am_account(m, sp, &p->v, -1);
+	p->v.end = end;
+	p->v.anon = anon;
+	p->v.flags |= keep;
+	van_am_account(m, sp, &p->v, +1);
+	m->last.merges++;
+}
+
 void van_am_merge_window(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
 	struct node *p = van_am_first(sp, a ? a - 1 : 0);
@@ -380,17 +416,21 @@ void van_am_merge_window(struct van_asmodel *m, struct space *sp, uint64_t a, ui
 			p = n;
 			continue;
 		}
-		uint64_t anon = p->v.anon ? p->v.anon : n->v.anon;
-		uint32_t keep = (p->v.flags | n->v.flags) & VAN_VMA_HEAP;
-		uint64_t end = n->v.end;
-		van_am_remove(m, sp, n);
-		van_am_account(m, sp, &p->v, -1);
-		p->v.end = end;
-		p->v.anon = anon;
-		p->v.flags |= keep;
-		van_am_account(m, sp, &p->v, +1);
-		m->last.merges++;
+		merge_next(m, sp, p, n);
 	}
+}
+
+struct node *van_am_merge_around(struct van_asmodel *m, struct space *sp, struct node *n)
+{
+	struct node *p = n->prev, *x;
+	if (p && can_merge(&p->v, &n->v)) {
+		merge_next(m, sp, p, n);
+		n = p;
+	}
+	x = n->next;
+	if (x && can_merge(&n->v, &x->v))
+		merge_next(m, sp, n, x);
+	return n;
 }
 
 /* ---- anon_vma ----------------------------------------------------------- */
@@ -410,21 +450,25 @@ static int anon_compatible(const struct van_vma *a, const struct van_vma *b)
 	       a->offset + (a->end - a->start) == b->offset;
 }
 
+void van_am_give_anon_node(struct van_asmodel *m, struct space *sp, struct node *n)
+{
+	(void)sp;
+	if (n->v.anon || (n->v.flags & (VAN_VMA_SHARED | VAN_VMA_SPECIAL)))
+		return;
+	uint64_t id = 0;
+	struct node *o = n->next;
+	if (o && o->v.anon && !(o->v.anon & ANON_FORKED) && anon_compatible(&n->v, &o->v))
+		id = o->v.anon;
+	o = n->prev;
+	if (!id && o && o->v.anon && !(o->v.anon & ANON_FORKED) && anon_compatible(&o->v, &n->v))
+		id = o->v.anon;
+	n->v.anon = id ? id : van_am_new_anon(m);
+}
+
 void van_am_give_anon(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
-	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n)) {
-		if (n->v.anon || (n->v.flags & (VAN_VMA_SHARED | VAN_VMA_SPECIAL)))
-			continue;
-		uint64_t id = 0;
-		struct node *o = van_am_next(sp, n);
-		if (o && o->v.anon && !(o->v.anon & ANON_FORKED) && anon_compatible(&n->v, &o->v))
-			id = o->v.anon;
-		o = am_prev(sp, n);
-		if (!id && o && o->v.anon && !(o->v.anon & ANON_FORKED) &&
-		    anon_compatible(&o->v, &n->v))
-			id = o->v.anon;
-		n->v.anon = id ? id : van_am_new_anon(m);
-	}
+	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n))
+		van_am_give_anon_node(m, sp, n);
 }
 
 /* ---- spaces ------------------------------------------------------------- */

@@ -77,7 +77,7 @@ static void touch(struct van_asmodel *m, const struct vmt_event *ev)
 					continue;
 				if (r->state != VMT_PAGE_WRITTEN && (n->v.flags & VAN_VMA_FILE))
 					continue;
-				van_am_give_anon(m, sp, n->v.start, n->v.end);
+				van_am_give_anon_node(m, sp, n);
 			}
 		}
 		a = b;
@@ -99,7 +99,7 @@ static void fault(struct van_asmodel *m, const struct vmt_event *ev)
 		return;
 	if (!write && (n->v.flags & VAN_VMA_FILE))
 		return; /* a page-cache page, mapped as it is */
-	van_am_give_anon(m, sp, n->v.start, n->v.end);
+	van_am_give_anon_node(m, sp, n);
 }
 
 /* ---- public API --------------------------------------------------------- */

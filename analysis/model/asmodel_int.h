@@ -94,6 +94,10 @@ struct node *van_am_next(const struct space *sp, const struct node *n);
 struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct van_vma *v);
 void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n);
 void van_am_split(struct van_asmodel *m, struct space *sp, uint64_t addr);
+/* Split n, which straddles addr, there; returns the upper half, the node
+ * after n (NULL when out of memory). */
+struct node *van_am_split_node(struct van_asmodel *m, struct space *sp, struct node *n,
+			       uint64_t addr);
 /* Remove [a, b); returns the bytes that were mapped there. */
 uint64_t van_am_unmap(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
 /* Unmap [v->start, v->end) and insert v there; *was gets the bytes that
@@ -108,9 +112,14 @@ void van_am_account(struct van_asmodel *m, struct space *sp, const struct van_vm
 /* Merge compatible neighbours from the VMA ending at a to the one starting
  * at b. */
 void van_am_merge_window(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
+/* The same for a window that is exactly the VMA n (no lookup): merge it
+ * with its neighbours where compatible; returns the VMA now holding n's
+ * range. */
+struct node *van_am_merge_around(struct van_asmodel *m, struct space *sp, struct node *n);
 /* Give the private VMAs within [a, b) an anon_vma if they have none (a
  * write fault or a populate): a compatible neighbour's, else a new one. */
 void van_am_give_anon(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
+void van_am_give_anon_node(struct van_asmodel *m, struct space *sp, struct node *n);
 uint64_t van_am_new_anon(struct van_asmodel *m);
 
 /* asmodel_ops.c */

@@ -39,11 +39,8 @@ static int faults_in_anon(const struct van_asmodel *m, const struct van_vma *v, 
 static void populate(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
 	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n)) {
-		if (faults_in_anon(m, &n->v, (n->v.prot & VMT_PROT_W) != 0)) {
-			uint64_t s = n->v.start;
-			van_am_give_anon(m, sp, s, s + 1);
-			n = van_am_first(sp, s); /* still the same node */
-		}
+		if (faults_in_anon(m, &n->v, (n->v.prot & VMT_PROT_W) != 0))
+			van_am_give_anon_node(m, sp, n);
 	}
 }
 
@@ -131,10 +128,14 @@ static void do_mmap(struct van_asmodel *m, struct space *sp, const struct vmt_ev
 		inexact(m); /* not MAP_FIXED(_NOREPLACE), yet something was there */
 	if (!n)
 		return;
-	van_am_merge_window(m, sp, v.start, v.end);
+	/* n is exactly [v.start, v.end): merging it needs no lookup, and
+	 * after the merge it holds the whole range (populating gives VMAs
+	 * anon_vmas but splits and merges none). */
+	n = van_am_merge_around(m, sp, n);
 	if (mf & LX_MAP_POPULATE)
 		populate(m, sp, v.start, v.end);
-	populate_locked(m, sp, v.start, v.end);
+	if (n->v.flags & VAN_VMA_LOCKED)
+		populate_locked(m, sp, v.start, v.end);
 }
 
 /* ---- range changes ------------------------------------------------------ */
@@ -163,7 +164,8 @@ static uint64_t change_range_post(struct van_asmodel *m, struct space *sp, uint6
 		if (b <= a)
 			return 0;
 	}
-	/* Split only VMAs that change, as the kernel does. */
+	/* Split only VMAs that change, as the kernel does.  The walk keeps
+	 * its node through the splits and merges: one lookup per call. */
 	for (struct node *n = van_am_first(sp, a); n && n->v.start < b;) {
 		struct van_vma t = n->v, before = n->v;
 		if (!fn(&t, arg)) {
@@ -172,19 +174,23 @@ static uint64_t change_range_post(struct van_asmodel *m, struct space *sp, uint6
 		}
 		uint64_t s = n->v.start < a ? a : n->v.start;
 		uint64_t e = n->v.end > b ? b : n->v.end;
-		van_am_split(m, sp, s);
-		van_am_split(m, sp, e);
-		n = van_am_first(sp, s);
+		if (n->v.start < s && !(n = van_am_split_node(m, sp, n, s)))
+			return done; /* out of memory */
+		if (n->v.end > e && !van_am_split_node(m, sp, n, e))
+			return done;
 		van_am_account(m, sp, &n->v, -1);
 		fn(&n->v, arg);
 		van_am_account(m, sp, &n->v, +1);
 		done += e - s;
 		/* Like the kernel, try to merge each changed piece with its
 		 * neighbours at once; unchanged VMAs are not merged. */
-		van_am_merge_window(m, sp, s, e);
-		if (post)
+		n = van_am_merge_around(m, sp, n);
+		if (post) {
 			post(m, sp, s, e, &before, arg);
-		n = van_am_first(sp, e);
+			n = van_am_first(sp, e);
+		} else if (n->v.end <= e) {
+			n = van_am_next(sp, n); /* the first VMA ending above e */
+		}
 	}
 	return done;
 }
@@ -363,11 +369,8 @@ static void do_madvise(struct van_asmodel *m, struct space *sp, const struct vmt
 		}
 		for (struct node *n = van_am_first(sp, a); n && n->v.start < (e < b ? e : b);
 		     n = van_am_next(sp, n))
-			if (faults_in_anon(m, &n->v, write)) {
-				uint64_t s = n->v.start;
-				van_am_give_anon(m, sp, s, s + 1);
-				n = van_am_first(sp, s);
-			}
+			if (faults_in_anon(m, &n->v, write))
+				van_am_give_anon_node(m, sp, n);
 		return;
 	}
 	default:
