@@ -214,19 +214,6 @@ struct node *van_am_next(const struct space *sp, const struct node *n)
 
 /* ---- counts ------------------------------------------------------------- */
 
-void van_am_account(struct van_asmodel *m, struct space *sp, const struct van_vma *v, int sign)
-{
-	uint64_t len = v->end - v->start;
-	uint64_t locked = (v->flags & VAN_VMA_LOCKED) ? len : 0;
-	if (sign > 0) {
-		sp->c.vmas++, sp->c.mapped_bytes += len, sp->c.locked_bytes += locked;
-		m->tot.vmas++, m->tot.mapped_bytes += len, m->tot.locked_bytes += locked;
-	} else {
-		sp->c.vmas--, sp->c.mapped_bytes -= len, sp->c.locked_bytes -= locked;
-		m->tot.vmas--, m->tot.mapped_bytes -= len, m->tot.locked_bytes -= locked;
-	}
-}
-
 /* ---- nodes -------------------------------------------------------------- */
 
 /* Add a node for v between prev and succ (either may be NULL: the ends

@@ -107,8 +107,21 @@ struct node *van_am_map(struct van_asmodel *m, struct space *sp, const struct va
 /* Bytes of [a, b) that are mapped. */
 uint64_t van_am_mapped_in(const struct space *sp, uint64_t a, uint64_t b);
 /* Change n's attributes (prot/flags/pkey/anon) keeping the counts right:
- * call before changing them (sign -1) and after (sign +1). */
-void van_am_account(struct van_asmodel *m, struct space *sp, const struct van_vma *v, int sign);
+ * call before changing them (sign -1) and after (sign +1).  Inline: it
+ * runs several times per call, with a constant sign. */
+static inline void van_am_account(struct van_asmodel *m, struct space *sp,
+				  const struct van_vma *v, int sign)
+{
+	uint64_t len = v->end - v->start;
+	uint64_t locked = (v->flags & VAN_VMA_LOCKED) ? len : 0;
+	if (sign > 0) {
+		sp->c.vmas++, sp->c.mapped_bytes += len, sp->c.locked_bytes += locked;
+		m->tot.vmas++, m->tot.mapped_bytes += len, m->tot.locked_bytes += locked;
+	} else {
+		sp->c.vmas--, sp->c.mapped_bytes -= len, sp->c.locked_bytes -= locked;
+		m->tot.vmas--, m->tot.mapped_bytes -= len, m->tot.locked_bytes -= locked;
+	}
+}
 /* Merge compatible neighbours from the VMA ending at a to the one starting
  * at b. */
 void van_am_merge_window(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b);

@@ -167,11 +167,13 @@ static uint64_t change_range_post(struct van_asmodel *m, struct space *sp, uint6
 	/* Split only VMAs that change, as the kernel does.  The walk keeps
 	 * its node through the splits and merges: one lookup per call. */
 	for (struct node *n = van_am_first(sp, a); n && n->v.start < b;) {
-		struct van_vma t = n->v, before = n->v;
+		struct van_vma t = n->v, before;
 		if (!fn(&t, arg)) {
 			n = van_am_next(sp, n);
 			continue;
 		}
+		if (post)
+			before = n->v;
 		uint64_t s = n->v.start < a ? a : n->v.start;
 		uint64_t e = n->v.end > b ? b : n->v.end;
 		if (n->v.start < s && !(n = van_am_split_node(m, sp, n, s)))
@@ -641,9 +643,8 @@ static int range_wraps(const struct van_asmodel *m, uint64_t a, uint64_t len)
  * kernel could not have returned is not applied: it would make VMAs that
  * wrap or overlap. */
 static int ranges_ok(const struct van_asmodel *m, const struct vmt_syscall *sc,
-		     const struct pending_file *pf)
+		     const struct vmt_op_info *oi, const struct pending_file *pf)
 {
-	const struct vmt_op_info *oi = vmt_op_info(sc->op);
 	int ok = !vmt_is_errno(sc->result);
 	uint64_t r = (uint64_t)sc->result, a = sc->args[0], len = sc->args[1];
 	switch (oi ? oi->range : VMT_RANGE_NONE) {
@@ -675,15 +676,15 @@ void van_am_syscall(struct van_asmodel *m, const struct vmt_event *ev)
 	const struct vmt_op_info *oi = vmt_op_info(sc->op);
 	if (oi && ((oi->effects & VMT_OPE_QUERY) || oi->range == VMT_RANGE_NONE))
 		return;
-	struct space *sp = van_am_space(m, ev->proc, 1);
-	if (!sp)
+	struct space *sp = ev->proc < m->nprocs ? m->procs[ev->proc] : NULL;
+	if (!sp && !(sp = van_am_space(m, ev->proc, 1)))
 		return;
 	if (!sp->known)
 		inexact(m);
 	const struct pending_file *pf = NULL;
 	if (ev->thread < m->cap_pend && m->pend[ev->thread].valid)
 		pf = &m->pend[ev->thread];
-	if (!ranges_ok(m, sc, pf)) {
+	if (!ranges_ok(m, sc, oi, pf)) {
 		if (!vmt_is_errno(sc->result))
 			inexact(m);
 		return;

@@ -65,7 +65,9 @@ void van_stats_free(struct van_stats *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static struct van_proc_stats *proc_of(struct van_stats *s, uint32_t p)
+/* The first event of a process or thread: its entry made (the slow
+ * path of proc_of() and thread_of(), which run for every event). */
+static __attribute__((noinline)) struct van_proc_stats *proc_new(struct van_stats *s, uint32_t p)
 {
 	size_t n = s->nprocs;
 	if (p >= VMT_MAX_THREADS)
@@ -82,7 +84,15 @@ static struct van_proc_stats *proc_of(struct van_stats *s, uint32_t p)
 	return ps;
 }
 
-static struct van_thread_stats *thread_of(struct van_stats *s, uint32_t t, uint32_t p)
+static inline struct van_proc_stats *proc_of(struct van_stats *s, uint32_t p)
+{
+	if (p < s->nprocs && s->procs[p].seen)
+		return &s->procs[p];
+	return proc_new(s, p);
+}
+
+static __attribute__((noinline)) struct van_thread_stats *thread_new(struct van_stats *s, uint32_t t,
+								     uint32_t p)
 {
 	if (t >= VMT_MAX_THREADS)
 		return NULL;
@@ -95,6 +105,13 @@ static struct van_thread_stats *thread_of(struct van_stats *s, uint32_t t, uint3
 		s->threads++;
 	}
 	return ts;
+}
+
+static inline struct van_thread_stats *thread_of(struct van_stats *s, uint32_t t, uint32_t p)
+{
+	if (t < s->nthreads && s->thread[t].seen)
+		return &s->thread[t];
+	return thread_new(s, t, p);
 }
 
 static struct van_op_stats *advice_of(struct van_stats *s, uint64_t adv)
