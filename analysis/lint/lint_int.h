@@ -218,8 +218,18 @@ int lint_sites(van_lint *l, struct van_lint_finding *f, const struct cs_tally *c
 	       const char *role, uint32_t max);
 /* The counters of process p, thread t (NULL: out of memory or a bad
  * index). */
-struct lproc *lint_proc(van_lint *l, uint32_t p);
-struct lthread *lint_thread(van_lint *l, uint32_t t);
+struct lproc *lint_proc_grow(van_lint *l, uint32_t p);
+struct lthread *lint_thread_grow(van_lint *l, uint32_t t);
+/* (Inline: several detectors ask for every event; the arrays' entries
+ * past the last one seen are zero.) */
+static inline struct lproc *lint_proc(van_lint *l, uint32_t p)
+{
+	return p < l->nprc ? &l->prc[p] : lint_proc_grow(l, p);
+}
+static inline struct lthread *lint_thread(van_lint *l, uint32_t t)
+{
+	return t < l->nthr ? &l->thr[t] : lint_thread_grow(l, t);
+}
 /* Keep finding f (built on the caller's stack); add a number of its
  * evidence; add a part, keeping the VAN_LINT_MAX_PARTS largest. */
 int lint_add_finding(van_lint *l, const struct van_lint_finding *f);

@@ -11,14 +11,14 @@
 
 #include "lint_int.h"
 
-struct lthread *lint_thread(van_lint *l, uint32_t t)
+struct lthread *lint_thread_grow(van_lint *l, uint32_t t)
 {
 	if (t >= VMT_MAX_THREADS || vmt_grow(&l->thr, &l->nthr, (size_t)t + 1, sizeof(*l->thr)))
 		return NULL;
 	return &l->thr[t];
 }
 
-struct lproc *lint_proc(van_lint *l, uint32_t p)
+struct lproc *lint_proc_grow(van_lint *l, uint32_t p)
 {
 	if (p >= VMT_MAX_THREADS || vmt_grow(&l->prc, &l->nprc, (size_t)p + 1, sizeof(*l->prc)))
 		return NULL;

@@ -187,12 +187,12 @@ static uint64_t change_range_post(struct van_asmodel *m, struct space *sp, uint6
 		/* Like the kernel, try to merge each changed piece with its
 		 * neighbours at once; unchanged VMAs are not merged. */
 		n = van_am_merge_around(m, sp, n);
-		if (post) {
+		/* (post populates: it gives VMAs anon_vmas, it does not split
+		 * or merge them, so n stays.) */
+		if (post)
 			post(m, sp, s, e, &before, arg);
-			n = van_am_first(sp, e);
-		} else if (n->v.end <= e) {
+		if (n->v.end <= e)
 			n = van_am_next(sp, n); /* the first VMA ending above e */
-		}
 	}
 	return done;
 }
