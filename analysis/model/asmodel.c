@@ -150,6 +150,29 @@ static void t_remove(struct space *sp, struct node *n)
 		p->r = c;
 }
 
+/* Build the treap of a space that had only its list: append the VMAs in
+ * address order, each the right child of the highest so far, rotated up
+ * by priority. */
+static void am_index(struct space *sp)
+{
+	struct node *n = sp->last;
+	while (n && n->prev)
+		n = n->prev;
+	sp->root = NULL;
+	for (; n; n = n->next) {
+		n->l = n->r = n->up = NULL;
+		if (!sp->root) {
+			sp->root = n;
+			continue;
+		}
+		n->up = n->prev; /* the highest so far: no right child */
+		n->prev->r = n;
+		while (n->up && n->prio > n->up->prio)
+			t_rotate_up(sp, n);
+	}
+	sp->indexed = 1;
+}
+
 /* n, found at hint slot i (or the last slot: not a hint), becomes the
  * first hint.  The hints are a cache, not the model's state: a lookup
  * through a const space may move them. */
@@ -160,14 +183,13 @@ static void am_hint(struct space *sp, struct node *n, int i)
 	sp->hint[0] = n;
 }
 
+/* n goes: a hint to it moves to its neighbour (where the next lookup
+ * most likely lands, and where a walk of the list starts). */
 static void am_unhint(struct space *sp, const struct node *n)
 {
-	int j = 0;
 	for (int i = 0; i < AM_HINTS; i++)
-		if (sp->hint[i] != n)
-			sp->hint[j++] = sp->hint[i];
-	while (j < AM_HINTS)
-		sp->hint[j++] = NULL;
+		if (sp->hint[i] == n)
+			sp->hint[i] = n->prev ? n->prev : n->next;
 }
 
 struct node *van_am_first(const struct space *sp, uint64_t addr)
@@ -192,13 +214,27 @@ struct node *van_am_first(const struct space *sp, uint64_t addr)
 		am_hint((struct space *)sp, h, i);
 		return h;
 	}
-	struct node *t = sp->root, *cand = NULL;
-	while (t) {
-		if (t->v.end > addr) {
-			cand = t;
-			t = t->l;
+	struct node *t, *cand = NULL;
+	if (!sp->indexed) {
+		/* Few VMAs: walk the list from where the hint (or the top)
+		 * is; the walk is short, and the list needs no upkeep. */
+		t = hint[0] ? hint[0] : sp->last;
+		if (t && t->v.end > addr) {
+			while (t->prev && t->prev->v.end > addr)
+				t = t->prev;
 		} else {
-			t = t->r;
+			while (t && t->v.end <= addr)
+				t = t->next;
+		}
+		cand = t;
+	} else {
+		for (t = sp->root; t;) {
+			if (t->v.end > addr) {
+				cand = t;
+				t = t->l;
+			} else {
+				t = t->r;
+			}
 		}
 	}
 	if (cand)
@@ -238,8 +274,11 @@ static struct node *am_link(struct van_asmodel *m, struct space *sp, struct node
 		succ->prev = n;
 	else
 		sp->last = n;
-	t_insert(sp, n);
 	van_am_account(m, sp, &n->v, +1);
+	if (sp->indexed)
+		t_insert(sp, n);
+	else if (sp->c.vmas > AM_INDEX_AT)
+		am_index(sp);
 	return n;
 }
 
@@ -256,14 +295,15 @@ struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct
 void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
 {
 	van_am_account(m, sp, &n->v, -1);
-	t_remove(sp, n);
+	if (sp->indexed)
+		t_remove(sp, n);
 	if (n->prev)
 		n->prev->next = n->next;
+	am_unhint(sp, n);
 	if (n->next)
 		n->next->prev = n->prev;
 	else
 		sp->last = n->prev;
-	am_unhint(sp, n);
 	n->l = m->free_nodes;
 	m->free_nodes = n;
 }
@@ -468,14 +508,13 @@ struct space *van_am_new_space(struct van_asmodel *m)
 	return sp;
 }
 
-static void free_tree(struct van_asmodel *m, struct node *t)
+static void free_nodes(struct van_asmodel *m, struct space *sp)
 {
-	if (!t)
-		return;
-	free_tree(m, t->l);
-	free_tree(m, t->r);
-	t->l = m->free_nodes;
-	m->free_nodes = t;
+	for (struct node *n = sp->last, *p; n; n = p) {
+		p = n->prev;
+		n->l = m->free_nodes;
+		m->free_nodes = n;
+	}
 }
 
 void van_am_clear_space(struct van_asmodel *m, struct space *sp)
@@ -483,8 +522,9 @@ void van_am_clear_space(struct van_asmodel *m, struct space *sp)
 	m->tot.vmas -= sp->c.vmas;
 	m->tot.mapped_bytes -= sp->c.mapped_bytes;
 	m->tot.locked_bytes -= sp->c.locked_bytes;
-	free_tree(m, sp->root);
+	free_nodes(m, sp);
 	sp->root = sp->last = NULL;
+	sp->indexed = 0;
 	memset(sp->hint, 0, sizeof(sp->hint));
 	memset(&sp->c, 0, sizeof(sp->c));
 	sp->def_lock = 0;

@@ -20,7 +20,13 @@
  * which work at two places, cost more instructions, not fewer. */
 #define AM_HINTS 1
 
-/* A treap node keyed by vma.start; the VMAs of a space never overlap, so
+/* A space keeps its VMAs in a list, and indexes them in the treap once it
+ * has more than this many: below, a lookup that the hint does not answer
+ * walks the list from the hint, which costs less than keeping a tree
+ * (old-style traces split and merge a VMA per call). */
+#define AM_INDEX_AT 32
+
+/* A treap node keyed by vma.start (see AM_INDEX_AT); the VMAs of a space never overlap, so
  * changing a node's start or end in place keeps the order valid.  The
  * nodes are also linked in address order: the neighbours that splitting,
  * merging and walking a range want cost no descent. */
@@ -32,8 +38,9 @@ struct node {
 };
 
 struct space {
-	struct node *root;
+	struct node *root;  /* the treap, when indexed */
 	struct node *last; /* the highest VMA */
+	int indexed;	   /* more than AM_INDEX_AT VMAs at some point */
 	/* Where the last lookups landed, the latest first: calls come in
 	 * pairs at one place (mprotect then mmap(MAP_FIXED) over it), and
 	 * each call looks up its range, splits and merges there, so the next
