@@ -253,9 +253,10 @@ struct node *van_am_next(const struct space *sp, const struct node *n)
 /* ---- nodes -------------------------------------------------------------- */
 
 /* Add a node for v between prev and succ (either may be NULL: the ends
- * of the list), which are neighbours.  NULL when out of memory. */
-static struct node *am_link(struct van_asmodel *m, struct space *sp, struct node *prev,
-			    struct node *succ, const struct van_vma *v)
+ * of the list), which are neighbours, counting only the VMA (its bytes
+ * are the caller's to count).  NULL when out of memory. */
+static struct node *am_link_uncounted(struct van_asmodel *m, struct space *sp, struct node *prev,
+				      struct node *succ, const struct van_vma *v)
 {
 	struct node *n = m->free_nodes;
 	if (n) {
@@ -274,11 +275,24 @@ static struct node *am_link(struct van_asmodel *m, struct space *sp, struct node
 		succ->prev = n;
 	else
 		sp->last = n;
-	van_am_account(m, sp, &n->v, +1);
+	sp->c.vmas++, m->tot.vmas++;
 	if (sp->indexed)
 		t_insert(sp, n);
 	else if (sp->c.vmas > AM_INDEX_AT)
 		am_index(sp);
+	return n;
+}
+
+static struct node *am_link(struct van_asmodel *m, struct space *sp, struct node *prev,
+			    struct node *succ, const struct van_vma *v)
+{
+	struct node *n = am_link_uncounted(m, sp, prev, succ, v);
+	if (n) {
+		uint64_t len = v->end - v->start;
+		uint64_t locked = (v->flags & VAN_VMA_LOCKED) ? len : 0;
+		sp->c.mapped_bytes += len, sp->c.locked_bytes += locked;
+		m->tot.mapped_bytes += len, m->tot.locked_bytes += locked;
+	}
 	return n;
 }
 
@@ -292,9 +306,10 @@ struct node *van_am_insert(struct van_asmodel *m, struct space *sp, const struct
 	return am_link(m, sp, succ ? succ->prev : sp->last, succ, v);
 }
 
-void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
+/* Take n out, counting only the VMA. */
+static void am_unlink_uncounted(struct van_asmodel *m, struct space *sp, struct node *n)
 {
-	van_am_account(m, sp, &n->v, -1);
+	sp->c.vmas--, m->tot.vmas--;
 	if (sp->indexed)
 		t_remove(sp, n);
 	if (n->prev)
@@ -308,18 +323,28 @@ void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
 	m->free_nodes = n;
 }
 
+void van_am_remove(struct van_asmodel *m, struct space *sp, struct node *n)
+{
+	uint64_t len = n->v.end - n->v.start;
+	uint64_t locked = (n->v.flags & VAN_VMA_LOCKED) ? len : 0;
+	sp->c.mapped_bytes -= len, sp->c.locked_bytes -= locked;
+	m->tot.mapped_bytes -= len, m->tot.locked_bytes -= locked;
+	am_unlink_uncounted(m, sp, n);
+}
+
 struct node *van_am_split_node(struct van_asmodel *m, struct space *sp, struct node *n,
 			       uint64_t addr)
 {
 	struct van_vma hi = n->v;
 	hi.start = addr;
 	hi.offset += addr - n->v.start;
-	van_am_account(m, sp, &n->v, -1);
-	n->v.end = addr;
-	van_am_account(m, sp, &n->v, +1);
-	struct node *h = am_link(m, sp, n, n->next, &hi);
-	if (h)
+	/* The bytes stay mapped (and locked or not) in the upper half: only
+	 * the VMA count changes. */
+	struct node *h = am_link_uncounted(m, sp, n, n->next, &hi);
+	if (h) {
+		n->v.end = addr;
 		m->last.splits++;
+	}
 	return h;
 }
 
@@ -423,12 +448,12 @@ static void merge_next(struct van_asmodel *m, struct space *sp, struct node *p, 
 	uint64_t anon = p->v.anon ? p->v.anon : n->v.anon;
 	uint32_t keep = (p->v.flags | n->v.flags) & VAN_VMA_HEAP;
 	uint64_t end = n->v.end;
-	van_am_remove(m, sp, n);
-	van_am_account(m, sp, &p->v, -1);
+	/* Mergeable VMAs have the same flags, VAN_VMA_LOCKED too: the bytes
+	 * stay counted as they were, only the VMA count changes. */
+	am_unlink_uncounted(m, sp, n);
 	p->v.end = end;
 	p->v.anon = anon;
 	p->v.flags |= keep;
-	van_am_account(m, sp, &p->v, +1);
 	m->last.merges++;
 }
 
