@@ -60,19 +60,30 @@ void cs_tally_init(struct cs_tally *c)
 {
 	vmt_htab_init(&c->t);
 	c->total = 0;
+	c->last_v = NULL;
 }
 
 void cs_tally_free(struct cs_tally *c)
 {
 	vmt_htab_free(&c->t);
 	c->total = 0;
+	c->last_v = NULL;
 }
 
 int cs_tally_add(struct cs_tally *c, uint32_t stack, uint32_t op, uint64_t n)
 {
-	uint64_t *v = vmt_htab_put(&c->t, stack, op, NULL);
-	if (!v)
-		return -ENOMEM;
+	/* A loop calls from one site: the slot of the last (stack, op) is
+	 * kept while the table's array stays (a tally never deletes, so
+	 * only a growth moves slots). */
+	uint64_t *v = c->last_v;
+	if (!v || c->last_e != c->t.e || c->last_stack != stack || c->last_op != op) {
+		if (!(v = vmt_htab_put(&c->t, stack, op, NULL)))
+			return -ENOMEM;
+		c->last_v = v;
+		c->last_e = c->t.e;
+		c->last_stack = stack;
+		c->last_op = op;
+	}
 	*v += n;
 	c->total += n;
 	return 0;

@@ -32,6 +32,11 @@ int cs_render(const vmt_symtab *t, const uint64_t *ips, uint32_t depth, uint32_t
 struct cs_tally {
 	struct vmt_htab t;
 	uint64_t total;
+	/* cs_tally_add()'s memo of the last slot (valid while t.e is
+	 * last_e) */
+	uint64_t *last_v;
+	const void *last_e;
+	uint32_t last_stack, last_op;
 };
 
 void cs_tally_init(struct cs_tally *c);
