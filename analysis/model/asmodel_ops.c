@@ -140,7 +140,9 @@ static void do_mmap(struct van_asmodel *m, struct space *sp, const struct vmt_ev
 
 /* ---- range changes ------------------------------------------------------ */
 
-/* A change to the attributes of one VMA; returns 0 to leave it alone. */
+/* A change to the attributes of one VMA; returns 0 to leave it alone.
+ * Applied to a VMA it already changed, it returns 0 (change_range_post
+ * relies on that). */
 typedef int (*change_fn)(struct van_vma *v, uint64_t arg);
 
 /* Apply fn to [a, b) (only the mapped prefix of it when prefix is set),
@@ -191,8 +193,12 @@ static uint64_t change_range_post(struct van_asmodel *m, struct space *sp, uint6
 		 * or merge them, so n stays.) */
 		if (post)
 			post(m, sp, s, e, &before, arg);
-		if (n->v.end <= e)
-			n = van_am_next(sp, n); /* the first VMA ending above e */
+		/* On to the first VMA ending above e: n's successor, or n if it
+		 * merged with the VMA after it; but fn leaves such an n alone
+		 * (it merged with the changed piece, so it has the piece's
+		 * attributes, and every fn gives nothing new when applied
+		 * twice), so the walk goes to n's successor either way. */
+		n = van_am_next(sp, n);
 	}
 	return done;
 }
