@@ -89,7 +89,7 @@ static void touch(struct van_asmodel *m, const struct vmt_event *ev)
  * page to map. */
 static void fault(struct van_asmodel *m, const struct vmt_event *ev)
 {
-	struct space *sp = van_am_space(m, ev->proc, 0);
+	struct space *sp = ev->proc < m->nprocs ? m->procs[ev->proc] : NULL;
 	int write = (ev->u.fault.access & VMT_FAULT_WRITE) != 0;
 	if (!sp || (!write && !m->no_zero_page) || !vmt_fault_touches(&ev->u.fault))
 		return;
@@ -174,11 +174,17 @@ int van_asmodel_apply(van_asmodel *m, const struct vmt_event *ev)
 {
 	if (m->oom)
 		return -ENOMEM;
+	memset(&m->last, 0, sizeof(m->last));
+	if (ev->kind == VMT_EV_FAULT) {
+		/* (The most frequent event: it gives a VMA an anon_vma at
+		 * most, which changes no count, splits and merges nothing.) */
+		fault(m, ev);
+		return 0;
+	}
 	struct van_as_counts before = { 0 }, after;
 	const struct space *sp = cspace(m, ev->proc);
 	if (sp)
 		before = sp->c;
-	memset(&m->last, 0, sizeof(m->last));
 
 	switch (ev->kind) {
 	case VMT_EV_SYSCALL:
@@ -220,9 +226,6 @@ int van_asmodel_apply(van_asmodel *m, const struct vmt_event *ev)
 		break;
 	case VMT_EV_TOUCH:
 		touch(m, ev);
-		break;
-	case VMT_EV_FAULT:
-		fault(m, ev);
 		break;
 	default:
 		break;
