@@ -240,11 +240,11 @@ static int run_lint(int argc, char **argv)
 		vtc_input_close(&in);
 		return 2;
 	}
-	struct vmt_event ev;
+	const struct vmt_event *ev;
 	int rc, err = 0;
 	uint64_t index = 0;
-	while ((rc = vmt_reader_next(in.r, &ev)) == 1) {
-		if ((err = van_lint_event(l, index++, &ev)))
+	while ((rc = vmt_reader_next_ref(in.r, &ev)) == 1) {
+		if ((err = van_lint_event(l, index++, ev)))
 			break;
 	}
 	int status = 2, n = 0;
