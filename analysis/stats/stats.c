@@ -161,7 +161,8 @@ static uint64_t op_bytes(const struct vmt_syscall *sc, const struct van_as_effec
 	}
 }
 
-static int add_syscall(struct van_stats *s, const struct vmt_event *ev)
+static int add_syscall(struct van_stats *s, const struct vmt_event *ev,
+		       struct van_proc_stats *ps, struct van_thread_stats *ts)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
 	uint32_t op = sc->op < VMT_OP__COUNT ? sc->op : 0;
@@ -189,10 +190,6 @@ static int add_syscall(struct van_stats *s, const struct vmt_event *ev)
 		else
 			a->bytes += sc->args[1];
 	}
-	struct van_proc_stats *ps = proc_of(s, ev->proc);
-	struct van_thread_stats *ts = thread_of(s, ev->thread, ev->proc);
-	if (!ps || !ts)
-		return -ENOMEM;
 	ps->ops++, ts->ops++;
 	if (err)
 		ps->errors++, ts->errors++;
@@ -213,11 +210,10 @@ static int add_syscall(struct van_stats *s, const struct vmt_event *ev)
 	return 0;
 }
 
-static void update_peaks(struct van_stats *s, const struct vmt_event *ev)
+static void update_peaks(struct van_stats *s, const struct vmt_event *ev, struct van_proc_stats *ps)
 {
 	struct van_as_counts c;
 	van_asmodel_counts(s->priv->model, ev->proc, &c);
-	struct van_proc_stats *ps = ev->proc < s->nprocs && s->procs[ev->proc].seen ? &s->procs[ev->proc] : NULL;
 	if (ps) {
 		if (c.vmas > ps->peak_vmas)
 			ps->peak_vmas = c.vmas;
@@ -285,9 +281,17 @@ int van_stats_add(struct van_stats *s, const struct vmt_event *ev)
 	if (van_asmodel_apply(s->priv->model, ev))
 		return -ENOMEM;
 
+	/* The thread and process of every event count as seen.  (Their
+	 * entries stay where they are below: no other entry is added.) */
+	struct van_proc_stats *eps = NULL;
+	struct van_thread_stats *ets = NULL;
+	if (ev->kind != VMT_EV_STACK && ev->kind != VMT_EV_SYMBOL && ev->kind != VMT_EV_STRING) {
+		if (!(eps = proc_of(s, ev->proc)) || !(ets = thread_of(s, ev->thread, ev->proc)))
+			return -ENOMEM;
+	}
 	switch (ev->kind) {
 	case VMT_EV_SYSCALL:
-		rc = add_syscall(s, ev);
+		rc = add_syscall(s, ev, eps, ets);
 		break;
 	case VMT_EV_PROCESS_START: {
 		struct van_proc_stats *ps = proc_of(s, ev->proc);
@@ -349,13 +353,8 @@ int van_stats_add(struct van_stats *s, const struct vmt_event *ev)
 	default:
 		break;
 	}
-	/* The thread and process of every event count as seen. */
-	if (ev->kind != VMT_EV_STACK && ev->kind != VMT_EV_SYMBOL && ev->kind != VMT_EV_STRING) {
-		if (!proc_of(s, ev->proc) || !thread_of(s, ev->thread, ev->proc))
-			return -ENOMEM;
-	}
 	if (van_asmodel_last(s->priv->model)->changed)
-		update_peaks(s, ev);
+		update_peaks(s, ev, eps);
 	return rc;
 }
 
