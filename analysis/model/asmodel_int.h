@@ -26,10 +26,11 @@
  * (old-style traces split and merge a VMA per call). */
 #define AM_INDEX_AT 32
 
-/* A treap node keyed by vma.start (see AM_INDEX_AT); the VMAs of a space never overlap, so
- * changing a node's start or end in place keeps the order valid.  The
- * nodes are also linked in address order: the neighbours that splitting,
- * merging and walking a range want cost no descent. */
+/* A treap node keyed by vma.start (when the space is indexed: see
+ * AM_INDEX_AT); the VMAs of a space never overlap, so changing a node's
+ * start or end in place keeps the order valid.  The nodes are also linked
+ * in address order: the neighbours that splitting, merging and walking a
+ * range want cost no descent. */
 struct node {
 	struct van_vma v; /* first: a van_vma pointer is a node pointer */
 	struct node *l, *r, *up;
@@ -38,9 +39,10 @@ struct node {
 };
 
 struct space {
-	struct node *root;  /* the treap, when indexed */
+	struct node *root; /* the treap, when indexed */
 	struct node *last; /* the highest VMA */
-	int indexed;	   /* more than AM_INDEX_AT VMAs at some point */
+	int indexed;	   /* had more than AM_INDEX_AT VMAs since its last
+			      snapshot or exec */
 	/* Where the last lookups landed, the latest first: calls come in
 	 * pairs at one place (mprotect then mmap(MAP_FIXED) over it), and
 	 * each call looks up its range, splits and merges there, so the next
