@@ -241,15 +241,25 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
  * trace: everything in locals, one pass, validated as it goes.  Anything
  * unusual (a long varint, a bad field, another kind) returns 0 without
  * side effects, and the general decoder then does the work and names the
- * problem.  Each kind's part starts after the record's kind. */
+ * problem.  Each kind's part starts after the record's kind.  c and times
+ * must be the reader's, whose chunk buffer has VMT_DECODE_SLACK bytes after
+ * its data. */
+/* The reader keeps this many readable (zeroed) bytes after a chunk's data:
+ * more than the fast path's fields of one record, 3 bytes each on the
+ * inline paths below, can read past the record's end. */
+#define VMT_DECODE_SLACK 64
+
+/* A varint of the record at P_ (ending at E_), up to 3 bytes inline, with
+ * no bound check: a field that runs past the record moves P_ past E_,
+ * which the caller checks once after the record's last field. */
 #define FV(P_, E_, out)                                                  \
 	do {                                                             \
-		if (__builtin_expect((E_) - (P_) >= 1, 1) && (P_)[0] < 0x80) { \
+		if (__builtin_expect((P_)[0] < 0x80, 1)) {               \
 			(out) = *(P_)++;                                 \
-		} else if ((E_) - (P_) >= 2 && (P_)[1] < 0x80) {         \
+		} else if ((P_)[1] < 0x80) {                             \
 			(out) = (uint64_t)((P_)[0] & 0x7f) | (uint64_t)(P_)[1] << 7; \
 			(P_) += 2;                                       \
-		} else if ((E_) - (P_) >= 3 && (P_)[2] < 0x80) {         \
+		} else if ((P_)[2] < 0x80) {                             \
 			(out) = (uint64_t)((P_)[0] & 0x7f) |             \
 				(uint64_t)((P_)[1] & 0x7f) << 7 |        \
 				(uint64_t)(P_)[2] << 14;                 \
@@ -289,8 +299,8 @@ static inline int vmt_fast_syscall(struct vmt_cursor *c, const uint8_t *p,
 		return 0;
 	uint64_t addr = st->addr;
 	struct vmt_syscall *sc = &ev->u.sc;
-	uint32_t i = 0;
-	for (; i < nargs; i++) {
+	memset(sc->args, 0, sizeof(sc->args));
+	for (uint32_t i = 0; i < nargs; i++) {
 		FV(p, rec_end, z);
 		/* branch-free: an address argument is a delta from addr */
 		uint64_t is_addr = -(uint64_t)((mask >> i) & 1);
@@ -298,8 +308,6 @@ static inline int vmt_fast_syscall(struct vmt_cursor *c, const uint8_t *p,
 		sc->args[i] = v;
 		addr = (v & is_addr) | (addr & ~is_addr);
 	}
-	for (; i < VMT_MAX_ARGS; i++)
-		sc->args[i] = 0;
 	FV(p, rec_end, z);
 	if (mask & VMT_MASK_RESULT) {
 		addr += (uint64_t)vmt_unzigzag(z);
@@ -320,12 +328,14 @@ static inline int vmt_fast_syscall(struct vmt_cursor *c, const uint8_t *p,
 			return 0;
 		waits = 1;
 	}
-	if (p != rec_end && minor <= VMT_FORMAT_MINOR)
+	if (p > rec_end || (p != rec_end && minor <= VMT_FORMAT_MINOR))
 		return 0;
 	if (stack > UINT32_MAX || (flags & ~(uint64_t)(VMT_SC_NO_RESULT | VMT_SC_REWRITTEN)))
 		return 0;
 	FV(tp, tend, tsz);
 	FV(tp, tend, dur);
+	if (tp > tend)
+		return 0;
 	uint64_t ts = st->ts + (uint64_t)vmt_unzigzag(tsz);
 	if (ts + dur < ts || off_cpu > dur)
 		return 0;
@@ -372,10 +382,12 @@ static inline int vmt_fast_fault(struct vmt_cursor *c, const uint8_t *p,
 	/* 1.3: the flags after the access (none before) */
 	if (p != rec_end && minor >= 3)
 		FV(p, rec_end, flags);
-	if (access > 7 || (flags & ~(uint64_t)VMT_FLT__ALL) ||
+	if (p > rec_end || access > 7 || (flags & ~(uint64_t)VMT_FLT__ALL) ||
 	    (p != rec_end && minor <= VMT_FORMAT_MINOR))
 		return 0;
 	FV(tp, tend, tsz);
+	if (tp > tend)
+		return 0;
 	struct vmt_tstate *st = vmt_tmap_get(tm, (uint32_t)thread);
 	if (!st)
 		return 0;

@@ -353,8 +353,10 @@ static int read_chunk(struct vmt_reader *r, uint64_t off)
 		return fail(r, VMT_E_TRUNC, r->pos,
 			    "chunk at byte %llu needs %u bytes, file has %llu",
 			    (unsigned long long)off, comp, (unsigned long long)left(r));
-	if ((err = grow(&r->cbuf, &r->ccap, comp)) || (err = grow(&r->rbuf, &r->rcap, raw ? raw : 1)))
+	if ((err = grow(&r->cbuf, &r->ccap, comp)) ||
+	    (err = grow(&r->rbuf, &r->rcap, (size_t)raw + VMT_DECODE_SLACK)))
 		return fail(r, err, off, "out of memory");
+	memset(r->rbuf + raw, 0, VMT_DECODE_SLACK);
 	uint64_t zoff = r->pos;
 	if ((err = read_exact(r, r->cbuf, comp, off, "chunk")))
 		return err;
