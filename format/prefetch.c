@@ -48,7 +48,6 @@ struct vmt_prefetch {
 	struct pf_batch *b[NBATCH];
 	/* consumer side */
 	struct pf_batch *cur; /* the batch being read, or NULL */
-	uint32_t pos;
 	int final;	      /* the sticky result once reached */
 };
 
@@ -247,41 +246,32 @@ fail:
 	return NULL;
 }
 
-/* The next batch, once the current one is used up: 1, or the end. */
-static int next_batch(struct vmt_prefetch *p)
-{
-	struct pf_batch *b = p->cur;
-	if (b && b->end) {
-		p->final = b->end;
-		return p->final > 0 ? 0 : p->final;
-	}
-	pthread_mutex_lock(&p->mu);
-	if (b) { /* done with it: the producer may refill it */
-		p->consumed++;
-		pthread_cond_signal(&p->freed);
-	}
-	while (p->produced == p->consumed)
-		pthread_cond_wait(&p->filled, &p->mu);
-	p->cur = p->b[p->consumed % NBATCH];
-	pthread_mutex_unlock(&p->mu);
-	p->pos = 0;
-	return 1;
-}
-
-int vmt_pf_next_ref(struct vmt_prefetch *p, const struct vmt_event **ev, uint64_t *chunk_off)
+int vmt_pf_batch(struct vmt_prefetch *p, const struct vmt_event **evs, uint32_t *n,
+		 uint64_t *chunk_off)
 {
 	for (;;) {
+		if (p->final)
+			return p->final > 0 ? 0 : p->final;
 		struct pf_batch *b = p->cur;
-		if (__builtin_expect(b && p->pos < b->n && !p->final, 1)) {
-			*ev = &b->ev[p->pos++];
+		if (b && b->end) {
+			p->final = b->end;
+			continue;
+		}
+		pthread_mutex_lock(&p->mu);
+		if (b) { /* done with it: the producer may refill it */
+			p->consumed++;
+			pthread_cond_signal(&p->freed);
+		}
+		while (p->produced == p->consumed)
+			pthread_cond_wait(&p->filled, &p->mu);
+		p->cur = b = p->b[p->consumed % NBATCH];
+		pthread_mutex_unlock(&p->mu);
+		if (b->n) {
+			*evs = b->ev;
+			*n = b->n;
 			*chunk_off = b->chunk_off;
 			return 1;
 		}
-		if (p->final)
-			return p->final > 0 ? 0 : p->final;
-		int rc = next_batch(p);
-		if (rc != 1)
-			return rc;
 	}
 }
 

@@ -29,11 +29,12 @@ struct vmt_prefetch;
  * failure; nothing is consumed from src then. */
 struct vmt_prefetch *vmt_pf_start(vmt_pf_source fn, void *src, int *err);
 
-/* The next event: 1 with *ev pointing to it in its batch (valid until the
- * next call) and *chunk_off (its chunk's offset), 0 at the end, or the
+/* The next batch: 1 with its events evs[0 .. *n) (n > 0; valid until the
+ * next call) and *chunk_off (their chunk's offset), 0 at the end, or the
  * source's error (sticky).  The producer is done with src once this has
  * returned 0 or an error. */
-int vmt_pf_next_ref(struct vmt_prefetch *p, const struct vmt_event **ev, uint64_t *chunk_off);
+int vmt_pf_batch(struct vmt_prefetch *p, const struct vmt_event **evs, uint32_t *n,
+		 uint64_t *chunk_off);
 
 /* Stop the producer (it finishes the event it is decoding), wait for it
  * and free everything.  Accepts NULL. */

@@ -56,7 +56,10 @@ struct vmt_reader {
 	struct vmt_prefetch *pf;
 	struct vmt_event ev; /* vmt_reader_next_ref's, without prefetch */
 	int pf_final;	      /* 0, 1 (end reached), or the error */
-	uint64_t pf_events;   /* events returned to the consumer */
+	/* the batch being handed out: [pf_first, pf_end), pf_cur the next;
+	 * pf_before events were returned before it */
+	const struct vmt_event *pf_first, *pf_cur, *pf_end;
+	uint64_t pf_before;
 	uint64_t pf_chunk_off;
 };
 
@@ -618,21 +621,38 @@ void vmt_reader_hold(vmt_reader *r, int on)
 	vmt_pf_hold(r->pf, on);
 }
 
-int vmt_reader_next_ref(vmt_reader *r, const struct vmt_event **ev)
+/* vmt_reader_next_ref once the current batch is used up. */
+static int next_ref_slow(vmt_reader *r, const struct vmt_event **ev)
 {
 	if (!r->pf) {
 		*ev = &r->ev;
 		return reader_next(r, &r->ev);
 	}
-	int rc = vmt_pf_next_ref(r->pf, ev, &r->pf_chunk_off);
-	if (__builtin_expect(rc == 1, 1)) {
-		r->pf_events++;
+	const struct vmt_event *evs;
+	uint32_t n;
+	r->pf_before += (uint64_t)(r->pf_end - r->pf_first);
+	r->pf_first = r->pf_cur = r->pf_end = NULL;
+	int rc = vmt_pf_batch(r->pf, &evs, &n, &r->pf_chunk_off);
+	if (rc == 1) {
+		r->pf_first = evs;
+		r->pf_cur = evs + 1;
+		r->pf_end = evs + n;
+		*ev = evs;
 		return 1;
 	}
 	r->pf_final = rc ? rc : 1;
 	if (rc < 0 && !r->err) /* the producer's own failure: no memory */
 		fail(r, rc, r->pf_chunk_off, "out of memory");
 	return rc;
+}
+
+int vmt_reader_next_ref(vmt_reader *r, const struct vmt_event **ev)
+{
+	if (__builtin_expect(r->pf_cur < r->pf_end, 1)) {
+		*ev = r->pf_cur++;
+		return 1;
+	}
+	return next_ref_slow(r, ev);
 }
 
 int vmt_reader_next(vmt_reader *r, struct vmt_event *ev)
@@ -734,7 +754,7 @@ const struct vmt_footer *vmt_reader_footer(const vmt_reader *r)
 
 uint64_t vmt_reader_event_index(const vmt_reader *r)
 {
-	return r->pf ? r->pf_events : r->events;
+	return r->pf ? r->pf_before + (uint64_t)(r->pf_cur - r->pf_first) : r->events;
 }
 
 uint64_t vmt_reader_offset(const vmt_reader *r)
