@@ -197,6 +197,8 @@ struct van_lint {
 	int zero_page;		  /* the recording kernel maps it (zeropage=) */
 	struct touchlog touches;  /* per thread, since its last syscall */
 	struct cs_tally sites_unc, sites_recommit, sites_dun, sites_fbd, sites_dlk, sites_fmc;
+	struct vmt_range rg[2];	  /* the syscall's ranges (vmt_sc_ranges), once */
+	int nrg;		  /* per call, for every check below */
 	int unc_candidate;	  /* the syscall being applied is an uncommit */
 	uint32_t unc_prot, unc_flags;
 	struct example ex_unc[LU_EXAMPLES];

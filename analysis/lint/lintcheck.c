@@ -312,13 +312,12 @@ static int check_fault(van_lint *l, uint64_t index, const struct vmt_event *ev)
 static void syscall_discards(van_lint *l, const struct vmt_event *ev)
 {
 	const struct vmt_syscall *sc = &ev->u.sc;
-	struct vmt_range r[2];
 	if (!vmt_sc_discards(sc) || sc->op == VMT_OP_SHMDT)
 		return;
 	if (sc->op == VMT_OP_MREMAP && (uint64_t)sc->result == sc->args[0] && sc->args[2] >= sc->args[1])
 		return;
-	if (vmt_sc_ranges(sc, l->page, r) > 0)
-		discard_pages(l, ev->proc, r[0].start, r[0].end - r[0].start);
+	if (l->nrg > 0)
+		discard_pages(l, ev->proc, l->rg[0].start, l->rg[0].end - l->rg[0].start);
 }
 
 int van_lint_event(van_lint *l, uint64_t index, const struct vmt_event *ev)
@@ -350,8 +349,11 @@ int van_lint_event(van_lint *l, uint64_t index, const struct vmt_event *ev)
 	default:
 		break;
 	}
-	if (ev->kind == VMT_EV_SYSCALL && ((rc = lu_before(l, ev)) || (rc = lnd_before(l, index, ev))))
-		return rc;
+	if (ev->kind == VMT_EV_SYSCALL) {
+		l->nrg = vmt_sc_ranges(&ev->u.sc, l->page, l->rg);
+		if ((rc = lu_before(l, ev)) || (rc = lnd_before(l, index, ev)))
+			return rc;
+	}
 	if ((rc = van_asmodel_apply(l->model, ev)))
 		return rc;
 	if ((rc = lu_after(l, index, ev)) || (rc = lnd_after(l, index, ev)))

@@ -257,8 +257,8 @@ int lnd_before(van_lint *l, uint64_t index, const struct vmt_event *ev)
 	}
 	if (kind == LX_MADV_DONTNEED && (rc = fbd_dontneed(l, P, ev, a, b)))
 		return rc;
-	struct vmt_range r[2];
-	int n = vmt_sc_ranges(sc, l->page, r);
+	const struct vmt_range *r = l->rg;
+	int n = l->nrg;
 	if (n < 0) {
 		P->dun.n = P->fbd.n = 0;
 	} else {

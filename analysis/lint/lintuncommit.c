@@ -134,8 +134,8 @@ int lu_after(van_lint *l, uint64_t index, const struct vmt_event *ev)
 		return recommit(l, P, ev, a, b, prot, noreserve);
 	if (sc->op == VMT_OP_MUNMAP && !(sc->flags & VMT_SC_NO_RESULT) && sc->result == 0)
 		return unmap(l, P, a, b);
-	struct vmt_range r[2];
-	int n = vmt_sc_ranges(sc, l->page, r);
+	const struct vmt_range *r = l->rg;
+	int n = l->nrg;
 	if (n < 0)
 		P->unc.n = 0;
 	for (int k = 0; k < n; k++)
