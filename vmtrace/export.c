@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cmd.h"
+#include "fmtpipe.h"
 #include "tracks.h"
 #include "vmtutil.h"
 
@@ -172,19 +173,28 @@ struct pf {
 	int first; /* no event written yet */
 };
 
-static void pf_sep(struct pf *p, struct vmt_buf *b)
+/* What pf_prepare found, for pf_event (on any thread): the time, and
+ * the counters to write with their values. */
+#define PF_FIRST 0x8u /* the event's first object is the file's first */
+#define PF_VMA 0x1u
+#define PF_MAPPED 0x2u
+#define PF_TOUCHED 0x4u
+enum { PF_REL, PF_VMAS, PF_BYTES, PF_PAGES };
+
+/* The separator before an object: none before the file's first. */
+static void pf_sep(int *first, struct vmt_buf *b)
 {
-	if (p->first)
+	if (*first)
 		vmt_buf_putc(b, '\n');
 	else
 		VMT_BUF_LIT(b, ",\n");
-	p->first = 0;
+	*first = 0;
 }
 
-PF_INLINE void pf_counter(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t rel,
+PF_INLINE void pf_counter(int *first, struct vmt_buf *b, uint32_t proc, uint64_t rel,
 			  const char *name, const char *key, uint64_t v)
 {
-	pf_sep(p, b);
+	pf_sep(first, b);
 	VMT_BUF_LIT(b, "{\"ph\":\"C\",\"name\":\"");
 	vmt_buf_add(b, name, strlen(name));
 	VMT_BUF_LIT(b, "\",\"pid\":");
@@ -207,21 +217,46 @@ static int pf_grow(struct pf *p, uint32_t n)
 	return 0;
 }
 
-/* The counters of proc whose values differ from the last ones written. */
-static int pf_counters(struct pf *p, struct vmt_buf *b, uint32_t proc, uint64_t rel)
+/* The kinds with an object of their own on the timeline. */
+static int pf_timeline(uint32_t kind)
 {
-	struct van_track_vals v;
-	if (pf_grow(p, proc + 1))
-		return -ENOMEM;
-	van_tracks_get(p->trk, proc, &v);
-	struct van_track_vals *last = &p->last[proc];
-	if (v.vmas != last->vmas)
-		pf_counter(p, b, proc, rel, "vma", "count", v.vmas);
-	if (v.mapped_bytes != last->mapped_bytes)
-		pf_counter(p, b, proc, rel, "mapped", "bytes", v.mapped_bytes);
-	if (v.touched_pages != last->touched_pages)
-		pf_counter(p, b, proc, rel, "touched", "pages", v.touched_pages);
-	*last = v;
+	return kind == VMT_EV_SYSCALL || kind == VMT_EV_FAULT || kind == VMT_EV_TOUCH ||
+	       kind == VMT_EV_THREAD_START || kind == VMT_EV_THREAD_EXIT ||
+	       kind == VMT_EV_PROCESS_START || kind == VMT_EV_EXEC ||
+	       kind == VMT_EV_PROCESS_EXIT || kind == VMT_EV_MAPS || kind == VMT_EV_LOST;
+}
+
+/* In order: the tracks, and which counters of the process changed from
+ * the values last written (those are written after the event). */
+static int pf_prepare(void *ctx, struct fp_rec *r)
+{
+	struct pf *p = ctx;
+	const struct vmt_event *ev = &r->ev;
+	unsigned changed = 0;
+	int err = van_tracks_apply(p->trk, ev, &changed);
+	if (err)
+		return err;
+	r->flags = 0;
+	r->aux[PF_REL] = van_tracks_rel_ns(p->trk, ev->ts_ns);
+	if (changed & (VAN_TRK_SPACE | VAN_TRK_TOUCHED)) {
+		struct van_track_vals v;
+		if (pf_grow(p, ev->proc + 1))
+			return -ENOMEM;
+		van_tracks_get(p->trk, ev->proc, &v);
+		struct van_track_vals *last = &p->last[ev->proc];
+		r->flags |= (v.vmas != last->vmas ? PF_VMA : 0) |
+			    (v.mapped_bytes != last->mapped_bytes ? PF_MAPPED : 0) |
+			    (v.touched_pages != last->touched_pages ? PF_TOUCHED : 0);
+		r->aux[PF_VMAS] = v.vmas;
+		r->aux[PF_BYTES] = v.mapped_bytes;
+		r->aux[PF_PAGES] = v.touched_pages;
+		*last = v;
+	}
+	if (r->flags || pf_timeline(ev->kind)) {
+		if (p->first)
+			r->flags |= PF_FIRST;
+		p->first = 0;
+	}
 	return 0;
 }
 
@@ -245,16 +280,20 @@ static void pf_result(struct vmt_buf *b, const struct vmt_syscall *sc)
 	vmt_buf_putc(b, '"');
 }
 
-static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint64_t index,
-		    const struct vmt_event *ev, unsigned changed)
+static void pf_event(const void *ctx, struct vmt_buf *b, struct vmt_buf *scratch,
+		     const struct fp_rec *r)
 {
-	uint64_t rel = van_tracks_rel_ns(p->trk, ev->ts_ns);
+	const struct vmt_event *ev = &r->ev;
+	uint64_t rel = r->aux[PF_REL], index = r->index;
 	uint32_t pid = ev->proc + 1, tid = ev->thread + 1;
+	int first = !!(r->flags & PF_FIRST);
+	(void)ctx;
+	(void)scratch;
 	switch (ev->kind) {
 	case VMT_EV_SYSCALL: {
 		const struct vmt_syscall *sc = &ev->u.sc;
 		const char *name = vmt_op_name(sc->op);
-		pf_sep(p, b);
+		pf_sep(&first, b);
 		VMT_BUF_LIT(b, "{\"ph\":\"X\",\"cat\":\"syscall\",\"name\":");
 		vmt_buf_json_str(b, name ? name : "?");
 		VMT_BUF_LIT(b, ",\"pid\":");
@@ -290,7 +329,7 @@ static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint6
 	case VMT_EV_MAPS:
 	case VMT_EV_LOST: {
 		const char *kind = vmt_kind_name(ev->kind);
-		pf_sep(p, b);
+		pf_sep(&first, b);
 		if (ev->kind == VMT_EV_FAULT || ev->kind == VMT_EV_TOUCH)
 			VMT_BUF_LIT(b, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"page\",\"name\":");
 		else
@@ -321,9 +360,12 @@ static int pf_event(struct pf *p, struct vmt_buf *b, struct vmt_buf *text, uint6
 	default:
 		break; /* tables (stacks, symbols, strings) are not timeline events */
 	}
-	if (changed & (VAN_TRK_SPACE | VAN_TRK_TOUCHED))
-		return pf_counters(p, b, ev->proc, rel);
-	return 0;
+	if (r->flags & PF_VMA)
+		pf_counter(&first, b, ev->proc, rel, "vma", "count", r->aux[PF_VMAS]);
+	if (r->flags & PF_MAPPED)
+		pf_counter(&first, b, ev->proc, rel, "mapped", "bytes", r->aux[PF_BYTES]);
+	if (r->flags & PF_TOUCHED)
+		pf_counter(&first, b, ev->proc, rel, "touched", "pages", r->aux[PF_PAGES]);
 }
 
 /* Names of the processes and threads, as metadata events at the end (the
@@ -337,11 +379,11 @@ static void pf_names(struct pf *p, struct vmt_buf *b)
 		vmt_buf_printf(&n, "p%u %s", i, *name ? name : "?");
 		if (van_tracks_os_pid(t, i))
 			vmt_buf_printf(&n, " (pid %d)", van_tracks_os_pid(t, i));
-		pf_sep(p, b);
+		pf_sep(&p->first, b);
 		vmt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":", i + 1);
 		vmt_buf_json_str(b, n.data ? n.data : "");
 		vmt_buf_puts(b, "}}");
-		pf_sep(p, b);
+		pf_sep(&p->first, b);
 		vmt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,"
 			       "\"args\":{\"sort_index\":%u}}", i + 1, i);
 		vmt_buf_free(&n);
@@ -350,7 +392,7 @@ static void pf_names(struct pf *p, struct vmt_buf *b)
 		uint32_t proc = van_tracks_thread_proc(t, i);
 		if (proc == VMT_NONE)
 			continue;
-		pf_sep(p, b);
+		pf_sep(&p->first, b);
 		vmt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
 			       "\"args\":{\"name\":\"t%u", proc + 1, i + 1, i);
 		if (van_tracks_os_tid(t, i))
@@ -361,13 +403,34 @@ static void pf_names(struct pf *p, struct vmt_buf *b)
 
 /* ---- driver -------------------------------------------------------------- */
 
+static void csv_event(const void *ctx, struct vmt_buf *b, struct vmt_buf *scratch,
+		      const struct fp_rec *r)
+{
+	(void)ctx;
+	csv_row(b, scratch, r->index, &r->ev);
+}
+
+static void jsonl_event(const void *ctx, struct vmt_buf *b, struct vmt_buf *scratch,
+			const struct fp_rec *r)
+{
+	(void)ctx;
+	(void)scratch;
+	/* In place: the object's '{' becomes the ',' after the index. */
+	VMT_BUF_LIT(b, "{\"index\":");
+	put_u64(b, r->index);
+	size_t from = b->len;
+	vmt_render_json(b, &r->ev);
+	if (!b->oom)
+		b->data[from] = ',';
+	vmt_buf_putc(b, '\n');
+}
+
 static int export_events(struct vtc_input *in, enum fmt fmt, FILE *out)
 {
 	const struct vmt_header *h = vmt_reader_header(in->r);
-	struct vmt_buf b = { 0 }, text = { 0 };
+	struct vmt_buf b = { 0 };
 	struct pf pf = { .first = 1 };
-	struct vmt_event ev;
-	uint64_t index = 0;
+	struct fp_ops ops = { NULL, csv_event, NULL };
 	int rc, err = 0;
 
 	if (fmt == FMT_PERFETTO) {
@@ -376,6 +439,7 @@ static int export_events(struct vtc_input *in, enum fmt fmt, FILE *out)
 			fprintf(stderr, "vmtrace export: out of memory\n");
 			return 2;
 		}
+		ops = (struct fp_ops){ pf_prepare, pf_event, &pf };
 		fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":", out);
 		vmt_buf_json_str(&b, in->path);
 		vmt_buf_puts(&b, ",\"recorder\":");
@@ -386,37 +450,16 @@ static int export_events(struct vtc_input *in, enum fmt fmt, FILE *out)
 	} else if (fmt == FMT_CSV) {
 		vmt_buf_puts(&b, "index,ts_ns,kind,proc,thread,op,arg0,arg1,arg2,arg3,arg4,arg5,"
 				 "result,duration_ns,text\n");
+	} else {
+		ops.format = jsonl_event;
 	}
-	while ((rc = vmt_reader_next(in->r, &ev)) == 1) {
-		if (fmt == FMT_CSV) {
-			csv_row(&b, &text, index, &ev);
-		} else if (fmt == FMT_JSONL) {
-			/* In place: the object's '{' becomes the ',' after
-			 * the index. */
-			VMT_BUF_LIT(&b, "{\"index\":");
-			put_u64(&b, index);
-			size_t from = b.len;
-			vmt_render_json(&b, &ev);
-			if (!b.oom)
-				b.data[from] = ',';
-			vmt_buf_putc(&b, '\n');
-		} else {
-			unsigned changed = 0;
-			if ((err = van_tracks_apply(pf.trk, &ev, &changed)) ||
-			    (err = pf_event(&pf, &b, &text, index, &ev, changed)))
-				break;
-		}
-		index++;
-		if (b.oom) {
-			err = -ENOMEM;
-			break;
-		}
-		if (b.len >= 1 << 16) {
-			vmt_buf_write(&b, out);
-			vmt_buf_reset(&b);
-			if (ferror(out))
-				break;
-		}
+	/* The events' text is made on as many threads as there are CPUs
+	 * (fmtpipe.h): it is most of an export's time. */
+	if ((err = vmt_buf_write(&b, out)) == 0) {
+		vmt_buf_reset(&b);
+		rc = fp_run(in->r, &ops, out, &err);
+	} else {
+		rc = 0;
 	}
 	if (fmt == FMT_PERFETTO) {
 		pf_names(&pf, &b);
@@ -433,7 +476,6 @@ static int export_events(struct vtc_input *in, enum fmt fmt, FILE *out)
 		status = 2;
 	}
 	vmt_buf_free(&b);
-	vmt_buf_free(&text);
 	van_tracks_free(pf.trk);
 	free(pf.last);
 	return status;
