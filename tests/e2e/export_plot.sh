@@ -198,6 +198,23 @@ check_exit export-bad-format 2 $VMTRACE export --format=xml $D/every-kind.zst
 check export-bad-format-message grep -q "unknown format 'xml'" "$T/err"
 check_exit export-unwritable 2 $VMTRACE export --format=csv $D/every-kind.zst -o /nonexistent/x.csv
 check export-unwritable-message grep -q "cannot create '/nonexistent/x.csv'" "$T/err"
+# The text is made on every CPU (vmtrace/fmtpipe.c), in batches of 2048
+# events: on one CPU or on all, the same bytes, for a trace of several
+# batches, whole and cut short (the events before the damage, exit 2).
+if [ "$(nproc)" -ge 2 ]; then
+	head -c 80000 $D/real/git-loose.zst > "$T/cut.zst"
+	for f in csv jsonl perfetto; do
+		for t in $D/real/git-loose.zst "$T/cut.zst"; do
+			n=$(basename "$t" .zst)
+			$VMTRACE export --format=$f "$t" > "$T/all.$f" 2> "$T/all.err"; a=$?
+			taskset -c 0 $VMTRACE export --format=$f "$t" > "$T/one.$f" 2> "$T/one.err"; o=$?
+			check "export-cpus-same-$f-$n" sh -c "test $a = $o && cmp '$T/all.$f' '$T/one.$f' &&
+				cmp '$T/all.err' '$T/one.err' && test \$(wc -l < '$T/all.$f') -gt 2048"
+		done
+	done
+	check "export-cut-exit-2" test "$a" = 2
+fi
+check_exit export-full-disk 2 $VMTRACE export --format=csv $D/real/git-loose.zst -o /dev/full
 check_exit export-help 0 $VMTRACE help export
 check export-help-formats grep -q -- '--format=perfetto' "$T/out"
 check_exit plot-no-output 2 $VMTRACE plot $D/every-kind.zst
