@@ -84,7 +84,26 @@ static inline void vmt_buf_putc(struct vmt_buf *b, char c)
 	vmt_buf_add(b, &c, 1);
 }
 #define VMT_BUF_LIT(b, s) vmt_buf_add((b), "" s, sizeof(s) - 1)
-void vmt_buf_u64(struct vmt_buf *b, uint64_t v);
+void vmt_buf_u64_slow(struct vmt_buf *b, uint64_t v);
+/* Small numbers (most fields but times and addresses) inline; the rest
+ * from their digits, or from a memo of the recent ones (buf.c). */
+static inline void vmt_buf_u64(struct vmt_buf *b, uint64_t v)
+{
+	if (v < 100 && b->data && !b->oom && b->cap - b->len > 2) {
+		char *p = b->data + b->len;
+		if (v < 10) {
+			p[0] = (char)('0' + v);
+			b->len += 1;
+		} else {
+			p[0] = (char)('0' + v / 10);
+			p[1] = (char)('0' + v % 10);
+			b->len += 2;
+		}
+		b->data[b->len] = '\0';
+	} else {
+		vmt_buf_u64_slow(b, v);
+	}
+}
 void vmt_buf_i64(struct vmt_buf *b, int64_t v);
 void vmt_buf_hex(struct vmt_buf *b, uint64_t v);
 /* Append s as a JSON string literal (with quotes and escapes); NULL as

@@ -91,11 +91,11 @@ static void test_buf_numbers(void **state)
 {
 	(void)state;
 	struct vmt_buf b = { 0 };
-	char want[64], *exp = NULL;
+	char want[96], *exp = NULL;
 	size_t explen = 0;
 	FILE *f = open_memstream(&exp, &explen);
 	assert_non_null(f);
-	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint64_t x = 0x9e3779b97f4a7c15ull, seen[97] = { 0 };
 	for (int i = 0; i < 20000; i++) {
 		uint64_t v;
 		if (i < 64 * 3) { /* 2^k - 1, 2^k, 2^k + 1 */
@@ -109,13 +109,20 @@ static void test_buf_numbers(void **state)
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 			v = x >> (x % 64);
 		}
+		/* and a value of a few numbers back: the memo of recent
+		 * numbers (buf.c) hits, or holds another in that slot */
+		uint64_t again = seen[(unsigned)i % 97];
+		seen[(unsigned)i % 97] = v;
 		vmt_buf_u64(&b, v);
 		vmt_buf_putc(&b, ' ');
 		vmt_buf_i64(&b, (int64_t)v);
 		vmt_buf_putc(&b, ' ');
 		vmt_buf_hex(&b, v);
+		vmt_buf_putc(&b, ' ');
+		vmt_buf_u64(&b, again);
 		vmt_buf_putc(&b, '\n');
-		snprintf(want, sizeof(want), "%" PRIu64 " %" PRId64 " %#" PRIx64 "\n", v, (int64_t)v, v);
+		snprintf(want, sizeof(want), "%" PRIu64 " %" PRId64 " %#" PRIx64 " %" PRIu64 "\n", v,
+			 (int64_t)v, v, again);
 		fputs(want, f);
 	}
 	vmt_buf_u64(&b, UINT64_MAX);
