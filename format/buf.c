@@ -157,6 +157,12 @@ struct dec_memo {
 	uint32_t n; /* 0: empty */
 };
 static __thread struct dec_memo dec_memo[64];
+/* The digits but the last eight of the last number made (hi: its value). */
+static __thread struct {
+	uint64_t hi;
+	uint32_t n; /* 0: none (they are 1..12) */
+	char d[12];
+} dec_top;
 
 void vmt_buf_u64_slow(struct vmt_buf *b, uint64_t v)
 {
@@ -173,12 +179,31 @@ void vmt_buf_u64_slow(struct vmt_buf *b, uint64_t v)
 		b->data[b->len] = '\0';
 		return;
 	}
+	/* Times in ns (14 digits and more) never come again, but their
+	 * digits above the last eight change only every 0.1 s: those are
+	 * kept from the last such number, and a time that has them takes
+	 * no slot of the memo. */
+	uint64_t hi = v / 100000000;
+	uint32_t lo = (uint32_t)(v % 100000000);
+	if (hi == dec_top.hi && dec_top.n) {
+		if (buf_room(b, sizeof(dec_top.d) + 8) < 0)
+			return;
+		char *p = b->data + b->len;
+		memcpy(p, dec_top.d, sizeof(dec_top.d));
+		dec_pairs(p + dec_top.n + 8, lo, 4);
+		b->len += dec_top.n + 8;
+		b->data[b->len] = '\0';
+		return;
+	}
 	size_t at = b->len;
 	vmt_buf_u64_any(b, v);
 	if (b->len > at) {
 		m->v = v;
 		m->n = (uint32_t)(b->len - at);
 		memcpy(m->d, b->data + at, m->n);
+		dec_top.hi = hi;
+		dec_top.n = m->n - 8;
+		memcpy(dec_top.d, m->d, dec_top.n);
 	}
 }
 
