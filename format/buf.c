@@ -393,7 +393,24 @@ void vmt_buf_json_str(struct vmt_buf *b, const char *s)
 		buf_add(b, "null", 4);
 		return;
 	}
-	quote(b, s, json_esc);
+	/* Names (kinds, ops, errnos: most strings of an export) need no
+	 * escape: one pass to see that, and one copy with the quotes. */
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 0;
+	while (p[n] >= 0x20 && p[n] < 0x7f && p[n] != '"' && p[n] != '\\')
+		n++;
+	if (p[n]) {
+		quote(b, s, json_esc);
+		return;
+	}
+	if (buf_room(b, n + 2) < 0)
+		return;
+	char *d = b->data + b->len;
+	d[0] = '"';
+	memcpy(d + 1, s, n);
+	d[n + 1] = '"';
+	b->len += n + 2;
+	d[n + 2] = '\0';
 }
 
 void vmt_buf_json_close(struct vmt_buf *b, size_t from)
