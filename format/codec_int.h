@@ -241,9 +241,9 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
  * trace: everything in locals, one pass, validated as it goes.  Anything
  * unusual (a long varint, a bad field, another kind) returns 0 without
  * side effects, and the general decoder then does the work and names the
- * problem.  Each kind's part starts after the record's kind.  c and times
- * must be the reader's, whose chunk buffer has VMT_DECODE_SLACK bytes after
- * its data. */
+ * problem.  vmt_decode_fast reads a record's head (kind, length, thread,
+ * process), each kind's part the rest.  c and times must be the reader's,
+ * whose chunk buffer has VMT_DECODE_SLACK bytes after its data. */
 /* The reader keeps this many readable (zeroed) bytes after a chunk's data:
  * more than the fast path's fields of one record, 3 bytes each on the
  * inline paths below, can read past the record's end. */
@@ -274,28 +274,17 @@ int vmt_decode_event(struct vmt_cursor *c, struct vmt_cursor *times,
 	} while (0)
 
 static inline int vmt_fast_syscall(struct vmt_cursor *c, const uint8_t *p,
-				   struct vmt_cursor *times, struct vmt_tmap *tm,
-				   uint16_t minor, struct vmt_event *ev)
+				   const uint8_t *rec_end, struct vmt_cursor *times,
+				   struct vmt_tstate *st, uint16_t minor, struct vmt_event *ev)
 {
-	const uint8_t *end = c->end, *tp = times->p, *tend = times->end;
-	uint64_t plen, thread, proc, tsz, op, z, dur, stack, flags;
-	FV(p, end, plen);
-	if (plen > (uint64_t)(end - p))
-		return 0;
-	const uint8_t *rec_end = p + plen;
-	FV(p, rec_end, thread);
-	FV(p, rec_end, proc);
-	if (thread >= VMT_MAX_THREADS || proc >= VMT_MAX_THREADS)
-		return 0;
+	const uint8_t *tp = times->p, *tend = times->end;
+	uint64_t tsz, op, z, dur, stack, flags;
 	FV(p, rec_end, op);
 	if (op == 0 || op >= VMT_OP__COUNT || rec_end - p < 2)
 		return 0;
 	uint32_t nargs = p[0], mask = p[1];
 	p += 2;
 	if (nargs > VMT_MAX_ARGS || (mask & ~((1u << nargs) - 1) & ~VMT_MASK_RESULT))
-		return 0;
-	struct vmt_tstate *st = vmt_tmap_get(tm, (uint32_t)thread);
-	if (!st)
 		return 0;
 	uint64_t addr = st->addr;
 	struct vmt_syscall *sc = &ev->u.sc;
@@ -343,8 +332,6 @@ static inline int vmt_fast_syscall(struct vmt_cursor *c, const uint8_t *p,
 		return 0;
 	/* commit */
 	ev->kind = VMT_EV_SYSCALL;
-	ev->thread = (uint32_t)thread;
-	ev->proc = (uint32_t)proc;
 	ev->ts_ns = ts;
 	sc->op = (uint32_t)op;
 	sc->nargs = nargs;
@@ -363,19 +350,11 @@ static inline int vmt_fast_syscall(struct vmt_cursor *c, const uint8_t *p,
 }
 
 static inline int vmt_fast_fault(struct vmt_cursor *c, const uint8_t *p,
-				 struct vmt_cursor *times, struct vmt_tmap *tm,
-				 uint16_t minor, struct vmt_event *ev)
+				 const uint8_t *rec_end, struct vmt_cursor *times,
+				 struct vmt_tstate *st, uint16_t minor, struct vmt_event *ev)
 {
-	const uint8_t *end = c->end, *tp = times->p, *tend = times->end;
-	uint64_t plen, thread, proc, za, zi, access, flags = 0, tsz;
-	FV(p, end, plen);
-	if (plen > (uint64_t)(end - p))
-		return 0;
-	const uint8_t *rec_end = p + plen;
-	FV(p, rec_end, thread);
-	FV(p, rec_end, proc);
-	if (thread >= VMT_MAX_THREADS || proc >= VMT_MAX_THREADS)
-		return 0;
+	const uint8_t *tp = times->p, *tend = times->end;
+	uint64_t za, zi, access, flags = 0, tsz;
 	FV(p, rec_end, za);
 	FV(p, rec_end, zi);
 	FV(p, rec_end, access);
@@ -388,13 +367,8 @@ static inline int vmt_fast_fault(struct vmt_cursor *c, const uint8_t *p,
 	FV(tp, tend, tsz);
 	if (tp > tend)
 		return 0;
-	struct vmt_tstate *st = vmt_tmap_get(tm, (uint32_t)thread);
-	if (!st)
-		return 0;
 	/* commit */
 	ev->kind = VMT_EV_FAULT;
-	ev->thread = (uint32_t)thread;
-	ev->proc = (uint32_t)proc;
 	ev->ts_ns = st->ts + (uint64_t)vmt_unzigzag(tsz);
 	st->ts = ev->ts_ns;
 	ev->u.fault.addr = st->addr + (uint64_t)vmt_unzigzag(za);
@@ -415,11 +389,26 @@ static inline int vmt_decode_fast(struct vmt_cursor *c, struct vmt_cursor *times
 	if (__builtin_expect(end - p < 3, 0))
 		return 0;
 	/* every kind is one byte */
-	if (p[0] == VMT_EV_SYSCALL)
-		return vmt_fast_syscall(c, p + 1, times, tm, minor, ev);
-	if (p[0] == VMT_EV_FAULT)
-		return vmt_fast_fault(c, p + 1, times, tm, minor, ev);
-	return 0;
+	unsigned kind = *p++;
+	if (kind != VMT_EV_SYSCALL && kind != VMT_EV_FAULT)
+		return 0;
+	uint64_t plen, thread, proc;
+	FV(p, end, plen);
+	if (plen > (uint64_t)(end - p))
+		return 0;
+	const uint8_t *rec_end = p + plen;
+	FV(p, rec_end, thread);
+	FV(p, rec_end, proc);
+	if (thread >= VMT_MAX_THREADS || proc >= VMT_MAX_THREADS)
+		return 0;
+	struct vmt_tstate *st = vmt_tmap_get(tm, (uint32_t)thread);
+	if (!st)
+		return 0;
+	ev->thread = (uint32_t)thread;
+	ev->proc = (uint32_t)proc;
+	if (kind == VMT_EV_SYSCALL)
+		return vmt_fast_syscall(c, p, rec_end, times, st, minor, ev);
+	return vmt_fast_fault(c, p, rec_end, times, st, minor, ev);
 }
 #undef FV
 
