@@ -143,34 +143,25 @@ static void vmt_buf_u64_any(struct vmt_buf *b, uint64_t v)
 	*end = '\0';
 }
 
-/*
- * The digits of recent numbers of nine digits and more, per thread: an
- * export writes the same addresses again and again (an mmap's address
- * and its result, the faults at it, the ip of the faulting instruction),
- * and a copy of their digits costs a fifth of making them.  Direct-mapped
- * by a multiplicative hash; timestamps, which never come again, only
- * take slots.
- */
-struct dec_memo {
-	uint64_t v;
-	char d[20];
-	uint32_t n; /* 0: empty */
-};
-static __thread struct dec_memo dec_memo[64];
-/* The digits but the last eight of the last number made (hi: its value). */
-static __thread struct {
-	uint64_t hi;
-	uint32_t n; /* 0: none (they are 1..12) */
-	char d[12];
-} dec_top;
+int vmt_buf_memoize(struct vmt_buf *b)
+{
+	if (!b->memo && !(b->memo = calloc(1, sizeof(*b->memo))))
+		return -ENOMEM;
+	return 0;
+}
 
+/* Numbers of nine digits and more: from the buffer's memo where it has
+ * them.  Times in ns (14 digits and more) never come again, but their
+ * digits above the last eight change only every 0.1 s: those are kept
+ * from the last such number, and a time that has them takes no slot. */
 void vmt_buf_u64_slow(struct vmt_buf *b, uint64_t v)
 {
-	if (v < 100000000) {
+	struct vmt_buf_memo *mm = b->memo;
+	if (v < 100000000 || !mm) {
 		vmt_buf_u64_any(b, v);
 		return;
 	}
-	struct dec_memo *m = &dec_memo[(v * 0x9e3779b97f4a7c15ull) >> 58];
+	struct vmt_memo_num *m = &mm->num[(v * 0x9e3779b97f4a7c15ull) >> 58];
 	if (m->v == v && m->n) {
 		if (buf_room(b, sizeof(m->d)) < 0)
 			return;
@@ -179,19 +170,15 @@ void vmt_buf_u64_slow(struct vmt_buf *b, uint64_t v)
 		b->data[b->len] = '\0';
 		return;
 	}
-	/* Times in ns (14 digits and more) never come again, but their
-	 * digits above the last eight change only every 0.1 s: those are
-	 * kept from the last such number, and a time that has them takes
-	 * no slot of the memo. */
 	uint64_t hi = v / 100000000;
 	uint32_t lo = (uint32_t)(v % 100000000);
-	if (hi == dec_top.hi && dec_top.n) {
-		if (buf_room(b, sizeof(dec_top.d) + 8) < 0)
+	if (hi == mm->top.hi && mm->top.n) {
+		if (buf_room(b, sizeof(mm->top.d) + 8) < 0)
 			return;
 		char *p = b->data + b->len;
-		memcpy(p, dec_top.d, sizeof(dec_top.d));
-		dec_pairs(p + dec_top.n + 8, lo, 4);
-		b->len += dec_top.n + 8;
+		memcpy(p, mm->top.d, sizeof(mm->top.d));
+		dec_pairs(p + mm->top.n + 8, lo, 4);
+		b->len += mm->top.n + 8;
 		b->data[b->len] = '\0';
 		return;
 	}
@@ -201,9 +188,9 @@ void vmt_buf_u64_slow(struct vmt_buf *b, uint64_t v)
 		m->v = v;
 		m->n = (uint32_t)(b->len - at);
 		memcpy(m->d, b->data + at, m->n);
-		dec_top.hi = hi;
-		dec_top.n = m->n - 8;
-		memcpy(dec_top.d, m->d, dec_top.n);
+		mm->top.hi = hi;
+		mm->top.n = m->n - 8;
+		memcpy(mm->top.d, m->d, mm->top.n);
 	}
 }
 
@@ -550,7 +537,9 @@ void vmt_buf_free(struct vmt_buf *b)
 	if (!b)
 		return;
 	free(b->data);
+	free(b->memo);
 	b->data = NULL;
+	b->memo = NULL;
 	b->len = b->cap = 0;
 	b->oom = 0;
 }

@@ -226,29 +226,16 @@ static uint32_t shown_args(const struct vmt_syscall *sc,
 	return sc->nargs < VMT_MAX_ARGS ? sc->nargs : VMT_MAX_ARGS;
 }
 
-/*
- * The text of recent flag and name arguments, per thread: a trace repeats
- * a few of them millions of times (PROT_READ|PROT_WRITE, MAP_PRIVATE|
- * MAP_FIXED|MAP_ANONYMOUS), and a copy costs a tenth of walking the
- * names again (a fifth of an export's text was that walk).  Direct-mapped
- * by type and value; numbers and addresses are cheaper made than looked up.
- */
-struct arg_memo {
-	uint64_t v;
-	uint32_t type; /* 0: empty */
-	uint32_t n;
-	char text[48];
-};
-static __thread struct arg_memo arg_memo[32];
-
+/* A flag or name argument: from the buffer's memo where it has it
+ * (numbers and addresses are cheaper made than looked up). */
 static void render_arg_memo(struct vmt_buf *b, unsigned type, uint64_t v)
 {
-	if (type == VMT_ARG_ADDR || type == VMT_ARG_LEN || type == VMT_ARG_FD ||
+	if (!b->memo || type == VMT_ARG_ADDR || type == VMT_ARG_LEN || type == VMT_ARG_FD ||
 	    type == VMT_ARG_INT || type == VMT_ARG_OFF || type == VMT_ARG_HEX) {
 		render_arg(b, type, v);
 		return;
 	}
-	struct arg_memo *m = &arg_memo[((v ^ (uint64_t)type << 40) * 0x9e3779b97f4a7c15ull) >> 59];
+	struct vmt_memo_arg *m = &b->memo->arg[((v ^ (uint64_t)type << 40) * 0x9e3779b97f4a7c15ull) >> 59];
 	if (m->type == type && m->v == v) {
 		vmt_buf_add(b, m->text, m->n);
 		return;

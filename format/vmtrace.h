@@ -644,7 +644,14 @@ struct vmt_buf {
 	char *data; /* NUL-terminated when len > 0 */
 	size_t len, cap;
 	int oom;
+	/* Recent numbers' digits and flag texts, copied rather than made
+	 * again (vmt_buf_memoize), or NULL.  The same text either way. */
+	struct vmt_buf_memo *memo;
 };
+/* Give b a memo (for a buffer that takes millions of events' text, on
+ * one thread at a time): 0, or -ENOMEM and b goes on without one.
+ * vmt_buf_free frees it. */
+int vmt_buf_memoize(struct vmt_buf *b);
 void vmt_buf_printf(struct vmt_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void vmt_buf_puts(struct vmt_buf *b, const char *s);

@@ -84,6 +84,39 @@ static inline void vmt_buf_putc(struct vmt_buf *b, char c)
 	vmt_buf_add(b, &c, 1);
 }
 #define VMT_BUF_LIT(b, s) vmt_buf_add((b), "" s, sizeof(s) - 1)
+/*
+ * A buffer's memo (vmt_buf_memoize): an export writes the same addresses
+ * again and again (an mmap's address and its result, the faults at it,
+ * the ip of the faulting instruction) and a few flag texts millions of
+ * times (PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_FIXED|MAP_ANONYMOUS); a
+ * copy costs a fifth of making the digits and a tenth of walking the
+ * names again.  Direct-mapped by a multiplicative hash.  Kept with the
+ * buffer, not per thread: thread-local arrays would enlarge every thread
+ * of every program linked with the library, the replay's threads too,
+ * whose faults are what a replay measures.
+ */
+struct vmt_memo_num {
+	uint64_t v;
+	char d[20];
+	uint32_t n; /* 0: empty */
+};
+struct vmt_memo_arg {
+	uint64_t v;
+	uint32_t type; /* 0: empty */
+	uint32_t n;
+	char text[48];
+};
+struct vmt_buf_memo {
+	struct vmt_memo_num num[64];
+	/* the digits but the last eight of the last time made (hi: its
+	 * value / 10^8) */
+	struct {
+		uint64_t hi;
+		uint32_t n; /* 0: none (they are 1..12) */
+		char d[12];
+	} top;
+	struct vmt_memo_arg arg[32];
+};
 void vmt_buf_u64_slow(struct vmt_buf *b, uint64_t v);
 /* Small numbers (most fields but times and addresses) inline; the rest
  * from their digits, or from a memo of the recent ones (buf.c). */

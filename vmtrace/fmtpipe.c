@@ -190,9 +190,13 @@ int fp_run(vmt_reader *r, const struct fp_ops *ops, FILE *out, int *err)
 		*err = -ENOMEM;
 		return 0;
 	}
-	for (unsigned i = 0; i < p.nslot; i++)
+	for (unsigned i = 0; i < p.nslot; i++) {
 		if (!(p.slot[i].recs = malloc(FP_BATCH * sizeof(*p.slot[i].recs))))
 			*err = -ENOMEM;
+		/* (a slot is formatted by one thread at a time; without a
+		 * memo the same text is made the long way) */
+		vmt_buf_memoize(&p.slot[i].out);
+	}
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.work, NULL);
 	pthread_cond_init(&p.done, NULL);

@@ -87,10 +87,11 @@ static void check_trace(int fd, uint64_t seed, uint32_t kind, uint64_t n)
 
 /* The number appends (written in place, from the last digit back) print
  * what printf prints, at each digit count's edges and between. */
-static void test_buf_numbers(void **state)
+static void buf_numbers(int memo)
 {
-	(void)state;
 	struct vmt_buf b = { 0 };
+	if (memo)
+		assert_int_equal(vmt_buf_memoize(&b), 0);
 	char want[96], *exp = NULL;
 	size_t explen = 0;
 	FILE *f = open_memstream(&exp, &explen);
@@ -135,6 +136,14 @@ static void test_buf_numbers(void **state)
 	assert_string_equal(b.data, exp);
 	free(exp);
 	vmt_buf_free(&b);
+}
+
+/* Numbers as printf makes them, with and without the buffer's memo. */
+static void test_buf_numbers(void **state)
+{
+	(void)state;
+	buf_numbers(0);
+	buf_numbers(1);
 }
 
 /* Text rendered in place and closed as a JSON string is the string

@@ -18,15 +18,24 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
+/* Also into a buffer with a memo (vmt_buf_memoize), twice: made, then
+ * copied from the memo. */
 static void check_text(const struct vmt_event *ev, const char *want)
 {
-	struct vmt_buf b = {0};
+	struct vmt_buf b = {0}, m = {0};
 
 	vmt_render_text(&b, ev);
 	assert_false(b.oom);
 	assert_non_null(b.data);
 	assert_string_equal(b.data, want);
 	vmt_buf_free(&b);
+	assert_int_equal(vmt_buf_memoize(&m), 0);
+	for (int i = 0; i < 2; i++) {
+		vmt_buf_reset(&m);
+		vmt_render_text(&m, ev);
+		assert_string_equal(m.data, want);
+	}
+	vmt_buf_free(&m);
 }
 
 static void check_json(const struct vmt_event *ev, const char *want)
