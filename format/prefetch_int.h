@@ -4,10 +4,11 @@
  *
  * A producer thread calls a source function, which decodes the next events
  * (the reader's sequential path: read, decompress, decode, validate), and
- * fills batches of events; the consumer takes them in order.  Strings and
- * arrays of events are copied into their batch, so that the pointers in an
- * event stay valid until the consumer asks for the next one.  A batch
- * ends at a chunk boundary, so that each batch has one chunk offset.
+ * fills batches of events; the consumer takes them whole, in order.
+ * Strings and arrays of events are copied into their batch, so that the
+ * pointers in an event stay valid until the consumer asks for the next
+ * batch.  A batch ends at a chunk boundary, so that each batch has one
+ * chunk offset.
  */
 #ifndef VMT_PREFETCH_INT_H
 #define VMT_PREFETCH_INT_H
