@@ -544,23 +544,6 @@ static int decode_in_chunk(struct vmt_reader *r, struct vmt_event *ev)
 	return took(r, ev, rc);
 }
 
-/* Whether ev points into the reader's scratch memory (valid only until
- * the next event is decoded). */
-static int owns_memory(const struct vmt_event *ev)
-{
-	switch (ev->kind) {
-	case VMT_EV_MAP_FILE:
-	case VMT_EV_EXEC:
-	case VMT_EV_STRING:
-	case VMT_EV_STACK:
-	case VMT_EV_TOUCH:
-	case VMT_EV_MAPS:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /* The producer's source (prefetch_int.h): a run of events of one chunk.
  * SYSCALL and FAULT records are decoded by the fast path in a loop here;
  * an event that points into the reader's memory ends the run. */
@@ -569,23 +552,21 @@ static int pf_fill(void *src, struct vmt_event *evs, uint32_t max, uint32_t *n,
 {
 	struct vmt_reader *r = src;
 	uint32_t k = 0;
+	int stop = 0;
 	*n = 0;
 	*last = 0;
 	if (r->chunk_left == 0 || r->err || r->done) {
 		/* the next chunk, or the end: by the general path */
 		int rc = reader_next(r, &evs[0]);
-		*chunk_off = r->chunk_off;
-		if (rc != 1)
+		if (rc != 1) {
+			*chunk_off = r->chunk_off;
 			return rc;
-		k = 1;
-		if (owns_memory(&evs[0]) || r->chunk_left == 0) {
-			*n = 1;
-			*last = r->chunk_left == 0;
-			return 1;
 		}
+		k = 1;
+		stop = vmt_kind_has_pointers(evs[0].kind);
 	}
 	*chunk_off = r->chunk_off;
-	while (k < max && r->chunk_left) {
+	while (!stop && k < max && r->chunk_left) {
 		struct vmt_event *ev = &evs[k];
 		int rc;
 		if (__builtin_expect(vmt_decode_fast(&r->cur, &r->times, &r->tm, r->hdr.minor, ev), 1))
@@ -597,8 +578,7 @@ static int pf_fill(void *src, struct vmt_event *evs, uint32_t max, uint32_t *n,
 		if (rc == 2)
 			continue;
 		k++;
-		if (owns_memory(ev))
-			break;
+		stop = vmt_kind_has_pointers(ev->kind);
 	}
 	*n = k;
 	*last = r->chunk_left == 0;

@@ -336,6 +336,24 @@ struct vmt_event {
 	} u;
 };
 
+/* Whether events of this kind point to memory of the reader's (strings,
+ * arrays: valid until the reader's next event), which a copy of the
+ * event does not carry along. */
+static inline int vmt_kind_has_pointers(uint32_t kind)
+{
+	switch (kind) {
+	case VMT_EV_MAP_FILE:
+	case VMT_EV_EXEC:
+	case VMT_EV_STRING:
+	case VMT_EV_STACK:
+	case VMT_EV_TOUCH:
+	case VMT_EV_MAPS:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* ---- Trace header ------------------------------------------------------- */
 struct vmt_header {
 	uint16_t major, minor;	 /* filled by the reader; ignored by writer */

@@ -44,26 +44,6 @@ struct pipe {
 	const struct fp_ops *ops;
 };
 
-/* Kinds whose events hold no pointer into the reader: a copy of the
- * event is all a worker needs. */
-static int plain_kind(uint32_t kind)
-{
-	switch (kind) {
-	case VMT_EV_SYSCALL:
-	case VMT_EV_FAULT:
-	case VMT_EV_THREAD_START:
-	case VMT_EV_THREAD_EXIT:
-	case VMT_EV_PROCESS_START:
-	case VMT_EV_PROCESS_EXIT:
-	case VMT_EV_SYMBOL:
-	case VMT_EV_LOST:
-	case VMT_EV_COUNTERS:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 static void format_slot(const struct fp_ops *ops, struct slot *s, struct vmt_buf *scratch)
 {
 	vmt_buf_reset(&s->out);
@@ -159,7 +139,7 @@ static int fill(struct pipe *p, vmt_reader *r, struct slot *s, uint64_t *index,
 		if (ops->prepare && (*err = ops->prepare(ops->ctx, rec)))
 			break;
 		s->n++;
-		if (!plain_kind(rec->ev.kind)) {
+		if (vmt_kind_has_pointers(rec->ev.kind)) {
 			rec->pre = 1;
 			rec->pre_off = s->pre.len;
 			ops->format(ops->ctx, &s->pre, scratch, rec);

@@ -502,9 +502,8 @@ static int anon_compatible(const struct van_vma *a, const struct van_vma *b)
 	       a->offset + (a->end - a->start) == b->offset;
 }
 
-void van_am_give_anon_node(struct van_asmodel *m, struct space *sp, struct node *n)
+void van_am_give_anon_node(struct van_asmodel *m, struct node *n)
 {
-	(void)sp;
 	if (n->v.anon || (n->v.flags & (VAN_VMA_SHARED | VAN_VMA_SPECIAL)))
 		return;
 	uint64_t id = 0;
@@ -520,7 +519,7 @@ void van_am_give_anon_node(struct van_asmodel *m, struct space *sp, struct node 
 void van_am_give_anon(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b)
 {
 	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n))
-		van_am_give_anon_node(m, sp, n);
+		van_am_give_anon_node(m, n);
 }
 
 /* ---- spaces ------------------------------------------------------------- */

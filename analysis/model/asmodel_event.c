@@ -10,7 +10,7 @@
 #include "asmodel_int.h"
 #include "vmtutil.h"
 
-static const struct space *cspace(const van_asmodel *m, uint32_t proc)
+static struct space *space_at(const van_asmodel *m, uint32_t proc)
 {
 	return proc < m->nprocs ? m->procs[proc] : NULL;
 }
@@ -77,7 +77,7 @@ static void touch(struct van_asmodel *m, const struct vmt_event *ev)
 					continue;
 				if (r->state != VMT_PAGE_WRITTEN && (n->v.flags & VAN_VMA_FILE))
 					continue;
-				van_am_give_anon_node(m, sp, n);
+				van_am_give_anon_node(m, n);
 			}
 		}
 		a = b;
@@ -89,7 +89,7 @@ static void touch(struct van_asmodel *m, const struct vmt_event *ev)
  * page to map. */
 static void fault(struct van_asmodel *m, const struct vmt_event *ev)
 {
-	struct space *sp = ev->proc < m->nprocs ? m->procs[ev->proc] : NULL;
+	struct space *sp = space_at(m, ev->proc);
 	int write = (ev->u.fault.access & VMT_FAULT_WRITE) != 0;
 	if (!sp || (!write && !m->no_zero_page) || !vmt_fault_touches(&ev->u.fault))
 		return;
@@ -99,7 +99,7 @@ static void fault(struct van_asmodel *m, const struct vmt_event *ev)
 		return;
 	if (!write && (n->v.flags & VAN_VMA_FILE))
 		return; /* a page-cache page, mapped as it is */
-	van_am_give_anon_node(m, sp, n);
+	van_am_give_anon_node(m, n);
 }
 
 /* ---- public API --------------------------------------------------------- */
@@ -182,7 +182,7 @@ int van_asmodel_apply(van_asmodel *m, const struct vmt_event *ev)
 		return 0;
 	}
 	struct van_as_counts before = { 0 }, after;
-	const struct space *sp = cspace(m, ev->proc);
+	const struct space *sp = space_at(m, ev->proc);
 	if (sp)
 		before = sp->c;
 
@@ -244,7 +244,7 @@ int van_asmodel_apply(van_asmodel *m, const struct vmt_event *ev)
 
 void van_asmodel_counts(const van_asmodel *m, uint32_t proc, struct van_as_counts *c)
 {
-	const struct space *sp = cspace(m, proc);
+	const struct space *sp = space_at(m, proc);
 	if (sp)
 		*c = sp->c;
 	else
@@ -258,19 +258,19 @@ void van_asmodel_totals(const van_asmodel *m, struct van_as_counts *c)
 
 int van_asmodel_alive(const van_asmodel *m, uint32_t proc)
 {
-	return cspace(m, proc) != NULL;
+	return space_at(m, proc) != NULL;
 }
 
 const struct van_vma *van_asmodel_first(const van_asmodel *m, uint32_t proc, uint64_t addr)
 {
-	struct node *n = van_am_first(cspace(m, proc), addr);
+	struct node *n = van_am_first(space_at(m, proc), addr);
 	return n ? &n->v : NULL;
 }
 
 const struct van_vma *van_asmodel_next(const van_asmodel *m, uint32_t proc,
 				       const struct van_vma *v)
 {
-	const struct space *sp = cspace(m, proc);
+	const struct space *sp = space_at(m, proc);
 	if (!sp || !v)
 		return NULL;
 	struct node *n = van_am_first(sp, v->end);
@@ -279,7 +279,7 @@ const struct van_vma *van_asmodel_next(const van_asmodel *m, uint32_t proc,
 
 const struct van_vma *van_asmodel_lookup(const van_asmodel *m, uint32_t proc, uint64_t addr)
 {
-	struct node *n = van_am_first(cspace(m, proc), addr);
+	struct node *n = van_am_first(space_at(m, proc), addr);
 	return n && n->v.start <= addr ? &n->v : NULL;
 }
 

@@ -141,7 +141,8 @@ struct node *van_am_merge_around(struct van_asmodel *m, struct space *sp, struct
 /* Give the private VMAs within [a, b) an anon_vma if they have none (a
  * write fault or a populate): a compatible neighbour's, else a new one. */
 void van_am_give_anon(struct van_asmodel *m, struct space *sp, uint64_t a, uint64_t b);
-void van_am_give_anon_node(struct van_asmodel *m, struct space *sp, struct node *n);
+/* The same for the one VMA n. */
+void van_am_give_anon_node(struct van_asmodel *m, struct node *n);
 uint64_t van_am_new_anon(struct van_asmodel *m);
 
 /* asmodel_ops.c */

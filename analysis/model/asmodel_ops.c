@@ -40,7 +40,7 @@ static void populate(struct van_asmodel *m, struct space *sp, uint64_t a, uint64
 {
 	for (struct node *n = van_am_first(sp, a); n && n->v.start < b; n = van_am_next(sp, n)) {
 		if (faults_in_anon(m, &n->v, (n->v.prot & VMT_PROT_W) != 0))
-			van_am_give_anon_node(m, sp, n);
+			van_am_give_anon_node(m, n);
 	}
 }
 
@@ -378,7 +378,7 @@ static void do_madvise(struct van_asmodel *m, struct space *sp, const struct vmt
 		for (struct node *n = van_am_first(sp, a); n && n->v.start < (e < b ? e : b);
 		     n = van_am_next(sp, n))
 			if (faults_in_anon(m, &n->v, write))
-				van_am_give_anon_node(m, sp, n);
+				van_am_give_anon_node(m, n);
 		return;
 	}
 	default:
