@@ -72,13 +72,16 @@ static void csv_quote(struct vmt_buf *b, const char *s)
 }
 
 /* The text column: rendered in place after its opening quote, and only
- * when it holds a quote (a path) copied out to be quoted. */
+ * when it holds a quote (a path) copied out to be quoted.  Only the
+ * trace's own strings can hold one: paths and strings, which are what
+ * the kinds with pointers carry; the rest is numbers and names. */
 static void csv_text(struct vmt_buf *b, struct vmt_buf *text, const struct vmt_event *ev)
 {
 	size_t from = b->len;
 	vmt_buf_putc(b, '"');
 	vmt_render_text(b, ev);
-	if (b->oom || !memchr(b->data + from + 1, '"', b->len - from - 1)) {
+	if (b->oom || !vmt_kind_has_pointers(ev->kind) ||
+	    !memchr(b->data + from + 1, '"', b->len - from - 1)) {
 		vmt_buf_putc(b, '"');
 		return;
 	}

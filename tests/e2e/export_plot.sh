@@ -186,6 +186,22 @@ assert len(sub) <= 140, (len(sub), sub)
 EOF
 fi
 
+# A path with a quote and a comma (a recording's own): its csv text
+# column is quoted with the quote doubled, and reads back whole; the
+# other rows' text needs no quoting (vmtrace/export.c's csv_text).
+q="$T/a\"b,c.bin"
+head -c 8192 /dev/zero > "$q"
+rec quoted -- python3 -c 'import mmap, sys; f = open(sys.argv[1], "rb"); mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)' "$q"
+check_exit export-csv-quoted 0 $VMTRACE export --format=csv "$T/quoted.zst" -o "$T/quoted.csv"
+check csv-quoted-path-reads-back python3 - "$T/quoted.csv" "$q" <<'EOF'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline='')))
+assert all(len(r) == 15 for r in rows), [r for r in rows if len(r) != 15][:3]
+files = [r[14] for r in rows if r[2] == 'map_file' and sys.argv[2].replace('"', '\\"') in r[14]]
+assert files, 'no map_file row names the file'
+assert '"' + sys.argv[2].replace('"', '\\""') in open(sys.argv[1]).read(), 'not quoted'
+EOF
+
 # damage, stdin, usage
 check_exit export-truncated-exit-2 2 $VMTRACE export --format=perfetto $D/truncated.zst -o "$T/tr.json"
 check export-truncated-still-json python3 -c "import json; json.load(open('$T/tr.json'))"
