@@ -5,6 +5,11 @@
  * deleting never leaves tombstones behind: a long trace that maps and
  * unmaps the same pages, or a recording with many task exits, keeps its
  * probe runs short.
+ *
+ * A used slot keeps its key's hash, with the top bit set (so never 0, the
+ * empty slot): deletion and growth find an entry's home slot without
+ * hashing its key again, and a probe passes other keys on one compare.
+ * (The top bit is never part of an index.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,7 +26,9 @@ uint64_t vmt_mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static size_t hash(uint64_t a, uint64_t b)
+#define USED (1ull << 63)
+
+static uint64_t hash(uint64_t a, uint64_t b)
 {
 	/* A multiply-xorshift mix: page addresses differ only in the middle
 	 * bits, which must reach the low bits used as the index. */
@@ -29,7 +36,7 @@ static size_t hash(uint64_t a, uint64_t b)
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 32;
-	return (size_t)h;
+	return h | USED;
 }
 
 void vmt_htab_init(struct vmt_htab *t)
@@ -48,11 +55,12 @@ uint64_t *vmt_htab_get(const struct vmt_htab *t, uint64_t a, uint64_t b)
 	if (!t->cap)
 		return NULL;
 	size_t mask = t->cap - 1;
-	for (size_t i = hash(a, b) & mask;; i = (i + 1) & mask) {
+	uint64_t h = hash(a, b);
+	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
 		struct vmt_htab_ent *e = &t->e[i];
 		if (!e->used)
 			return NULL;
-		if (e->a == a && e->b == b)
+		if (e->used == h && e->a == a && e->b == b)
 			return &e->v;
 	}
 }
@@ -67,7 +75,7 @@ static int grow(struct vmt_htab *t)
 		struct vmt_htab_ent *e = &t->e[i];
 		if (!e->used)
 			continue;
-		size_t j = hash(e->a, e->b) & (ncap - 1);
+		size_t j = (size_t)e->used & (ncap - 1);
 		while (ne[j].used)
 			j = (j + 1) & (ncap - 1);
 		ne[j] = *e;
@@ -80,18 +88,31 @@ static int grow(struct vmt_htab *t)
 
 uint64_t *vmt_htab_put(struct vmt_htab *t, uint64_t a, uint64_t b, int *created)
 {
-	uint64_t *v = vmt_htab_get(t, a, b);
+	uint64_t h = hash(a, b);
+	size_t i = 0;
+	if (t->cap) {
+		/* one probe: the key's slot, or the empty one that ends its run */
+		size_t mask = t->cap - 1;
+		for (i = (size_t)h & mask; t->e[i].used; i = (i + 1) & mask) {
+			struct vmt_htab_ent *e = &t->e[i];
+			if (e->used == h && e->a == a && e->b == b) {
+				if (created)
+					*created = 0;
+				return &e->v;
+			}
+		}
+	}
 	if (created)
-		*created = !v;
-	if (v)
-		return v;
+		*created = 1;
 	/* Keep the load under 1/2: probes stay short with linear probing. */
-	if ((t->n + 1) * 2 > t->cap && grow(t))
-		return NULL;
-	size_t mask = t->cap - 1, i = hash(a, b) & mask;
-	while (t->e[i].used)
-		i = (i + 1) & mask;
-	t->e[i] = (struct vmt_htab_ent){ a, b, 0, 1 };
+	if ((t->n + 1) * 2 > t->cap) {
+		if (grow(t))
+			return NULL;
+		size_t mask = t->cap - 1;
+		for (i = (size_t)h & mask; t->e[i].used; i = (i + 1) & mask)
+			;
+	}
+	t->e[i] = (struct vmt_htab_ent){ a, b, 0, h };
 	t->n++;
 	return &t->e[i].v;
 }
@@ -115,7 +136,7 @@ static void del_slot(struct vmt_htab *t, size_t i)
 		j = (j + 1) & mask;
 		if (!t->e[j].used)
 			break;
-		size_t home = hash(t->e[j].a, t->e[j].b) & mask;
+		size_t home = (size_t)t->e[j].used & mask;
 		/* Move e[j] to the hole i unless its home lies cyclically in
 		 * (i, j]. */
 		int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
@@ -133,11 +154,12 @@ int vmt_htab_del(struct vmt_htab *t, uint64_t a, uint64_t b)
 	if (!t->cap)
 		return 0;
 	size_t mask = t->cap - 1;
-	for (size_t i = hash(a, b) & mask;; i = (i + 1) & mask) {
+	uint64_t h = hash(a, b);
+	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
 		struct vmt_htab_ent *e = &t->e[i];
 		if (!e->used)
 			return 0;
-		if (e->a == a && e->b == b) {
+		if (e->used == h && e->a == a && e->b == b) {
 			del_slot(t, i);
 			return 1;
 		}

@@ -237,7 +237,7 @@ const char *vmt_mm_path(const char *key);
 struct vmt_htab_ent {
 	uint64_t a, b; /* the key */
 	uint64_t v;
-	uint64_t used; /* 0: empty slot */
+	uint64_t used; /* 0: empty slot; else its key's hash (htab.c) */
 };
 
 /* A zeroed struct (or vmt_htab_init) is an empty table. */
