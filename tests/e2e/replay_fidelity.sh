@@ -192,18 +192,37 @@ fi
 # A program an exec maps (gcc's cc1, its text read through fault-around)
 # takes the faults it took in its files: its stand-ins keep the recorded
 # addresses' offsets modulo 2 MiB (elsewhere, cc1 took 10% fewer).
+# Fault-around maps only what the page cache holds, so these counts also
+# follow which of cc1's pages were cached at the time; on a machine where
+# DAMON pages out cold memory (kdamond), cc1's text can lose pages
+# between the runs (seen twice in many runs: 496 recorded, 481 replayed).
+# With DAMON pageout on, a miss is recorded and replayed once more, and
+# both runs' figures are printed; a second miss fails.
+exec_files_ok() {
+	python3 - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+procs = d["fidelity"]["processes"]
+cc1 = [p for p in procs if (p["path"] or "").endswith("/cc1")]
+assert cc1, "no cc1 in the trace"
+k, mj = cc1[0]["fault_kinds"]["private_file"], cc1[0]["major_faults"]
+print("cc1's faults in private file mappings: replayed %d, recorded %d (major: %s/%s)" % (
+    k["replay"], k["recorded"], mj["replay"] if mj else "-", mj["recorded"] if mj else "-"))
+assert abs(k["replay"] - k["recorded"]) <= 0.03 * k["recorded"], k
+PY
+}
+damon_pageout() {
+	python3 -c 'import json, sys; f = json.load(open(sys.argv[1]))["fidelity"]; sys.exit(0 if (f.get("reclaim") or {}).get("damon_pageout") else 1)' "$1"
+}
 if command -v gcc > /dev/null 2>&1 &&
    replay exec-files - gcc -O2 -c format/render.c -Iformat -o "$T/render.o" &&
    faithful exec-files; then
-	check exec-files python3 - "$T/exec-files.json" <<'PY'
-import json, sys
-procs = json.load(open(sys.argv[1]))["fidelity"]["processes"]
-cc1 = [p for p in procs if (p["path"] or "").endswith("/cc1")]
-assert cc1, "no cc1 in the trace"
-k = cc1[0]["fault_kinds"]["private_file"]
-print("cc1's faults in private file mappings: replayed %d, recorded %d" % (k["replay"], k["recorded"]))
-assert abs(k["replay"] - k["recorded"]) <= 0.03 * k["recorded"], k
-PY
+	if ! exec_files_ok "$T/exec-files.json" > "$T/exec-files.first" 2>&1 &&
+	   damon_pageout "$T/exec-files.json"; then
+		echo "# exec-files: DAMON pageout is on; once more after: $(grep '^cc1' "$T/exec-files.first")"
+		replay exec-files - gcc -O2 -c format/render.c -Iformat -o "$T/render.o"
+	fi
+	check exec-files exec_files_ok "$T/exec-files.json"
 fi
 
 # Scratch files hold the page cache the recorded files held: a program
