@@ -698,10 +698,11 @@ JSON_INLINE void jstr(struct vmt_buf *b, const char *key, const char *s)
 JSON_INLINE void jname(struct vmt_buf *b, const char *key, const char *name,
 		  uint64_t raw)
 {
+	jkey(b, key);
 	if (name)
-		jstr(b, key, name);
+		vmt_buf_json_name(b, name);
 	else
-		ju64(b, key, raw);
+		vmt_buf_u64(b, raw);
 }
 
 static void json_syscall(struct vmt_buf *b, const struct vmt_event *ev)
@@ -709,7 +710,6 @@ static void json_syscall(struct vmt_buf *b, const struct vmt_event *ev)
 	const struct vmt_syscall *sc = &ev->u.sc;
 	uint32_t n = sc->nargs < VMT_MAX_ARGS ? sc->nargs : VMT_MAX_ARGS;
 	int done = !(sc->flags & VMT_SC_NO_RESULT);
-	size_t from;
 
 	jname(b, "op", vmt_op_name(sc->op), sc->op);
 	/* The raw registers the event holds, as numbers. */
@@ -735,12 +735,12 @@ static void json_syscall(struct vmt_buf *b, const struct vmt_event *ev)
 		jname(b, "errno", vmt_errno_name((int)-sc->result),
 		      (uint64_t)-sc->result);
 	vmt_sc_waits_json(b, sc);
-	/* Rendered in place (no buffer per event), then quoted. */
+	/* Rendered in place (no buffer per event): numbers and names, which
+	 * need no escapes (vmtutil.h). */
 	jkey(b, "text");
-	from = b->len;
 	vmt_buf_putc(b, '"');
 	render_syscall(b, sc);
-	vmt_buf_json_close(b, from);
+	vmt_buf_putc(b, '"');
 }
 
 static void json_maps(struct vmt_buf *b, const struct vmt_maps *m)
@@ -831,7 +831,7 @@ void vmt_render_json(struct vmt_buf *b, const struct vmt_event *ev)
 
 	VMT_BUF_LIT(b, "{\"kind\":");
 	if (kind)
-		vmt_buf_json_str(b, kind);
+		vmt_buf_json_name(b, kind);
 	else
 		vmt_buf_printf(b, "%" PRIu32, ev->kind);
 	ju64(b, "ts_ns", ev->ts_ns);

@@ -173,7 +173,19 @@ void vmt_buf_hex(struct vmt_buf *b, uint64_t v);
 /* Append s as a JSON string literal (with quotes and escapes); NULL as
  * null. */
 void vmt_buf_json_str(struct vmt_buf *b, const char *s);
-/* Make b's text from offset `from` on, a '"' the caller appended and the
+/* Append a built-in name (an op, kind, errno or flag name of the
+ * project's tables) as a JSON string, without looking for what to escape:
+ * those names are plain printable ASCII, which test_render checks. */
+static inline void vmt_buf_json_name(struct vmt_buf *b, const char *s)
+{
+	vmt_buf_putc(b, '"');
+	vmt_buf_puts(b, s);
+	vmt_buf_putc(b, '"');
+}
+/* The text of an event whose kind has no pointers (vmt_kind_has_pointers)
+ * is made of its numbers and built-in names only, so it needs no escapes
+ * either (test_render checks that too): such text is closed with a '"'.
+ * Make b's text from offset `from` on, a '"' the caller appended and the
  * raw text it rendered after it, the JSON string vmt_buf_json_str would
  * have appended: text rendered in place needs no scratch buffer and, as
  * it almost never needs escapes, no second copy. */

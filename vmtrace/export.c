@@ -298,7 +298,7 @@ static void pf_event(const void *ctx, struct vmt_buf *b, struct vmt_buf *scratch
 		const char *name = vmt_op_name(sc->op);
 		pf_sep(&first, b);
 		VMT_BUF_LIT(b, "{\"ph\":\"X\",\"cat\":\"syscall\",\"name\":");
-		vmt_buf_json_str(b, name ? name : "?");
+		vmt_buf_json_name(b, name ? name : "?");
 		VMT_BUF_LIT(b, ",\"pid\":");
 		put_u64(b, pid);
 		VMT_BUF_LIT(b, ",\"tid\":");
@@ -307,10 +307,9 @@ static void pf_event(const void *ctx, struct vmt_buf *b, struct vmt_buf *scratch
 		put_us(b, "dur", (sc->flags & VMT_SC_NO_RESULT) || sc->exit_ns < ev->ts_ns
 					  ? 0 : sc->exit_ns - ev->ts_ns);
 		VMT_BUF_LIT(b, ",\"args\":{\"args\":");
-		size_t from = b->len;
 		vmt_buf_putc(b, '"');
-		vmt_render_args(b, sc);
-		vmt_buf_json_close(b, from);
+		vmt_render_args(b, sc); /* (no escapes: vmtutil.h) */
+		vmt_buf_putc(b, '"');
 		VMT_BUF_LIT(b, ",\"result\":");
 		pf_result(b, sc);
 		VMT_BUF_LIT(b, ",\"index\":");
@@ -337,7 +336,7 @@ static void pf_event(const void *ctx, struct vmt_buf *b, struct vmt_buf *scratch
 			VMT_BUF_LIT(b, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"page\",\"name\":");
 		else
 			VMT_BUF_LIT(b, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"life\",\"name\":");
-		vmt_buf_json_str(b, kind ? kind : "?");
+		vmt_buf_json_name(b, kind ? kind : "?");
 		VMT_BUF_LIT(b, ",\"pid\":");
 		put_u64(b, pid);
 		VMT_BUF_LIT(b, ",\"tid\":");
@@ -347,7 +346,10 @@ static void pf_event(const void *ctx, struct vmt_buf *b, struct vmt_buf *scratch
 		size_t from = b->len;
 		vmt_buf_putc(b, '"');
 		vmt_render_text(b, ev);
-		vmt_buf_json_close(b, from);
+		if (vmt_kind_has_pointers(ev->kind))
+			vmt_buf_json_close(b, from);
+		else
+			vmt_buf_putc(b, '"');
 		if (ev->kind == VMT_EV_FAULT) {
 			VMT_BUF_LIT(b, ",\"addr\":\"");
 			vmt_buf_hex(b, ev->u.fault.addr);

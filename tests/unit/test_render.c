@@ -452,6 +452,100 @@ static void test_json_escaping(void **state)
 	check_json_str("\xf4\x90\x80\x80", "\"\\u00f4\\u0090\\u0080\\u0080\"");
 }
 
+/* Bytes that a JSON string would need escaped, or that are not plain
+ * printable ASCII: none may be in what is put without escaping. */
+static int plain(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f || *s == '"' || *s == '\\')
+			return 0;
+	return 1;
+}
+
+/* A JSON text whose strings all are plain: each string is followed by
+ * what may follow one (a stray quote in a name would not be). */
+static int json_plain(const char *j)
+{
+	for (const char *p = j; *p; p++) {
+		if (*p != '"')
+			continue;
+		const char *q = strchr(p + 1, '"');
+		if (!q || !strchr(":,}]", q[1]))
+			return 0;
+		for (const char *c = p + 1; c < q; c++)
+			if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f || *c == '\\')
+				return 0;
+		p = q;
+	}
+	return 1;
+}
+
+/* vmt_buf_json_name and the unescaped text of the kinds without pointers
+ * (vmtutil.h) rest on this: every built-in name, and the text and JSON
+ * of every such event, are plain ASCII, whatever its numbers. */
+static void test_plain_text(void **state)
+{
+	(void)state;
+	for (uint32_t op = 0; op < VMT_OP__COUNT + 2; op++)
+		assert_true(!vmt_op_name(op) || plain(vmt_op_name(op)));
+	for (uint32_t k = 0; k < VMT_EV__COUNT + 2; k++)
+		assert_true(!vmt_kind_name(k) || plain(vmt_kind_name(k)));
+	for (int e = 1; e < 4096; e++)
+		assert_true(!vmt_errno_name(e) || plain(vmt_errno_name(e)));
+	struct vmt_buf b = {0};
+	for (uint32_t op = 0; op < VMT_OP__COUNT + 2; op++) {
+		for (int pat = 0; pat < 64 + 4; pat++) {
+			uint64_t args[VMT_MAX_ARGS];
+			for (int i = 0; i < VMT_MAX_ARGS; i++)
+				args[i] = pat < 64 ? 1ull << ((pat + 7 * i) % 64)
+					: pat == 64 ? 0 : pat == 65 ? ~0ull
+					: (uint64_t)(-(int64_t)(i + 1));
+			int64_t result = pat < 64 ? -(int64_t)pat * 3 : pat == 66 ? (int64_t)A : 0;
+			const struct vmt_op_info *oi = vmt_op_info(op);
+			struct vmt_event ev = tg_ev_sc(0, 0, op, result,
+						       oi ? oi->nargs : VMT_MAX_ARGS, args);
+			if (pat == 67)
+				ev.u.sc.flags |= VMT_SC_NO_RESULT;
+			vmt_buf_reset(&b);
+			vmt_render_text(&b, &ev);
+			assert_true(plain(b.data));
+			vmt_buf_reset(&b);
+			vmt_render_args(&b, &ev.u.sc);
+			assert_true(!b.len || plain(b.data));
+			vmt_buf_reset(&b);
+			vmt_render_json(&b, &ev);
+			assert_true(json_plain(b.data));
+		}
+	}
+	/* the other kinds without pointers, their enums past the known */
+	for (uint32_t k = 0; k < VMT_EV__COUNT + 2; k++) {
+		/* (a TOUCH without runs: its reason is a name) */
+		if (k == VMT_EV_SYSCALL || (vmt_kind_has_pointers(k) && k != VMT_EV_TOUCH))
+			continue;
+		for (uint32_t v = 0; v < 40; v++) {
+			struct vmt_event ev;
+			memset(&ev, 0, sizeof(ev));
+			ev.kind = k;
+			memset(&ev.u, (int)v, sizeof(ev.u));
+			if (k == VMT_EV_PROCESS_START)
+				ev.u.process_start.how = v;
+			else if (k == VMT_EV_LOST)
+				ev.u.lost.what = v;
+			else if (k == VMT_EV_FAULT)
+				ev.u.fault.access = v, ev.u.fault.flags = v;
+			else if (k == VMT_EV_TOUCH)
+				ev.u.touch.reason = v, ev.u.touch.runs = NULL, ev.u.touch.nruns = 0;
+			vmt_buf_reset(&b);
+			vmt_render_text(&b, &ev);
+			assert_true(plain(b.data));
+			vmt_buf_reset(&b);
+			vmt_render_json(&b, &ev);
+			assert_true(json_plain(b.data));
+		}
+	}
+	vmt_buf_free(&b);
+}
+
 static void test_json_syscall(void **state)
 {
 	struct vmt_event ev;
@@ -744,6 +838,7 @@ int main(void)
 		cmocka_unit_test(test_syscall_edge_cases),
 		cmocka_unit_test(test_other_kinds_text),
 		cmocka_unit_test(test_json_escaping),
+		cmocka_unit_test(test_plain_text),
 		cmocka_unit_test(test_json_syscall),
 		cmocka_unit_test(test_json_other_kinds),
 		cmocka_unit_test(test_buf),
