@@ -2,10 +2,11 @@
  * exec_int.h - the executor's run-time state (internal to libvmreplay).
  *
  * rp_run() (exec.c) maps one shared area, forks the run process, waits,
- * and reads the results from the area.  The run process (worker.c,
- * setup.c) replays: one replay thread per recorded thread (per copy), one
- * forked process per recorded process.  Everything the threads and
- * processes report goes into the shared area, so it survives the forks.
+ * and reads the results from the area.  The run process (runproc.c,
+ * worker.c, watch.c, setup.c) replays: one replay thread per recorded
+ * thread (per copy), one forked process per recorded process.  Everything
+ * the threads and processes report goes into the shared area, so it
+ * survives the forks.
  */
 #ifndef VMREPLAY_EXEC_INT_H
 #define VMREPLAY_EXEC_INT_H
@@ -158,10 +159,20 @@ void rp_render_elem(const rp_trace *t, uint32_t thread, uint32_t proc, const str
 /* worker.c: the replay thread of thread tid in copy `copy` (made on
  * first use). */
 struct rp_wctx *rt_wctx(struct rp_rt *rt, uint32_t copy, uint32_t tid);
-/* worker.c: the body of the run process; never returns. */
+/* worker.c: the first thread of a replay process: its own stream, then
+ * wait for the other threads of the process. */
+void rt_run_process(struct rp_wctx *w);
+/* worker.c: the touch guard's handler of SIGSEGV and SIGBUS. */
+void rt_install_guard(void);
+/* worker.c: the process's mappings into the run's peak. */
+void rt_sample_vmas(struct rp_rt *rt);
+/* runproc.c: the body of the run process; never returns. */
 void rp_child_main(struct rp_rt *rt) __attribute__((noreturn));
 
 /* setup.c */
+/* A forked replay process's page tables of the run's shared memory and
+ * of code (w: its first thread), uncounted. */
+void rt_populate_child(struct rp_rt *rt, struct rp_wctx *w);
 int rt_setup_plan(struct rp_rt *rt, uint32_t copy, const struct rp_xplan *x);
 /* File idx as this process maps it: its read-only or read-write handle
  * (opened from the loader's), -1 if it has none. */
@@ -236,6 +247,85 @@ static inline const struct rp_piece *rp_elem_pieces(const struct rp_wctx *w, con
 static inline int failed(long r)
 {
 	return vmt_is_errno(r);
+}
+
+/* ---- a replay thread's loop (worker.c) and what it keeps apart as
+ * vmreplay's own (watch.c) ---- */
+
+struct rp_watch; /* selfmon.h */
+
+/* What the loop reads for every element, gathered once per stream into
+ * the replay thread's own frame.  After each replayed call and each fault
+ * the kernel has pushed the loop's data out of this CPU's caches and TLB,
+ * and every further line or page the loop reads costs a miss there:
+ * cpu-clock profiles of the 1-thread seed-000 replay put the replay's
+ * hottest user code on the loads of w->rt and rt->tsc between the syscall
+ * and the second clock read (that wait was also counted as the op's
+ * latency).  So per element the loop reads its stack (this struct), the
+ * element (a one-piece range op alone: its piece and a single touch run
+ * are inline, RF_PIECE1), the region bases and the op's histogram; the clock
+ * kind is a constant of the loop (run_guarded), and the counters it bumps
+ * are written back at the end of the stream. */
+struct rp_hot {
+	const struct rp_elem *elem; /* the current block's elements, */
+	uint32_t first, end;  /* from thread index first, executable below end */
+	uint32_t *done;	      /* this thread's completion count */
+	const char *blk;      /* the current block (touch runs: offsets in it) */
+	const uint64_t *base; /* w->base */
+	struct rp_hist *hist; /* w->hist */
+	uint64_t page;
+	uint64_t syscalls, touched;
+	uint32_t cur; /* the element whose touches run (the guard's resume point) */
+	int ended;    /* its RK_END has run */
+	/* The thread watching itself (selfmon.c; NULL: it cannot): the perf
+	 * page's update count, read around each call (a word that never
+	 * moves when not watching). */
+	const volatile uint32_t *seq;
+	struct rp_watch *watch;
+	uint32_t forks_seen; /* rt_proc_forks as this thread last wrote its own pages */
+	long nr[VMT_OP__COUNT]; /* rp_sysnr */
+	uint8_t hidx[VMT_OP__COUNT];
+};
+
+/* Write-fault what the run writes into: counters, slots, histograms of
+ * the ops the trace has (so far), region bases.  These fault pages, not
+ * objects: they touch a page's first byte, which may lie in a neighbour's
+ * allocator redzone, so ASan must not check them. */
+__attribute__((no_sanitize_address)) static inline void prefault_w(void *p, size_t len, size_t ps)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
+	for (; a < end; a += ps)
+		__atomic_fetch_add((volatile char *)a, 0, __ATOMIC_RELAXED);
+}
+
+/* The count of w's threads running in its process (and copy). */
+static inline uint32_t *live_of(struct rp_wctx *w)
+{
+	return &w->rt->live[w->ts->proc * w->rt->opt.scale + w->copy];
+}
+
+/* watch.c: the thread's self-watch (selfmon.c): started (h->watch,
+ * h->seq; none if it cannot), its ring read now, its figures into the
+ * thread's slot and closed. */
+void rt_watch_start(struct rp_wctx *w, struct rp_hot *h);
+void rt_watch_drain(struct rp_wctx *w, struct rp_hot *h);
+void rt_watch_end(struct rp_wctx *w, struct rp_hot *h);
+/* watch.c: after a fork, the pages of vmreplay's own that w's thread
+ * writes (those of nw, the thread the fork starts, too), and those of its
+ * watch and mincore vector, written again (copy-on-write). */
+void rt_write_own_pages(struct rp_wctx *w, struct rp_wctx *nw);
+void rt_write_watch_pages(struct rp_wctx *w, struct rp_hot *h);
+/* watch.c: the forks this replay process made, and when the last began
+ * (process-private: a forked child starts with its parent's values). */
+extern uint32_t rt_proc_forks;
+extern uint64_t rt_proc_fork_ns;
+/* watch.c: another thread of this process forked: its own pages again. */
+void rt_after_fork(struct rp_wctx *w, struct rp_hot *h);
+
+static inline void fork_check(struct rp_wctx *w, struct rp_hot *h)
+{
+	if (__builtin_expect(__atomic_load_n(&rt_proc_forks, __ATOMIC_ACQUIRE) != h->forks_seen, 0))
+		rt_after_fork(w, h);
 }
 
 #endif

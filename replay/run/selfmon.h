@@ -103,4 +103,11 @@ int rp_selfmon_due(const struct rp_selfmon *m);
  * waits (cv converts their times). */
 void rp_selfmon_drain(struct rp_selfmon *m, struct rp_fclass *c, const struct rp_tick_ns *cv);
 
+/* A replay thread's self-watch (watch.c): its perf ring and where the
+ * addresses of its process are. */
+struct rp_watch {
+	struct rp_selfmon m;
+	struct rp_fclass c;
+};
+
 #endif

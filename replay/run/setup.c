@@ -1,10 +1,12 @@
 /*
  * setup.c - what a replay process needs before (and at exec, during) the
  * replay: its handles of the run's files, stand-ins for the mappings of a
- * MAPS snapshot, the brk reservation; and the run's fatal-error path.
+ * MAPS snapshot, the brk reservation, a forked replay process's page
+ * tables; and the run's fatal-error path.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -247,6 +249,56 @@ RP_RUN_CODE int rt_setup_plan(struct rp_rt *rt, uint32_t copy, const struct rp_x
 		base[x->brk_region] = b;
 	}
 	return fb;
+}
+
+/* Page tables for [p, p + len) (MADV_POPULATE_*, Linux 5.14; elsewhere
+ * nothing), before the thread counts its faults (run_stream).  perf's
+ * fault events do not fire for them; getrusage counts them, one per
+ * page, in the process's and the tree's totals: they are among the
+ * set-up's faults that the report names apart. */
+static void populate(const void *p, size_t len, size_t ps, int write)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
+	if (len)
+		madvise((void *)a, end - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+}
+
+static int populate_code(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	size_t ps = *(const size_t *)arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+			populate((const void *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, ps, 0);
+	}
+	return 0;
+}
+
+/* A forked replay process inherits no page tables of shared memory and
+ * of code (fork leaves them to faults): those of what it reads and writes
+ * of the run's, and of the replayer's and libc's code, here, uncounted.
+ * (Its private memory it shares copy-on-write, as the recorded child did
+ * its parent's.) */
+RP_RUN_CODE void rt_populate_child(struct rp_rt *rt, struct rp_wctx *w)
+{
+	const rp_trace *t = rt->t;
+	const struct rp_arena *a = rt->arena;
+	size_t ps = rt->page;
+	dl_iterate_phdr(populate_code, &ps);
+	populate(rt->sh, sizeof(*rt->sh), ps, 1);
+	populate(w->ctl, t->nthreads * sizeof(*w->ctl), ps, 1);
+	populate(w->out, sizeof(*w->out), ps, 1);
+	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
+		if (t->ops_used_mask & (1u << op))
+			populate(&w->hist[op], sizeof(w->hist[op]), ps, 1);
+	if (!a->shared)
+		return;
+	populate(a->threads, t->nthreads * sizeof(*a->threads), ps, 1);
+	populate(a->proc_rec, t->nprocs * sizeof(*a->proc_rec), ps, 0);
+	populate(a->files, t->nfiles * sizeof(*a->files), ps, 0);
+	populate((const char *)a + a->pool0, __atomic_load_n(&a->bump, __ATOMIC_RELAXED) - a->pool0,
+		 ps, 0);
 }
 
 void rp_render_elem(const rp_trace *t, uint32_t thread, uint32_t proc, const struct rp_elem *e,

@@ -1,5 +1,7 @@
 /*
- * worker.c - the run process: replay threads walking their element arrays.
+ * worker.c - the replay threads walking their element arrays (the run
+ * process around them: runproc.c; what they keep apart as vmreplay's
+ * own, their self-watch and their pages after a fork: watch.c).
  *
  * The loop is kept lean on purpose (the replay's own cost must stay small
  * next to what it measures, bench/replay.sh): per element it reads the
@@ -10,67 +12,17 @@
  * counter only after the elements some other thread waits for (RF_POST).
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <link.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#if __has_include(<sys/rseq.h>)
-#include <sys/rseq.h>
-#endif
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "exec_int.h"
 #include "selfmon.h"
-
-/* What the loop reads for every element, gathered once per stream into
- * the replay thread's own frame.  After each replayed call and each fault
- * the kernel has pushed the loop's data out of this CPU's caches and TLB,
- * and every further line or page the loop reads costs a miss there:
- * cpu-clock profiles of the 1-thread seed-000 replay put the replay's
- * hottest user code on the loads of w->rt and rt->tsc between the syscall
- * and the second clock read (that wait was also counted as the op's
- * latency).  So per element the loop reads its stack (this struct), the
- * element (a one-piece range op alone: its piece and a single touch run
- * are inline, RF_PIECE1), the region bases and the op's histogram; the clock
- * kind is a constant of the loop (run_guarded), and the counters it bumps
- * are written back at the end of the stream. */
-struct rp_hot {
-	const struct rp_elem *elem; /* the current block's elements, */
-	uint32_t first, end;  /* from thread index first, executable below end */
-	uint32_t *done;	      /* this thread's completion count */
-	const char *blk;      /* the current block (touch runs: offsets in it) */
-	const uint64_t *base; /* w->base */
-	struct rp_hist *hist; /* w->hist */
-	uint64_t page;
-	uint64_t syscalls, touched;
-	uint32_t cur; /* the element whose touches run (the guard's resume point) */
-	int ended;    /* its RK_END has run */
-	/* The thread watching itself (selfmon.c; NULL: it cannot): the perf
-	 * page's update count, read around each call (a word that never
-	 * moves when not watching). */
-	const volatile uint32_t *seq;
-	struct rp_watch *watch;
-	uint32_t forks_seen; /* proc_forks as this thread last wrote its own pages */
-	long nr[VMT_OP__COUNT]; /* rp_sysnr */
-	uint8_t hidx[VMT_OP__COUNT];
-};
-
-/* A replay thread's self-watch: its perf ring and where the addresses of
- * its process are. */
-struct rp_watch {
-	struct rp_selfmon m;
-	struct rp_fclass c;
-};
-static const volatile uint32_t seq_still;
 
 /* ---- touches, guarded -------------------------------------------------- */
 
@@ -102,7 +54,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 }
 
-static void install_guard(void)
+void rt_install_guard(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -415,13 +367,7 @@ static inline __attribute__((always_inline)) void do_syscall(struct rp_wctx *w, 
 	after_call(w, h, e, r, t0, t1, s0);
 }
 
-
-
 /* ---- threads and processes --------------------------------------------- */
-
-static void run_process(struct rp_wctx *w);
-static uint32_t *live_of(struct rp_wctx *w);
-__attribute__((no_sanitize_address)) static void prefault_w(void *p, size_t len, size_t ps);
 
 static void *thread_main(void *arg);
 
@@ -444,116 +390,6 @@ RP_RUN_CODE static void spawn(struct rp_wctx *w, uint32_t tid)
 	w->out->setup_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
 }
 
-/* Page tables for [p, p + len) (MADV_POPULATE_*, Linux 5.14; elsewhere
- * nothing), before the thread counts its faults (run_stream).  perf's
- * fault events do not fire for them; getrusage counts them, one per
- * page, in the process's and the tree's totals: they are among the
- * set-up's faults that the report names apart. */
-static void populate(const void *p, size_t len, size_t ps, int write)
-{
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
-	if (len)
-		madvise((void *)a, end - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
-}
-
-static int populate_code(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	size_t ps = *(const size_t *)arg;
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
-			populate((const void *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, ps, 0);
-	}
-	return 0;
-}
-
-/* A forked replay process inherits no page tables of shared memory and
- * of code (fork leaves them to faults): those of what it reads and writes
- * of the run's, and of the replayer's and libc's code, here, uncounted.
- * (Its private memory it shares copy-on-write, as the recorded child did
- * its parent's.) */
-static void populate_child(struct rp_rt *rt, struct rp_wctx *w)
-{
-	const rp_trace *t = rt->t;
-	const struct rp_arena *a = rt->arena;
-	size_t ps = rt->page;
-	dl_iterate_phdr(populate_code, &ps);
-	populate(rt->sh, sizeof(*rt->sh), ps, 1);
-	populate(w->ctl, t->nthreads * sizeof(*w->ctl), ps, 1);
-	populate(w->out, sizeof(*w->out), ps, 1);
-	for (unsigned op = 1; op < VMT_OP__COUNT; op++)
-		if (t->ops_used_mask & (1u << op))
-			populate(&w->hist[op], sizeof(w->hist[op]), ps, 1);
-	if (!a->shared)
-		return;
-	populate(a->threads, t->nthreads * sizeof(*a->threads), ps, 1);
-	populate(a->proc_rec, t->nprocs * sizeof(*a->proc_rec), ps, 0);
-	populate(a->files, t->nfiles * sizeof(*a->files), ps, 0);
-	populate((const char *)a + a->pool0, __atomic_load_n(&a->bump, __ATOMIC_RELAXED) - a->pool0,
-		 ps, 0);
-}
-
-/* The thread pointer: on x86-64 glibc's thread descriptor, with the
- * static TLS below it; on arm64 the end of the descriptor.  0: unknown. */
-static uintptr_t thread_pointer(void)
-{
-	uintptr_t tp = 0;
-#if defined(__x86_64__)
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-#elif defined(__aarch64__)
-	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
-#endif
-	return tp;
-}
-
-/* After a fork every private page is the child's too, copy-on-write, and
- * the next write to each, in parent or child, takes a fault.  On the
- * program's pages those are the recorded program's own (its touches
- * replay them); on vmreplay's they are the cost of replaying the fork
- * itself: libc's locks (which fork releases, in both), the thread's stack,
- * its descriptor and TLS (which the kernel writes too: rseq), its context
- * and its process's live count, each written again at once.  So those
- * pages are written here, right after the fork, and the parent keeps the
- * faults from the fork to here out of its thread's figures (they count as
- * vmreplay's set-up: the tree's less the threads'); the child writes them
- * before it starts counting.  (The stack from 16 KiB below this frame,
- * where the calls that follow go, up to the replay loop's frame.) */
-RP_RUN_CODE static void write_own_pages(struct rp_wctx *w, struct rp_wctx *nw)
-{
-	size_t ps = w->rt->page;
-	uintptr_t sp = (uintptr_t)__builtin_frame_address(0), below = 16 << 10;
-	if (w->stack_top > sp)
-		prefault_w((void *)(sp - below), w->stack_top - sp + below, ps);
-	uintptr_t tp = thread_pointer(), lo = (uintptr_t)pthread_self(), hi = lo + 1;
-#if defined(__x86_64__)
-	if (tp)
-		lo = tp - 1; /* the static TLS */
-#endif
-#ifdef RSEQ_SIG
-	if (tp && __rseq_size) {
-		uintptr_t r = tp + (uintptr_t)__rseq_offset;
-		lo = r < lo ? r : lo;
-		hi = r + __rseq_size > hi ? r + __rseq_size : hi;
-	}
-#endif
-	prefault_w((void *)lo, hi - lo, ps);
-	prefault_w(nw, sizeof(*nw), ps);
-	prefault_w(w, sizeof(*w), ps);
-	prefault_w(live_of(w), sizeof(uint32_t), ps);
-	prefault_w(live_of(nw), sizeof(uint32_t), ps);
-}
-
-/* The forks this replay process made, and when the last began: every
- * other thread of the process takes the same copy-on-write faults on
- * its own pages after it (its stack, TLS and the like, written again by
- * after_fork()).  Process-private, as what they count is: a forked child
- * starts with its parent's values, which its threads take as seen. */
-static uint32_t proc_forks;
-static uint64_t proc_fork_ns;
-
-static void write_watch_pages(struct rp_wctx *w, struct rp_hot *h);
-
 RP_RUN_CODE static void fork_process(struct rp_wctx *w, struct rp_hot *h, const struct rp_elem *e)
 {
 	struct rp_rt *rt = w->rt;
@@ -572,45 +408,21 @@ RP_RUN_CODE static void fork_process(struct rp_wctx *w, struct rp_hot *h, const 
 	if (nb < ready)
 		nb = ready; /* (written ahead for a streamed trace's blocks) */
 	if (pid == 0) {
-		write_own_pages(w, nw);
+		rt_write_own_pages(w, nw);
 		prefault_w(w->base, nb * sizeof(*w->base), rt->page);
-		populate_child(rt, nw);
+		rt_populate_child(rt, nw);
 		nw->stack_top = 0;
-		run_process(nw);
+		rt_run_process(nw);
 		_exit(0);
 	}
-	write_own_pages(w, nw);
+	rt_write_own_pages(w, nw);
 	prefault_w(w->base, nb * sizeof(*w->base), rt->page);
-	write_watch_pages(w, h);
-	__atomic_store_n(&proc_fork_ns, t0, __ATOMIC_RELAXED);
-	h->forks_seen = __atomic_add_fetch(&proc_forks, 1, __ATOMIC_RELEASE);
+	rt_write_watch_pages(w, h);
+	__atomic_store_n(&rt_proc_fork_ns, t0, __ATOMIC_RELAXED);
+	h->forks_seen = __atomic_add_fetch(&rt_proc_forks, 1, __ATOMIC_RELEASE);
 	getrusage(RUSAGE_THREAD, &r1);
 	w->out->setup_minflt += (uint64_t)(r1.ru_minflt - r0.ru_minflt);
 }
-
-/* Another thread of this process forked (since this one last looked):
- * this one writes its own pages again (the forking thread wrote its own
- * and those of the child it started), and its faults in vmreplay's own
- * memory from the fork's start to here are set-up, not the replay's
- * (rp_selfmon_own).  Once per fork, where the thread next waits or
- * drains: its next element after a fork waits for it (load/order.c). */
-RP_RUN_CODE static __attribute__((noinline)) void after_fork(struct rp_wctx *w, struct rp_hot *h)
-{
-	h->forks_seen = __atomic_load_n(&proc_forks, __ATOMIC_ACQUIRE);
-	uint64_t t0 = __atomic_load_n(&proc_fork_ns, __ATOMIC_RELAXED);
-	write_own_pages(w, w);
-	write_watch_pages(w, h);
-	if (h->watch)
-		rp_selfmon_own(&h->watch->m, t0, vmt_now_ns());
-}
-
-static inline void fork_check(struct rp_wctx *w, struct rp_hot *h)
-{
-	if (__builtin_expect(__atomic_load_n(&proc_forks, __ATOMIC_ACQUIRE) != h->forks_seen, 0))
-		after_fork(w, h);
-}
-
-static void watch_drain(struct rp_wctx *w, struct rp_hot *h);
 
 /* exec: the old address space goes, the new one's stand-ins come.  The
  * faults sampled so far are of the old image: classified first, while
@@ -622,7 +434,7 @@ RP_RUN_CODE static void exec_space(struct rp_wctx *w, struct rp_hot *h, const st
 	struct rp_rt *rt = w->rt;
 	uint64_t t0 = vmt_now_ns();
 	if (h->watch)
-		watch_drain(w, h);
+		rt_watch_drain(w, h);
 	rp_unmap_pieces(w, e);
 	rp_poison(w, e);
 	int rc = rt_setup_plan(rt, w->copy, (const struct rp_xplan *)(uintptr_t)e->off2);
@@ -633,7 +445,7 @@ RP_RUN_CODE static void exec_space(struct rp_wctx *w, struct rp_hot *h, const st
 		rp_selfmon_own(&h->watch->m, t0, vmt_now_ns());
 }
 
-RP_RUN_CODE static void sample_vmas(struct rp_rt *rt)
+RP_RUN_CODE void rt_sample_vmas(struct rp_rt *rt)
 {
 	uint64_t n = rt_count_vmas(), cur = __atomic_load_n(&rt->sh->peak_vmas, __ATOMIC_RELAXED);
 	while (n > cur && !__atomic_compare_exchange_n(&rt->sh->peak_vmas, &cur, n, 0, __ATOMIC_SEQ_CST,
@@ -655,7 +467,7 @@ RP_RUN_CODE static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, s
 	case RK_SYSCALL:
 		do_syscall(w, h, e, w->rt->tsc);
 		if (e->flags & RF_SAMPLE_VMAS)
-			sample_vmas(w->rt);
+			rt_sample_vmas(w->rt);
 		break;
 	case RK_SPAWN:
 		spawn(w, e->arg);
@@ -685,118 +497,12 @@ RP_RUN_CODE static __attribute__((noinline)) void elem_rest(struct rp_wctx *w, s
 		__atomic_store_n(h->done, i + 1, __ATOMIC_RELEASE);
 }
 
-/* ---- the thread's self-watch ------------------------------------------- */
-
-/* Its calls' times as CLOCK_MONOTONIC (the switch records' clock): the
- * op clock against it, from the run's start to now. */
-static void watch_clock(struct rp_wctx *w, struct rp_tick_ns *cv)
-{
-	struct rp_rt *rt = w->rt;
-	memset(cv, 0, sizeof(*cv));
-	if (!rt->tsc)
-		return;
-	uint64_t tick, ns;
-	rp_clock_pair(1, &tick, &ns);
-	cv->tick0 = rt->sh->tick_start;
-	cv->ns0 = rt->sh->t_start;
-	if (tick > cv->tick0 && ns > cv->ns0)
-		cv->per_tick = (double)(ns - cv->ns0) / (double)(tick - cv->tick0);
-	else
-		cv->per_tick = 1.0;
-}
-
-/* Read the ring now (where the process's mappings are now). */
-static __attribute__((noinline)) void watch_drain(struct rp_wctx *w, struct rp_hot *h)
-{
-	struct rp_tick_ns cv;
-	fork_check(w, h);
-	uint64_t t0 = vmt_now_ns();
-	watch_clock(w, &cv);
-	rp_fclass_defer(&h->watch->c, w->rt->t, w->base);
-	rp_selfmon_drain(&h->watch->m, &h->watch->c, &cv);
-	/* (the drain's own faults, drained next time, are set-up) */
-	rp_selfmon_own(&h->watch->m, t0, vmt_now_ns());
-}
-
-/* Every 64 elements: drain a ring half full, so that its samples are read
- * while the mappings they hit are still there. */
+/* Every 64 elements: drain a ring half full (watch.c), so that its
+ * samples are read while the mappings they hit are still there. */
 static inline void watch_check(struct rp_wctx *w, struct rp_hot *h)
 {
 	if (__builtin_expect(h->watch != NULL, 1) && rp_selfmon_due(&h->watch->m))
-		watch_drain(w, h);
-}
-
-/* Start watching: what it needs taken and written before the counted
- * stretch (its faults there are its own, not the replay's). */
-static void watch_start(struct rp_wctx *w, struct rp_hot *h)
-{
-	h->seq = &seq_still;
-	h->watch = NULL;
-	if (w->rt->opt.no_watch)
-		return;
-	/* (mmap, not malloc: see selfmon.c's fork_safe_alloc) */
-	struct rp_watch *x = mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (x == MAP_FAILED)
-		x = NULL;
-	if (!x || rp_fclass_init(&x->c, w->rt->t) < 0 ||
-	    rp_selfmon_open(&x->m, w->rt->watch_pages) < 0) {
-		if (x) {
-			rp_fclass_free(&x->c);
-			munmap(x, sizeof(*x));
-		}
-		return;
-	}
-	h->watch = x;
-	h->seq = &x->m.pc->lock;
-}
-
-/* What the thread's watch and its mincore vector write, written again
- * (after a fork: copy-on-write).  Of its noted calls, those up to the
- * ones noted now and a page more: a drain starts them again from the
- * first (many more between two drains are rare). */
-static void write_watch_pages(struct rp_wctx *w, struct rp_hot *h)
-{
-	size_t ps = w->rt->page;
-	if (w->mincore_len)
-		prefault_w(w->mincore, w->mincore_len, ps);
-	if (!h->watch)
-		return;
-	struct rp_selfmon *m = &h->watch->m;
-	size_t sw = (m->nsw + 1) * sizeof(*m->sw) + ps;
-	prefault_w(h->watch, sizeof(*h->watch), ps);
-	prefault_w(m->sw, sw < m->capsw * sizeof(*m->sw) ? sw : m->capsw * sizeof(*m->sw), ps);
-}
-
-/* The last of the ring, and what the thread saw, into its slot. */
-static void watch_end(struct rp_wctx *w, struct rp_hot *h)
-{
-	struct rp_watch *x = h->watch;
-	if (!x)
-		return;
-	watch_drain(w, h);
-	struct rp_slot *o = w->out;
-	o->watched = 1;
-	o->call_off_cpu_ns = x->m.off_cpu_ns;
-	o->call_vcsw = x->m.vcsw;
-	o->call_ivcsw = x->m.ivcsw;
-	for (int k = 0; k < RP_FK__COUNT; k++)
-		o->kind_faults[k] = x->m.minor[k] + x->m.major[k];
-	/* (its faults in its own memory while vmreplay worked are set-up) */
-	o->minflt -= x->m.own_minor < o->minflt ? x->m.own_minor : o->minflt;
-	/* (its forks' faults in vmreplay's own memory are not its own) */
-	o->kind_faults[RP_FK_OTHER] -= o->setup_minflt < o->kind_faults[RP_FK_OTHER] ?
-		o->setup_minflt : o->kind_faults[RP_FK_OTHER];
-	o->fault_samples = x->m.samples;
-	/* (a throttled event took no sample of some faults: unknown how
-	 * many; the thread's own count says) */
-	uint64_t faults = o->minflt + o->majflt;
-	o->fault_lost = x->m.lost + (x->m.throttled && faults > x->m.samples ? faults - x->m.samples : 0);
-	rp_selfmon_close(&x->m);
-	rp_fclass_free(&x->c);
-	munmap(x, sizeof(*x));
-	h->watch = NULL;
-	h->seq = &seq_still;
+		rt_watch_drain(w, h);
 }
 
 /* An element off the short path (waits, pacing, threads, processes,
@@ -953,7 +659,7 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 	};
 	struct rusage r0, r1;
 
-	h.forks_seen = __atomic_load_n(&proc_forks, __ATOMIC_ACQUIRE);
+	h.forks_seen = __atomic_load_n(&rt_proc_forks, __ATOMIC_ACQUIRE);
 	memcpy(h.nr, rp_sysnr, sizeof(h.nr));
 	for (unsigned op = 0; op < VMT_OP__COUNT; op++)
 		h.hidx[op] = (uint8_t)op;
@@ -967,7 +673,7 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 		prefault_w(&w->ctl[w->tid], sizeof(w->ctl[w->tid]), rt->page);
 		prefault_w(w->hist, (size_t)rt->nused * sizeof(*w->hist), rt->page);
 	}
-	watch_start(w, &h);
+	rt_watch_start(w, &h);
 	getrusage(RUSAGE_THREAD, &r0);
 	w->out->ran = 1;
 	w->out->start_ns = vmt_now_ns();
@@ -991,12 +697,7 @@ RP_RUN_CODE static void run_stream(struct rp_wctx *w)
 	w->out->nivcsw -= w->out->load_ivcsw < w->out->nivcsw ? w->out->load_ivcsw : w->out->nivcsw;
 	w->out->user_ns = tv_ns(&r1.ru_utime) - tv_ns(&r0.ru_utime);
 	w->out->sys_ns = tv_ns(&r1.ru_stime) - tv_ns(&r0.ru_stime);
-	watch_end(w, &h);
-}
-
-RP_RUN_CODE static uint32_t *live_of(struct rp_wctx *w)
-{
-	return &w->rt->live[w->ts->proc * w->rt->opt.scale + w->copy];
+	rt_watch_end(w, &h);
 }
 
 RP_RUN_CODE static void thread_done(struct rp_wctx *w)
@@ -1016,7 +717,7 @@ RP_RUN_CODE static void *thread_main(void *arg)
 
 /* The first thread of a replay process: its own stream, then wait for the
  * other threads of the process. */
-RP_RUN_CODE static void run_process(struct rp_wctx *w)
+RP_RUN_CODE void rt_run_process(struct rp_wctx *w)
 {
 	uint32_t *live = live_of(w), v;
 	__atomic_store_n(live, 1, __ATOMIC_SEQ_CST);
@@ -1024,39 +725,6 @@ RP_RUN_CODE static void run_process(struct rp_wctx *w)
 	thread_done(w);
 	while ((v = __atomic_load_n(live, __ATOMIC_SEQ_CST)) != 0)
 		syscall(SYS_futex, live, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, v, NULL, NULL, 0);
-}
-
-static void wait_gate(struct rp_rt *rt)
-{
-	while (!__atomic_load_n(&rt->sh->gate, __ATOMIC_ACQUIRE))
-		syscall(SYS_futex, &rt->sh->gate, FUTEX_WAIT, 0, NULL, NULL, 0);
-}
-
-/* Copies 1..K-1 of a root process run in threads of the run process. */
-static void *copy_main(void *arg)
-{
-	struct rp_wctx *w = arg;
-	wait_gate(w->rt);
-	run_process(w);
-	return NULL;
-}
-
-/* These fault pages, not objects: they touch a page's first byte, which
- * may lie in a neighbour's allocator redzone, so ASan must not check them. */
-__attribute__((no_sanitize_address)) static void prefault(const void *p, size_t len, size_t ps)
-{
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
-	for (; a < end; a += ps)
-		(void)*(volatile const char *)a;
-}
-
-/* Write-fault what the run writes into: counters, slots, histograms of
- * the ops the trace has (so far), region bases. */
-__attribute__((no_sanitize_address)) static void prefault_w(void *p, size_t len, size_t ps)
-{
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), end = (uintptr_t)p + len;
-	for (; a < end; a += ps)
-		__atomic_fetch_add((volatile char *)a, 0, __ATOMIC_RELAXED);
 }
 
 RP_RUN_CODE struct rp_wctx *rt_wctx(struct rp_rt *rt, uint32_t copy, uint32_t tid)
@@ -1075,253 +743,4 @@ RP_RUN_CODE struct rp_wctx *rt_wctx(struct rp_rt *rt, uint32_t copy, uint32_t ti
 	w->hist = rt->hist + (size_t)s * rt->nused;
 	w->ts = &rt->arena->threads[tid];
 	return w;
-}
-
-/* When rp_run's process ends, the last writer of the lifeline is gone
- * and the kernel signals its readers' owner: SIGKILL to the run's process
- * group, replay processes forked later included.  (Already gone: the
- * run ends here.)  Where the kernel refuses the watch (a sandbox), the run
- * goes on without it: the parent death signal still ends this process. */
-static void watch_lifeline(struct rp_rt *rt)
-{
-	int fd = rt->life_fd, fl;
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	if (fcntl(fd, F_SETOWN, rt->run_pgid ? -rt->run_pgid : getpid()) == 0 &&
-	    fcntl(fd, F_SETSIG, SIGKILL) == 0 && (fl = fcntl(fd, F_GETFL)) >= 0)
-		fcntl(fd, F_SETFL, fl | O_ASYNC);
-	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLIN)))
-		_exit(1);
-}
-
-/* The run process's tables, indexed by what the load may still create:
- * as large as the run allows, only their used pages cost memory. */
-static void alloc_tables(struct rp_rt *rt)
-{
-	const rp_trace *t = rt->t;
-	uint32_t K = rt->opt.scale;
-	rt->base_len = (size_t)rt->rcap * K * sizeof(*rt->base);
-	void *bp = mmap((void *)RP_HINT_BASES, rt->base_len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	rt->base = bp == MAP_FAILED ? NULL : bp;
-	rt->live = calloc((size_t)(t->complete ? t->nprocs : RP_PCAP) * K + 1, sizeof(*rt->live));
-	rt->base_ready = calloc(K, sizeof(*rt->base_ready));
-	rt->w = calloc(rt->nslots, sizeof(*rt->w));
-	size_t nf = t->complete ? t->nfiles + 1 : RP_FCAP;
-	rt->fdc_rd = calloc(nf, sizeof(int));
-	rt->fdc_rw = calloc(nf, sizeof(int));
-	if (!rt->base || !rt->live || !rt->base_ready || !rt->w || !rt->fdc_rd || !rt->fdc_rw)
-		rt_fatal(rt, -ENOMEM, "out of memory");
-	pthread_attr_init(&rt->attr);
-	pthread_attr_setdetachstate(&rt->attr, PTHREAD_CREATE_DETACHED);
-}
-
-/* Stand-ins of the root processes, per copy (children inherit); the
- * first root process, which this process replays. */
-static uint32_t setup_roots(struct rp_rt *rt)
-{
-	const rp_trace *t = rt->t;
-	uint32_t root = RP_VOID;
-	int rc;
-	for (uint32_t p = 0; p < t->nprocs; p++) {
-		if (t->procs[p].parent != RP_VOID)
-			continue;
-		if (root == RP_VOID)
-			root = p;
-		if (!rt->root_plan[p])
-			continue;
-		for (uint32_t c = 0; c < rt->opt.scale; c++) {
-			if ((rc = rt_setup_plan(rt, c, rt->root_plan[p])) < 0)
-				rt_fatal(rt, rc, "cannot create stand-in mappings: %s", strerror(-rc));
-			rt_wctx(rt, c, t->procs[p].first_thread)->out->fallbacks += (uint64_t)rc;
-		}
-	}
-	return root;
-}
-
-/* What the run reads and writes, faulted in before it starts (its faults
- * are counted from the start); and each thread's largest mincore vector,
- * as the load knows it. */
-static void prefault_run(struct rp_rt *rt)
-{
-	const rp_trace *t = rt->t;
-	prefault_w(rt->sh, sizeof(*rt->sh), rt->page);
-	for (uint32_t c = 0; c < rt->opt.scale; c++) {
-		prefault_w(rt->base + (size_t)c * rt->rcap, (size_t)t->nregions * sizeof(*rt->base),
-			   rt->page);
-		rt->base_ready[c] = t->nregions;
-		prefault_w(rt->ctl + (size_t)c * rt->tcap, t->nthreads * sizeof(*rt->ctl), rt->page);
-		for (uint32_t i = 0; i < t->nthreads; i++) {
-			struct rp_wctx *w = rt_wctx(rt, c, i);
-			if (t->threads[i].mincore_max) {
-				w->mincore_len = t->threads[i].mincore_max;
-				if (!(w->mincore = malloc(w->mincore_len)))
-					rt_fatal(rt, -ENOMEM, "out of memory");
-				memset(w->mincore, 0, w->mincore_len);
-			}
-			prefault_w(w->out, sizeof(*w->out), rt->page);
-			for (unsigned op = 1; op < VMT_OP__COUNT; op++)
-				if (t->ops_used_mask & (1u << op))
-					prefault_w(&w->hist[op], sizeof(w->hist[op]), rt->page);
-		}
-	}
-	struct rp_arena *a = rt->arena;
-	/* (the streams' counts are written too: want, epoch) */
-	if (a->shared)
-		prefault_w(a->threads, t->nthreads * sizeof(*a->threads), rt->page);
-	else
-		prefault(a->threads, t->nthreads * sizeof(*a->threads), rt->page);
-	prefault(a->proc_rec, t->nprocs * sizeof(*a->proc_rec), rt->page);
-	prefault(a->files, t->nfiles * sizeof(*a->files), rt->page);
-	/* The element blocks: all of them, or streamed, as much of the pool
-	 * as the window will use (its blocks are used again and again). */
-	size_t pool = a->bump - a->pool0;
-	if (!t->complete) {
-		size_t want = t->window + ((size_t)2 << RP_BLK_SHIFT) * (t->nthreads + 16);
-		if (want > a->size - a->pool0)
-			want = a->size - a->pool0;
-		pool = want > pool ? want : pool;
-	}
-	prefault((char *)a + a->pool0, pool, rt->page);
-}
-
-/* Copies 1..K-1 of the first root process, as threads waiting at the
- * gate; the array to join them. */
-static pthread_t *start_copies(struct rp_rt *rt, uint32_t root)
-{
-	uint32_t K = rt->opt.scale;
-	pthread_t *copies = calloc(K, sizeof(*copies));
-	if (!copies)
-		rt_fatal(rt, -ENOMEM, "out of memory");
-	pthread_attr_t cattr;
-	pthread_attr_init(&cattr);
-	for (uint32_t c = 1; c < K; c++) {
-		int rc = pthread_create(&copies[c], &cattr, copy_main,
-					rt_wctx(rt, c, rt->t->procs[root].first_thread));
-		if (rc)
-			rt_fatal(rt, -rc, "cannot start copy %u: %s", c, strerror(rc));
-	}
-	return copies;
-}
-
-/* Further root processes (several attached programs), every copy of
- * them, are forked. */
-static void fork_other_roots(struct rp_rt *rt, uint32_t root)
-{
-	const rp_trace *t = rt->t;
-	for (uint32_t p = root + 1; p < t->nprocs; p++) {
-		if (t->procs[p].parent != RP_VOID)
-			continue;
-		for (uint32_t c = 0; c < rt->opt.scale; c++) {
-			pid_t pid = fork();
-			if (pid < 0)
-				rt_fatal(rt, -errno, "cannot fork: %s", strerror(errno));
-			if (pid == 0) {
-				if (rt->root_plan[p])
-					rt_setup_plan(rt, c, rt->root_plan[p]);
-				run_process(rt_wctx(rt, c, t->procs[p].first_thread));
-				_exit(0);
-			}
-		}
-	}
-}
-
-/* Each replay thread's perf ring (selfmon.c): 1 MiB, less when there are
- * many threads (64 MiB in all), at least 8 pages. */
-static uint32_t watch_ring_pages(const struct rp_rt *rt)
-{
-	uint64_t threads = (uint64_t)(rt->t->nthreads ? rt->t->nthreads : 1) * rt->opt.scale;
-	uint64_t want = (64ull << 20) / (uint64_t)rt->page / threads;
-	uint32_t pages = 256;
-	while (pages > 8 && pages > want)
-		pages /= 2;
-	return pages;
-}
-
-/* Every descendant (orphans come to us: we are the subreaper; the SIGCHLD
- * watch may have reaped some, and ends the run at once if one was
- * killed). */
-static void reap_all(struct rp_rt *rt)
-{
-	int st;
-	pid_t pid;
-	while ((pid = waitpid(-1, &st, __WALL)) > 0 || (pid < 0 && errno == EINTR))
-		if (pid > 0)
-			rt_child_ended(rt, st);
-}
-
-static uint64_t ru_sum(const struct rusage *a, const struct rusage *b, const struct rusage *c, int k)
-{
-	switch (k) {
-	case 0:
-		return (uint64_t)(a->ru_minflt - b->ru_minflt + c->ru_minflt);
-	case 1:
-		return (uint64_t)(a->ru_majflt - b->ru_majflt + c->ru_majflt);
-	case 2:
-		return (uint64_t)(a->ru_nvcsw - b->ru_nvcsw + c->ru_nvcsw);
-	default:
-		return (uint64_t)(a->ru_nivcsw - b->ru_nivcsw + c->ru_nivcsw);
-	}
-}
-
-/* The tree's getrusage since *r0 into the shared area: this process's
- * own since then and every descendant's (all reaped: reap_all). */
-static void read_tree(struct rp_rt *rt, const struct rusage *r0)
-{
-	struct rusage self, kids;
-	getrusage(RUSAGE_SELF, &self);
-	getrusage(RUSAGE_CHILDREN, &kids);
-	rt->sh->tree_minor = ru_sum(&self, r0, &kids, 0);
-	rt->sh->tree_major = ru_sum(&self, r0, &kids, 1);
-	rt->sh->tree_vcsw = ru_sum(&self, r0, &kids, 2);
-	rt->sh->tree_ivcsw = ru_sum(&self, r0, &kids, 3);
-}
-
-/* The perf counters of the whole run, into the shared area. */
-static void read_perf(struct rp_rt *rt, int perf[3])
-{
-	uint64_t v[3];
-	rp_perf_enable(perf, 0);
-	if (rp_perf_read(perf, v) == 0) {
-		rt->sh->perf_minor = v[0];
-		rt->sh->perf_major = v[1];
-		rt->sh->perf_cs = v[2];
-	} else {
-		rt->sh->perf_ok = 0;
-	}
-}
-
-void rp_child_main(struct rp_rt *rt)
-{
-	int perf[3] = {-1, -1, -1};
-	struct rusage r0;
-
-	rt->run_pgid = setpgid(0, 0) == 0 ? getpid() : 0;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	watch_lifeline(rt);
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	install_guard();
-	rt_watch_children(rt);
-	alloc_tables(rt);
-	uint32_t root = setup_roots(rt);
-	prefault_run(rt);
-	rt->watch_pages = watch_ring_pages(rt);
-	rt->sh->perf_ok = rp_perf_open(perf) == 0;
-	pthread_t *copies = start_copies(rt, root);
-	if (rt->sh->perf_ok)
-		rp_perf_enable(perf, 1);
-	getrusage(RUSAGE_SELF, &r0);
-	rp_clock_pair(rt->tsc, &rt->sh->tick_start, &rt->sh->t_start);
-	__atomic_store_n(&rt->sh->gate, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &rt->sh->gate, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-	fork_other_roots(rt, root);
-	run_process(rt_wctx(rt, 0, rt->t->procs[root].first_thread));
-	for (uint32_t c = 1; c < rt->opt.scale; c++)
-		pthread_join(copies[c], NULL);
-	sample_vmas(rt); /* at least the replayer's own */
-	reap_all(rt);
-	rp_clock_pair(rt->tsc, &rt->sh->tick_end, &rt->sh->t_end);
-	if (rt->sh->perf_ok)
-		read_perf(rt, perf);
-	read_tree(rt, &r0);
-	_exit(0);
 }
