@@ -50,19 +50,23 @@ void vmt_htab_free(struct vmt_htab *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* The slot of the key (a, b) of hash h, or the empty slot that ends its
+ * probe run (t->cap > 0; the load under 1/2 leaves one). */
+static size_t probe(const struct vmt_htab *t, uint64_t h, uint64_t a, uint64_t b)
+{
+	size_t mask = t->cap - 1, i = (size_t)h & mask;
+	for (const struct vmt_htab_ent *e; (e = &t->e[i])->used; i = (i + 1) & mask)
+		if (e->used == h && e->a == a && e->b == b)
+			break;
+	return i;
+}
+
 uint64_t *vmt_htab_get(const struct vmt_htab *t, uint64_t a, uint64_t b)
 {
 	if (!t->cap)
 		return NULL;
-	size_t mask = t->cap - 1;
-	uint64_t h = hash(a, b);
-	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-		struct vmt_htab_ent *e = &t->e[i];
-		if (!e->used)
-			return NULL;
-		if (e->used == h && e->a == a && e->b == b)
-			return &e->v;
-	}
+	size_t i = probe(t, hash(a, b), a, b);
+	return t->e[i].used ? &t->e[i].v : NULL;
 }
 
 static int grow(struct vmt_htab *t)
@@ -89,28 +93,16 @@ static int grow(struct vmt_htab *t)
 uint64_t *vmt_htab_put(struct vmt_htab *t, uint64_t a, uint64_t b, int *created)
 {
 	uint64_t h = hash(a, b);
-	size_t i = 0;
-	if (t->cap) {
-		/* one probe: the key's slot, or the empty one that ends its run */
-		size_t mask = t->cap - 1;
-		for (i = (size_t)h & mask; t->e[i].used; i = (i + 1) & mask) {
-			struct vmt_htab_ent *e = &t->e[i];
-			if (e->used == h && e->a == a && e->b == b) {
-				if (created)
-					*created = 0;
-				return &e->v;
-			}
-		}
-	}
+	size_t i = t->cap ? probe(t, h, a, b) : 0;
 	if (created)
-		*created = 1;
+		*created = !t->cap || !t->e[i].used;
+	if (t->cap && t->e[i].used)
+		return &t->e[i].v;
 	/* Keep the load under 1/2: probes stay short with linear probing. */
 	if ((t->n + 1) * 2 > t->cap) {
 		if (grow(t))
 			return NULL;
-		size_t mask = t->cap - 1;
-		for (i = (size_t)h & mask; t->e[i].used; i = (i + 1) & mask)
-			;
+		i = probe(t, h, a, b);
 	}
 	t->e[i] = (struct vmt_htab_ent){ a, b, 0, h };
 	t->n++;
@@ -153,17 +145,11 @@ int vmt_htab_del(struct vmt_htab *t, uint64_t a, uint64_t b)
 {
 	if (!t->cap)
 		return 0;
-	size_t mask = t->cap - 1;
-	uint64_t h = hash(a, b);
-	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-		struct vmt_htab_ent *e = &t->e[i];
-		if (!e->used)
-			return 0;
-		if (e->used == h && e->a == a && e->b == b) {
-			del_slot(t, i);
-			return 1;
-		}
-	}
+	size_t i = probe(t, hash(a, b), a, b);
+	if (!t->e[i].used)
+		return 0;
+	del_slot(t, i);
+	return 1;
 }
 
 size_t vmt_htab_del_range(struct vmt_htab *t, uint64_t lo, uint64_t hi, uint64_t step,

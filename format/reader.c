@@ -569,7 +569,7 @@ static int pf_fill(void *src, struct vmt_event *evs, uint32_t max, uint32_t *n,
 	while (!stop && k < max && r->chunk_left) {
 		struct vmt_event *ev = &evs[k];
 		int rc;
-		vmt_prefetch_write(ev + PF_AHEAD, sizeof(*ev));
+		pf_hint_write(ev + PF_AHEAD, sizeof(*ev));
 		if (__builtin_expect(vmt_decode_fast(&r->cur, &r->times, &r->tm, r->hdr.minor, ev), 1))
 			rc = took(r, ev, 1);
 		else
@@ -630,7 +630,7 @@ static int next_ref_slow(vmt_reader *r, const struct vmt_event **ev)
 int vmt_reader_next_ref(vmt_reader *r, const struct vmt_event **ev)
 {
 	if (__builtin_expect(r->pf_cur < r->pf_end, 1)) {
-		vmt_prefetch_read(r->pf_cur + PF_AHEAD, sizeof(*r->pf_cur));
+		pf_hint_read(r->pf_cur + PF_AHEAD, sizeof(*r->pf_cur));
 		*ev = r->pf_cur++;
 		return 1;
 	}

@@ -60,37 +60,6 @@ static inline uint64_t vmt_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- handing memory between threads -------------------------------------
- * Events and text that one thread makes and another reads (the reader's
- * prefetch batches, the export's slots) live in buffers that go round:
- * each line was last read on the other CPU.  The first store to such a
- * line waits for the line to come over, and a 128-byte event has two;
- * on a VM that was ~50 ns per event, the most of what a second CPU cost.
- * Asking for the lines a few events ahead lets those transfers overlap.
- * Both are hints: nothing happens where the CPU cannot. */
-
-/* The n bytes at p are about to be written by this thread.  On x86 the
- * prefetch that takes a line for writing (PREFETCHW) is asked for only
- * where the CPU says it has it; a prefetch for reading did not help. */
-static inline void vmt_prefetch_write(const void *p, size_t n)
-{
-	for (size_t off = 0; off < n; off += 64) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-		if (__builtin_cpu_supports("prfchw"))
-			__asm__ volatile("prefetchw %0" ::"m"(((const char *)p)[off]));
-#else
-		__builtin_prefetch((const char *)p + off, 1);
-#endif
-	}
-}
-
-/* The n bytes at p are about to be read by this thread. */
-static inline void vmt_prefetch_read(const void *p, size_t n)
-{
-	for (size_t off = 0; off < n; off += 64)
-		__builtin_prefetch((const char *)p + off, 0);
-}
-
 /* ---- text appends (buf.c) ------------------------------------------------
  * The vmt_buf (vmtrace.h) appends of the renderers and the commands. */
 
