@@ -439,7 +439,7 @@ struct vma_ctx {
 
 static long vma_file(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	((struct vma_ctx *)data)->file = (u64)vma->vm_file;
+	((struct vma_ctx *)data)->file = (u64)BPF_CORE_READ(vma, vm_file);
 	return 0;
 }
 
@@ -655,7 +655,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	hdr(&e->h, SR_FORK, sizeof(*e));
 	e->child_tid = child->pid;
 	e->child_tgid = ctgid;
-	e->same_mm = child->mm == parent->mm;
+	e->same_mm = BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm);
 	struct pending *p = bpf_task_storage_get(&pend, parent, 0, 0);
 	e->vfork = p && (p->clone_flags & SR_CLONE_VFORK) != 0;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
@@ -687,7 +687,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (vma_iter) {
 		struct bpf_iter_task_vma it;
 		struct vm_area_struct *v;
-		struct mm_struct *mm = task->mm;
+		struct mm_struct *mm = BPF_CORE_READ(task, mm);
 		u64 start_stack = BPF_CORE_READ(mm, start_stack);
 		u64 start_brk = BPF_CORE_READ(mm, start_brk), brk = BPF_CORE_READ(mm, brk);
 		complete = 1;
@@ -703,7 +703,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 			ve->end = v->vm_end;
 			ve->pgoff = v->vm_pgoff;
 			ve->flags = v->vm_flags;
-			struct file *f = v->vm_file;
+			struct file *f = BPF_CORE_READ(v, vm_file);
 			ve->ino = f ? BPF_CORE_READ(f, f_inode, i_ino) : 0;
 			ve->dev = f ? BPF_CORE_READ(f, f_inode, i_sb, s_dev) : 0;
 			ve->special = ve->start <= start_stack && start_stack < ve->end ? 1
@@ -732,12 +732,12 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	e->complete = complete;
 	/* The executable's path (a path walk per VMA would cost the verifier
 	 * dearly; the reader finds the interpreter's from the executable). */
-	struct file *exe = bprm->file;
+	struct file *exe = BPF_CORE_READ(bprm, file);
 	e->file = (u64)exe;
 	/* The process's counters up to here: the exec has waited until every
 	 * other thread was released into the signal_struct's sums (de_thread),
 	 * so these and the exec'ing task's own are all of it. */
-	struct signal_struct *sig = task->signal;
+	struct signal_struct *sig = BPF_CORE_READ(task, signal);
 	task_counters(task, &e->group);
 	e->group.minflt += BPF_CORE_READ(sig, min_flt);
 	e->group.majflt += BPF_CORE_READ(sig, maj_flt);
