@@ -157,21 +157,6 @@ static int kernel_at_least(int maj, int min)
 	return a > maj || (a == maj && b >= min);
 }
 
-/* A perf software event of the kernel's counted faults (major or minor)
- * on one CPU, every task's, to sample at each; -errno when it cannot be
- * opened (-ENODEV: the CPU is offline). */
-static int counted_event(int cpu, int major)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = major ? PERF_COUNT_SW_PAGE_FAULTS_MAJ : PERF_COUNT_SW_PAGE_FAULTS_MIN;
-	a.sample_period = 1;
-	long fd = syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : (int)fd;
-}
-
 /* The kernel's pid_max: no more thread groups than that can live at once
  * (0: not known). */
 static uint32_t pid_max(void)
@@ -306,19 +291,10 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 		return -ENOMEM;
 	s->keeper.wfd = s->keeper.pid = -1;
 	s->ep = s->root_pidfd = -1;
+	/* (the faults the kernel counts are told by its perf events) */
+	s->arm_counted = o->touch != VMR_TOUCH_NONE;
 	stream_arm_start(s);
 	s->have_kfault = tp_find("exceptions", "page_fault_kernel", &ktp) == 0;
-	if (o->touch != VMR_TOUCH_NONE) {
-		/* (the faults the kernel counts are told by its perf events) */
-		int fd = counted_event(0, 0);
-		if (fd < 0) {
-			snprintf(why, len, "cannot count page faults with perf events: %s",
-				 strerror(-fd));
-			stream_free(s, 0);
-			return fd;
-		}
-		close(fd);
-	}
 	libbpf_set_print(lib_print);
 	lib_msg[0] = 0;
 	if ((e = open_obj(r, s, why, len))) {
@@ -331,6 +307,17 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 			stream_free(s, 0);
 			return e;
 		}
+	}
+	stream_arm_wait(s);
+	if (s->counted_err) {
+		e = s->counted_err;
+		if (e == -ENODEV)
+			snprintf(why, len, "cannot count page faults: no CPU is online");
+		else
+			snprintf(why, len, "cannot count page faults with perf events: %s",
+				 strerror(-e));
+		stream_free(s, 0);
+		return e;
 	}
 	s->tgids_fd = stream_map_fd(s, "tgids");
 	s->stats_fd = stream_map_fd(s, "stats");
@@ -370,31 +357,22 @@ static int add_link(struct stream *s, int l)
  * major one), each held by its link. */
 static int attach_counted(struct stream *s, int prog, char *err, size_t errlen)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	int n = 0;
-	for (int cpu = 0; cpu < ncpu && cpu < 4096; cpu++) {
-		for (int major = 0; major < 2; major++) {
-			int fd = counted_event(cpu, major), e;
-			if (fd == -ENODEV)
-				break;
-			if (fd < 0) {
-				snprintf(err, errlen, "cannot count page faults: %s", strerror(-fd));
-				return fd;
-			}
-			LIBBPF_OPTS(bpf_link_create_opts, lo, .perf_event.bpf_cookie = (__u64)major);
-			int l = bpf_link_create(prog, fd, BPF_PERF_EVENT, &lo);
-			e = l < 0 ? -errno : add_link(s, l);
-			close(fd);
-			if (e) {
-				snprintf(err, errlen, "cannot attach on_counted: %s", strerror(-e));
-				return e;
-			}
-			n++;
+	/* (opened while the programs loaded: stream_arm_start) */
+	for (int i = 0; i < s->ncounted; i++) {
+		int fd = s->counted[i], e;
+		if (fd < 0)
+			continue;
+		LIBBPF_OPTS(bpf_link_create_opts, lo, .perf_event.bpf_cookie = (__u64)(i & 1));
+		int l = bpf_link_create(prog, fd, BPF_PERF_EVENT, &lo);
+		e = l < 0 ? -errno : add_link(s, l);
+		close(fd);
+		s->counted[i] = -1;
+		if (e) {
+			snprintf(err, errlen, "cannot attach on_counted: %s", strerror(-e));
+			return e;
 		}
 	}
-	if (!n)
-		snprintf(err, errlen, "cannot count page faults: no CPU is online");
-	return n ? 0 : -ENODEV;
+	return 0;
 }
 
 static int attach_links(struct vmr_rec *r, struct stream *s, char *err, size_t errlen)

@@ -19,10 +19,17 @@
  * reported after it, can still be put first (seen: a few microseconds). */
 #define STREAM_WINDOW_NS 2000000ull
 #define STREAM_WINDOW_BYTES (8u << 20) /* ... and at most this much */
+/* ... but a call waits, at most this long, for the calls that held the
+ * lock before it: one whose exit came later than the window (a thread
+ * preempted, or its vCPU descheduled, between its unlock and its exit; a
+ * munmap waiting on a userfaultfd reader) still goes first. */
+#define STREAM_LOCK_WAIT_NS 1000000000ull
+#define STREAM_LOCK_SEEN 4096 /* lock_seq numbers looked ahead at most */
 #define STREAM_BATCH 16384 /* records taken from the ring in one go */
 /* The reader takes what waits at least this often, wake-up or not: with
  * the window and the writer's 50 ms, a record is in the file within
- * 100 ms of its call. */
+ * 100 ms of its call (or of the late exit of a call that held mmap_lock
+ * before it, STREAM_LOCK_WAIT_NS at most). */
 #define STREAM_DRAIN_MS 20
 #define STREAM_STACK_WAKE (256u << 10) /* with stacks, wake at this much */
 /* on_lock's tracepoint (bpf/stream.bpf.c), switched on ahead of its
@@ -61,6 +68,11 @@ struct stream {
 	 * its program there (-1: none). */
 	pthread_t arm;
 	int arming, arm_link;
+	/* ... which also opens the counted-fault perf events of every CPU
+	 * (when arm_counted), for on_counted's links: counted[i] of CPU
+	 * i / 2, the major one when i is odd, -1 for an offline CPU;
+	 * counted_err: why they cannot be opened (0: they are). */
+	int arm_counted, *counted, ncounted, counted_err;
 	int have_kfault; /* the kernel has exceptions:page_fault_kernel */
 	/* The programs' links: one per program, and the counted faults'
 	 * two per CPU (its perf events, held by their links). */
@@ -102,6 +114,13 @@ struct stream {
 		uint64_t seq;
 	} *locks;
 	size_t nlocks, caplocks, lockhead;
+	/* The lock_seq numbers come (the BPF side hands them out from 0):
+	 * all those below lock_next (or given up), and of the
+	 * STREAM_LOCK_SEEN from there, those set in lock_seen (bit seq %
+	 * STREAM_LOCK_SEEN).  lock_wait_since: when the window's first call
+	 * began to wait for a number below its own (0: it does not). */
+	uint64_t lock_next, lock_wait_since;
+	uint64_t lock_seen[STREAM_LOCK_SEEN / 64];
 
 	struct stream_file files[STREAM_FILE_SLOTS];
 	struct stream_vma *vmas;
@@ -134,13 +153,16 @@ void stream_close_fds(struct stream *s);
  * tracepoint patches each of its sites in the kernel's text, and
  * mmap_lock's are inlined in hundreds of places (8-30 ms).  on_lock's
  * own attach then adds a probe to a tracepoint that is on.  Anything
- * failing here only leaves that cost to on_lock's attach. */
+ * failing here only leaves that cost to on_lock's attach.  Then, when
+ * s->arm_counted, open the counted-fault events (their first one patches
+ * the kernel's text too, which waits for the patching above: not on this
+ * thread); counted_err says whether they could be. */
 void stream_arm_start(struct stream *s);
 /* Wait for the thread (before attaching on_lock, and before any fork
  * after which the link must not be held elsewhere). */
 void stream_arm_wait(struct stream *s);
 /* Wait, and detach the program that did nothing (on_lock keeps the
- * tracepoint on). */
+ * tracepoint on), and close the counted-fault events not yet taken. */
 void stream_arm_release(struct stream *s);
 
 

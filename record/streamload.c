@@ -27,6 +27,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <bpf/skel_internal.h>
+#include <linux/perf_event.h>
 #include "stream_int.h"
 
 /* The configured object's maps and programs to be loaded, counted. */
@@ -153,9 +154,44 @@ static int sys_bpf(int cmd, union bpf_attr *a)
 	return (int)syscall(SYS_bpf, cmd, a, sizeof(*a));
 }
 
-static void *arm_main(void *arg)
+/* A perf software event of the kernel's counted faults (major or minor)
+ * on one CPU, every task's, to sample at each; -errno when it cannot be
+ * opened (-ENODEV: the CPU is offline). */
+static int counted_event(int cpu, int major)
 {
-	struct stream *s = arg;
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = major ? PERF_COUNT_SW_PAGE_FAULTS_MAJ : PERF_COUNT_SW_PAGE_FAULTS_MIN;
+	a.sample_period = 1;
+	long fd = syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The counted-fault events of every CPU into s->counted. */
+static int open_counted(struct stream *s)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int online = 0;
+
+	if (ncpu < 1 || ncpu > 4096)
+		ncpu = ncpu < 1 ? 1 : 4096;
+	if (!(s->counted = malloc(2 * (size_t)ncpu * sizeof(*s->counted))))
+		return -ENOMEM;
+	for (int i = 0; i < 2 * ncpu; i++) {
+		int fd = counted_event(i / 2, i & 1);
+		if (fd < 0 && fd != -ENODEV)
+			return fd;
+		s->counted[s->ncounted++] = fd < 0 ? -1 : fd;
+		online += fd >= 0;
+	}
+	return online ? 0 : -ENODEV;
+}
+
+/* STREAM_LOCK_TP on (s->arm_link), with a program that does nothing. */
+static void arm_lock_tp(struct stream *s)
+{
 	/* r0 = 0; exit: a raw tracepoint program, which needs no BTF. */
 	const struct bpf_insn nop[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
@@ -169,12 +205,20 @@ static void *arm_main(void *arg)
 	a.license = (uint64_t)(uintptr_t)"GPL";
 	int prog = sys_bpf(BPF_PROG_LOAD, &a);
 	if (prog < 0)
-		return NULL;
+		return;
 	memset(&a, 0, sizeof(a));
 	a.raw_tracepoint.name = (uint64_t)(uintptr_t)STREAM_LOCK_TP;
 	a.raw_tracepoint.prog_fd = (uint32_t)prog;
 	s->arm_link = sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
 	close(prog); /* (the link holds it) */
+}
+
+static void *arm_main(void *arg)
+{
+	struct stream *s = arg;
+	arm_lock_tp(s);
+	if (s->arm_counted)
+		s->counted_err = open_counted(s);
 	return NULL;
 }
 
@@ -183,11 +227,15 @@ void stream_arm_start(struct stream *s)
 	sigset_t all, old;
 
 	s->arm_link = -1;
+	s->counted = NULL;
+	s->ncounted = s->counted_err = 0;
 	/* (every signal is the main thread's: the tick, a stop) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	s->arming = pthread_create(&s->arm, NULL, arm_main, s) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!s->arming && s->arm_counted)
+		s->counted_err = open_counted(s);
 }
 
 void stream_arm_wait(struct stream *s)
@@ -204,4 +252,10 @@ void stream_arm_release(struct stream *s)
 	if (s->arm_link >= 0)
 		close(s->arm_link);
 	s->arm_link = -1;
+	for (int i = 0; i < s->ncounted; i++)
+		if (s->counted[i] >= 0)
+			close(s->counted[i]);
+	free(s->counted);
+	s->counted = NULL;
+	s->ncounted = 0;
 }
