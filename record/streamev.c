@@ -11,7 +11,12 @@
  * record).  So records wait in a window (STREAM_WINDOW_NS) before they
  * become events, and a call that arrives late goes back in the window to
  * just before the first call that held the lock after it.  Nothing of its
- * own task can lie in between: the task was inside that call.
+ * own task can lie in between: the task was inside that call.  The lock's
+ * numbers come without gaps but for lost records, so a call whose number
+ * is past one not come yet stays in the window, however old, until that
+ * one comes (up to STREAM_LOCK_WAIT_NS): a late exit can be late by more
+ * than the window (a preempted thread, a descheduled vCPU, a munmap that
+ * waits for a userfaultfd reader after its unlock).
  *
  * Tasks.  A task comes with the SR_FORK of its creator (written before
  * the child first runs, so before any record of its own); a new thread
@@ -142,6 +147,34 @@ static struct stream_file *file_slot(struct stream *s, uint32_t tid)
 	return &s->files[tid % STREAM_FILE_SLOTS];
 }
 
+/* lock_seq numbers below `to` are no longer waited for. */
+static void lock_skip(struct stream *s, uint64_t to)
+{
+	for (; s->lock_next < to; s->lock_next++) {
+		uint64_t b = s->lock_next % STREAM_LOCK_SEEN;
+		s->lock_seen[b / 64] &= ~(1ull << (b % 64));
+	}
+	for (;;) {
+		uint64_t b = s->lock_next % STREAM_LOCK_SEEN;
+		if (!(s->lock_seen[b / 64] & (1ull << (b % 64))))
+			break;
+		s->lock_seen[b / 64] &= ~(1ull << (b % 64));
+		s->lock_next++;
+	}
+}
+
+/* lock_seq `seq` came. */
+static void lock_came(struct stream *s, uint64_t seq)
+{
+	if (seq < s->lock_next)
+		return; /* (given up on: it goes where put_lock_call puts it) */
+	if (seq - s->lock_next >= STREAM_LOCK_SEEN)
+		lock_skip(s, seq - STREAM_LOCK_SEEN + 1);
+	uint64_t b = seq % STREAM_LOCK_SEEN;
+	s->lock_seen[b / 64] |= 1ull << (b % 64);
+	lock_skip(s, s->lock_next);
+}
+
 /* A call that held mmap_lock for writing goes before the first call of
  * the window that held it after it. */
 static int put_lock_call(struct stream *s, const struct sr_call *c, const void *file,
@@ -161,6 +194,7 @@ static int put_lock_call(struct stream *s, const struct sr_call *c, const void *
 	memmove(&s->locks[i + 1], &s->locks[i], (s->nlocks - i) * sizeof(*s->locks));
 	s->locks[i] = (struct qlock){ at, c->lock_seq };
 	s->nlocks++;
+	lock_came(s, c->lock_seq);
 	return 0;
 }
 
@@ -636,10 +670,26 @@ void stream_flush(struct vmr_rec *r, struct stream *s, int all)
 		memcpy(&qh, s->q + s->qhead, sizeof(qh));
 		const unsigned char *rec = s->q + s->qhead + sizeof(qh);
 		const struct sr_hdr *h = (const void *)rec;
-		if (!all && h->time > horizon && s->qtail - s->qhead - s->qstack < STREAM_WINDOW_BYTES)
+		int full = s->qtail - s->qhead - s->qstack >= STREAM_WINDOW_BYTES ||
+			   sk_used(s) > STREAM_STACK_ARENA / 2;
+		if (!all && h->time > horizon && !full)
 			break;
-		if (s->lockhead < s->nlocks && s->locks[s->lockhead].off == s->qhead)
+		if (s->lockhead < s->nlocks && s->locks[s->lockhead].off == s->qhead) {
+			/* A call that held the lock before this one has not
+			 * come yet: it is still in the kernel (or its record
+			 * was lost). */
+			uint64_t seq = s->locks[s->lockhead].seq;
+			if (s->lock_next < seq && !all && !full) {
+				if (!s->lock_wait_since)
+					s->lock_wait_since = now;
+				if (now - s->lock_wait_since < STREAM_LOCK_WAIT_NS)
+					break;
+			}
+			if (s->lock_next < seq)
+				lock_skip(s, seq);
+			s->lock_wait_since = 0;
 			s->lockhead++;
+		}
 		if (h->kind == SR_STACK && qh.len >= sizeof(struct sr_stack)) {
 			struct sr_stack k;
 			memcpy(&k, rec, sizeof(k));

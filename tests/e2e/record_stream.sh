@@ -139,6 +139,15 @@ unset PYTHONHASHSEED
 # after another thread's munmap is never seen handed out twice.
 rec lockorder --backend=stream -- "$W/lockorder" --threads 2 --iterations 100000
 check lockorder-order $RECORD_CHECK order "$T/lockorder.zst"
+# ... also when a munmap's exit comes long after it let go of the lock
+# (50 ms here, far past the 2 ms window: it waits for a userfaultfd reader)
+# while another thread's mmap takes its pages and returns.
+rec lockorder-late --backend=stream -- "$W/lockorder" --late-exit 50 --iterations 10
+if [ "$rc" = 77 ]; then
+	skip lockorder-late-order "$(tail -1 "$T/lockorder-late.err")"
+else
+	check lockorder-late-order $RECORD_CHECK order "$T/lockorder-late.zst"
+fi
 
 # A burst: 2 threads x 1,000,000 madvise as fast as they go.
 burst=$(san_scale 1000000)

@@ -14,15 +14,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "workload.h" /* logging, summary line, option helpers */
 
 static const char usage_text[] =
-"Usage: lockorder [--threads N] [--iterations K] [--log]\n"
+"Usage: lockorder [--threads N] [--iterations K] [--late-exit MS] [--log]\n"
 "\n"
 "Each of N threads (default 2, 1..64) runs K iterations (default 10000) of\n"
 "mmap(NULL, one page, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS),\n"
@@ -30,20 +35,28 @@ static const char usage_text[] =
 "that one thread's mmap often gets the page another thread unmapped an\n"
 "instant before.\n"
 "\n"
+"--late-exit MS: instead, K rounds (default 10000) of one munmap whose exit\n"
+"comes MS milliseconds after it let go of mmap_lock, while another thread's\n"
+"mmap(NULL) takes the pages it freed and returns: the range is registered\n"
+"with userfaultfd for unmap events, and its munmap waits for that event to\n"
+"be read.  Worker 0 unmaps; worker 1 waits for the event, maps, sleeps MS\n"
+"ms and reads it.  Without userfaultfd, exits with 77 (skip) and says why.\n"
+"\n"
 "Output: with --log, one line per call as the other workloads print them\n"
 "(worker i's prefixed \"thread=<i> \", printed after the join); then\n"
 "  summary: calls= minflt= majflt= nvcsw= nivcsw= wall_ns= threads= procs=\n"
 "           errors= iterations= ops=NAME:N,...\n";
 
 static struct {
-	unsigned long threads, iterations;
+	unsigned long threads, iterations, late_ms;
 	int log;
-} opt = { 2, 10000, 0 };
+} opt = { 2, 10000, 0, 0 };
 
 static pthread_barrier_t go;
 
 struct worker {
 	pthread_t tid;
+	unsigned long idx;
 	char prefix[32];
 	struct mm_log log;
 };
@@ -71,6 +84,101 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* ---- --late-exit ---------------------------------------------------------- */
+
+#define LATE_PAGES 16
+
+static struct {
+	int uffd;
+	char *range;		    /* mapped, registered: worker 0's to unmap */
+	pthread_barrier_t round;    /* both workers at a round's start */
+} late;
+
+/* A userfaultfd that reports unmaps, or exit 77. */
+static int late_uffd(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		fprintf(stderr, "lockorder: skip: no userfaultfd: %s\n", strerror(errno));
+		exit(77);
+	}
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_UNMAP };
+	if (ioctl(fd, UFFDIO_API, &api)) {
+		fprintf(stderr, "lockorder: skip: userfaultfd without unmap events: %s\n",
+			strerror(errno));
+		exit(77);
+	}
+	return fd;
+}
+
+static void late_register(char *p, size_t len)
+{
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)p, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	if (ioctl(late.uffd, UFFDIO_REGISTER, &reg))
+		die("UFFDIO_REGISTER");
+}
+
+static void *late_worker(void *arg)
+{
+	struct worker *w = arg;
+	size_t len = LATE_PAGES * (size_t)sysconf(_SC_PAGESIZE);
+	const int fl = MAP_PRIVATE | MAP_ANONYMOUS;
+	int unmapper = w->idx == 0;
+
+	if (!unmapper) {
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, fl, -1, 0);
+		NOTE(&w->log, OP_MMAP, res_ptr(p), 0, len, PROT_READ | PROT_WRITE, (uint64_t)fl,
+		     I2U(-1), 0);
+		if (p == MAP_FAILED)
+			die("mmap");
+		late_register(p, len);
+		late.range = p;
+	}
+	pthread_barrier_wait(&go);
+	for (unsigned long i = 0; i < opt.iterations; i++) {
+		pthread_barrier_wait(&late.round);
+		if (unmapper) {
+			/* Returns once worker 1 has read the unmap event (and
+			 * set late.range for the next round). */
+			char *q = late.range;
+			int r = munmap(q, len);
+			NOTE(&w->log, OP_MUNMAP, res_int(r), P2U(q), len);
+			if (r)
+				die("munmap");
+			continue;
+		}
+		/* The event is queued after the unmap let go of the lock. */
+		struct pollfd pf = { .fd = late.uffd, .events = POLLIN };
+		while (poll(&pf, 1, -1) < 0)
+			if (errno != EINTR)
+				die("poll");
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, fl, -1, 0);
+		NOTE(&w->log, OP_MMAP, res_ptr(p), 0, len, PROT_READ | PROT_WRITE, (uint64_t)fl,
+		     I2U(-1), 0);
+		if (p == MAP_FAILED)
+			die("mmap");
+		late_register(p, len);
+		struct timespec d = { (time_t)(opt.late_ms / 1000), (long)(opt.late_ms % 1000) * 1000000 };
+		while (nanosleep(&d, &d) && errno == EINTR)
+			;
+		/* (every event there is: none is left to wake the next
+		 * round's poll early) */
+		struct uffd_msg msg;
+		int n = 0;
+		while (read(late.uffd, &msg, sizeof(msg)) == sizeof(msg))
+			n += msg.event == UFFD_EVENT_UNMAP;
+		if (!n)
+			die("read of the unmap event");
+		late.range = p; /* (the next round's: worker 0 waits at the barrier) */
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	static struct worker workers[64];
@@ -81,6 +189,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "iterations", required_argument, NULL, 'k' },
+		{ "late-exit", required_argument, NULL, 'x' },
 		LOG_HELP_LONGOPTS,
 	};
 
@@ -90,8 +199,14 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 't': opt.threads = parse_num("--threads", optarg, 1, 64); break;
 		case 'k': opt.iterations = parse_num("--iterations", optarg, 0, 1UL << 32); break;
+		case 'x': opt.late_ms = parse_num("--late-exit", optarg, 0, 60000); break;
 		case 'l': opt.log = 1; break;
 		}
+	}
+	if (opt.late_ms) {
+		opt.threads = 2;
+		late.uffd = late_uffd();
+		pthread_barrier_init(&late.round, NULL, 2);
 	}
 	size_t per = opt.log ? 3 * opt.iterations : 0;
 	pthread_barrier_init(&go, NULL, (unsigned)opt.threads + 1);
@@ -102,7 +217,8 @@ int main(int argc, char **argv)
 		if (per && !(w->log.rec = calloc(per, sizeof(*w->log.rec))))
 			die("calloc of the log");
 		w->log.cap = per;
-		r = pthread_create(&w->tid, NULL, worker_main, w);
+		w->idx = i;
+		r = pthread_create(&w->tid, NULL, opt.late_ms ? late_worker : worker_main, w);
 		if (r) {
 			errno = r;
 			die("pthread_create");
@@ -123,6 +239,9 @@ int main(int argc, char **argv)
 	sum.threads = (int)opt.threads + 1;
 	sum.procs = 1;
 	snprintf(extra, sizeof extra, " iterations=%lu", opt.iterations);
+	if (opt.late_ms)
+		snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " late_ms=%lu",
+			 opt.late_ms);
 	summary_print(stdout, "", &sum, extra);
 	return stdout_write_error();
 }
