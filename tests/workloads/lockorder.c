@@ -123,22 +123,27 @@ static void late_register(char *p, size_t len)
 		die("UFFDIO_REGISTER");
 }
 
+/* Worker 1's mmap(NULL, len), logged and registered. */
+static char *late_map(struct worker *w, size_t len)
+{
+	const int fl = MAP_PRIVATE | MAP_ANONYMOUS;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, fl, -1, 0);
+	NOTE(&w->log, OP_MMAP, res_ptr(p), 0, len, PROT_READ | PROT_WRITE, (uint64_t)fl, I2U(-1),
+	     0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	late_register(p, len);
+	return p;
+}
+
 static void *late_worker(void *arg)
 {
 	struct worker *w = arg;
 	size_t len = LATE_PAGES * (size_t)sysconf(_SC_PAGESIZE);
-	const int fl = MAP_PRIVATE | MAP_ANONYMOUS;
 	int unmapper = w->idx == 0;
 
-	if (!unmapper) {
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, fl, -1, 0);
-		NOTE(&w->log, OP_MMAP, res_ptr(p), 0, len, PROT_READ | PROT_WRITE, (uint64_t)fl,
-		     I2U(-1), 0);
-		if (p == MAP_FAILED)
-			die("mmap");
-		late_register(p, len);
-		late.range = p;
-	}
+	if (!unmapper)
+		late.range = late_map(w, len);
 	pthread_barrier_wait(&go);
 	for (unsigned long i = 0; i < opt.iterations; i++) {
 		pthread_barrier_wait(&late.round);
@@ -154,15 +159,15 @@ static void *late_worker(void *arg)
 		}
 		/* The event is queued after the unmap let go of the lock. */
 		struct pollfd pf = { .fd = late.uffd, .events = POLLIN };
-		while (poll(&pf, 1, -1) < 0)
+		int pr;
+		while ((pr = poll(&pf, 1, 10000)) < 0)
 			if (errno != EINTR)
 				die("poll");
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, fl, -1, 0);
-		NOTE(&w->log, OP_MMAP, res_ptr(p), 0, len, PROT_READ | PROT_WRITE, (uint64_t)fl,
-		     I2U(-1), 0);
-		if (p == MAP_FAILED)
-			die("mmap");
-		late_register(p, len);
+		if (!pr) {
+			errno = ETIMEDOUT;
+			die("wait for the unmap event");
+		}
+		char *p = late_map(w, len);
 		struct timespec d = { (time_t)(opt.late_ms / 1000), (long)(opt.late_ms % 1000) * 1000000 };
 		while (nanosleep(&d, &d) && errno == EINTR)
 			;
