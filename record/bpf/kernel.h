@@ -33,10 +33,14 @@ typedef s64 loff_t;
 
 #define CORE __attribute__((preserve_access_index))
 
+/* x86-64's layout, which is ABI (<asm/ptrace.h>): not relocated.  (A
+ * relocation of its own would share a slot of the kernel's cache of CO-RE
+ * candidates with struct linux_binprm's, and each load would look both
+ * up again in all of the kernel's types.) */
 struct pt_regs {
 	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di,
 		orig_ax, ip, cs, flags, sp, ss;
-} CORE;
+};
 
 struct qstr {
 	const unsigned char *name;

@@ -457,7 +457,6 @@ struct {
 
 struct walk {
 	struct dentry *d;
-	struct vfsmount *vm;
 	struct mount *mnt;
 	u32 n;
 };
@@ -470,17 +469,19 @@ static long walk_step(u32 i, void *ctx)
 	struct walk *w = ctx;
 	/* (Locals: CO-RE relocates accesses through kernel types only.) */
 	struct dentry *d = w->d;
-	struct vfsmount *vm = w->vm;
 	struct mount *mnt = w->mnt;
 	u32 zero = 0;
-	struct dentry *root = BPF_CORE_READ(vm, mnt_root);
+	/* (through the mount: a relocation of struct vfsmount's own would
+	 * share a slot of the kernel's cache of CO-RE candidates with
+	 * struct super_block's, and each load would look both up again in
+	 * all of the kernel's types) */
+	struct dentry *root = BPF_CORE_READ(mnt, mnt.mnt_root);
 	if (d == root) {
 		struct mount *pm = BPF_CORE_READ(mnt, mnt_parent);
 		if (pm == mnt)
 			return 1; /* the root of the namespace */
 		w->d = BPF_CORE_READ(mnt, mnt_mountpoint);
 		w->mnt = pm;
-		w->vm = (void *)pm + bpf_core_field_offset(struct mount, mnt);
 		return 0;
 	}
 	struct dentry *parent = BPF_CORE_READ(d, d_parent);
@@ -507,8 +508,7 @@ static __always_inline u32 file_path(struct file *f, char (*comp)[SR_NAME_LEN])
 	u32 zero = 0;
 	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
 	struct vfsmount *vm = BPF_CORE_READ(f, f_path.mnt);
-	struct walk w = { .d = d, .vm = vm,
-			  .mnt = (void *)vm - bpf_core_field_offset(struct mount, mnt) };
+	struct walk w = { .d = d, .mnt = (void *)vm - bpf_core_field_offset(struct mount, mnt) };
 	bpf_loop(2 * SR_PATH_SLOTS, walk_step, &w, 0);
 	struct names *nm = bpf_map_lookup_elem(&scratch, &zero);
 	if (!nm)
@@ -645,7 +645,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 			struct pt_regs *cr = (struct pt_regs *)bpf_task_pt_regs(child);
 			struct pt_regs *pr = (struct pt_regs *)bpf_task_pt_regs(parent);
 			struct pending *pp = bpf_task_storage_get(&pend, parent, 0, 0);
-			u64 csp = BPF_CORE_READ(cr, sp), psp = BPF_CORE_READ(pr, sp);
+			u64 csp = 0, psp = 0;
+			bpf_probe_read_kernel(&csp, sizeof(csp), &cr->sp);
+			bpf_probe_read_kernel(&psp, sizeof(psp), &pr->sp);
 			c->stack_top = csp != psp ? csp : pp ? pp->stack_top : 0;
 		}
 	}

@@ -135,6 +135,21 @@ export PYTHONHASHSEED=0
 same_stacks python3 python3 -c 'import json, decimal'
 unset PYTHONHASHSEED
 
+# A file on a mount under another mount (tmpfs at /dev/shm, under /dev):
+# the kernel-side walk of its path crosses both.
+if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -c %d /)" ]; then
+	shm=/dev/shm/vmrec-e2e-$$
+	echo x > "$shm"
+	rec shm-file --backend=stream -- python3 -c "import mmap, os
+fd = os.open('$shm', os.O_RDONLY)
+mmap.mmap(fd, 0, prot=mmap.PROT_READ).close()
+os.close(fd)"
+	check shm-file-path sh -c "$VMTRACE dump '$T/shm-file.zst' | grep -F 'map_file(\"$shm\"'"
+	rm -f "$shm"
+else
+	skip shm-file-path "/dev/shm is not a mount of its own here"
+fi
+
 # Calls that raced for mmap_lock: a page handed out by one thread's mmap
 # after another thread's munmap is never seen handed out twice.
 rec lockorder --backend=stream -- "$W/lockorder" --threads 2 --iterations 100000
