@@ -308,9 +308,7 @@ static int stream_probe(struct vmr_rec *r, char *why, size_t len)
 			return e;
 		}
 	}
-	stream_arm_wait(s);
-	if (s->counted_err) {
-		e = s->counted_err;
+	if ((e = stream_arm_counted(s))) {
 		if (e == -ENODEV)
 			snprintf(why, len, "cannot count page faults: no CPU is online");
 		else

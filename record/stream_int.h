@@ -6,6 +6,7 @@
 #define VMREC_STREAM_INT_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include "recording_int.h"
 #include "keeper_int.h"
 #include "bpf/records.h"
@@ -73,6 +74,7 @@ struct stream {
 	 * i / 2, the major one when i is odd, -1 for an offline CPU;
 	 * counted_err: why they cannot be opened (0: they are). */
 	int arm_counted, *counted, ncounted, counted_err;
+	sem_t counted_ready; /* posted once counted_err is known */
 	int have_kfault; /* the kernel has exceptions:page_fault_kernel */
 	/* The programs' links: one per program, and the counted faults'
 	 * two per CPU (its perf events, held by their links). */
@@ -153,11 +155,14 @@ void stream_close_fds(struct stream *s);
  * tracepoint patches each of its sites in the kernel's text, and
  * mmap_lock's are inlined in hundreds of places (8-30 ms).  on_lock's
  * own attach then adds a probe to a tracepoint that is on.  Anything
- * failing here only leaves that cost to on_lock's attach.  Then, when
- * s->arm_counted, open the counted-fault events (their first one patches
- * the kernel's text too, which waits for the patching above: not on this
- * thread); counted_err says whether they could be. */
+ * failing here only leaves that cost to on_lock's attach.  Before that,
+ * when s->arm_counted, open the counted-fault events (their first one
+ * patches the kernel's text too, which would wait for the patching above
+ * on this thread); counted_err says whether they could be. */
 void stream_arm_start(struct stream *s);
+/* Wait until the counted-fault events are open (or known not to open):
+ * 0, or why not. */
+int stream_arm_counted(struct stream *s);
 /* Wait for the thread (before attaching on_lock, and before any fork
  * after which the link must not be held elsewhere). */
 void stream_arm_wait(struct stream *s);

@@ -19,6 +19,7 @@
  * which also explains a refusal.
  */
 #include <errno.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,9 +217,11 @@ static void arm_lock_tp(struct stream *s)
 static void *arm_main(void *arg)
 {
 	struct stream *s = arg;
-	arm_lock_tp(s);
+	/* (the events first: the probe waits for them, not for the rest) */
 	if (s->arm_counted)
 		s->counted_err = open_counted(s);
+	sem_post(&s->counted_ready);
+	arm_lock_tp(s);
 	return NULL;
 }
 
@@ -229,6 +232,7 @@ void stream_arm_start(struct stream *s)
 	s->arm_link = -1;
 	s->counted = NULL;
 	s->ncounted = s->counted_err = 0;
+	sem_init(&s->counted_ready, 0, 0);
 	/* (every signal is the main thread's: the tick, a stop) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -236,6 +240,14 @@ void stream_arm_start(struct stream *s)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->arming && s->arm_counted)
 		s->counted_err = open_counted(s);
+}
+
+int stream_arm_counted(struct stream *s)
+{
+	if (s->arming)
+		while (sem_wait(&s->counted_ready) && errno == EINTR)
+			;
+	return s->counted_err;
 }
 
 void stream_arm_wait(struct stream *s)
