@@ -125,6 +125,7 @@ struct stream {
 	uint64_t lock_seen[STREAM_LOCK_SEEN / 64];
 
 	struct stream_file files[STREAM_FILE_SLOTS];
+	unsigned nfiles; /* of them used */
 	struct stream_vma *vmas;
 	size_t nvmas, capvmas;
 	struct vmt_map_entry vsyscall; /* as /proc lists it (end 0: none) */

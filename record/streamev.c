@@ -142,9 +142,37 @@ static size_t sk_used(const struct stream *s)
 	return s->skwrapped ? STREAM_STACK_ARENA - s->skhead + s->sktail : s->sktail - s->skhead;
 }
 
+/* The SR_FILE of task tid waiting for its SR_CALL, or NULL.  (A task's
+ * records come in its order: at most one of its own waits.  Tasks whose
+ * tids are alike modulo the slots each have theirs: two threads mapping
+ * files at the same instant.) */
+static struct stream_file *file_waiting(struct stream *s, uint32_t tid)
+{
+	if (!s->nfiles)
+		return NULL; /* (most calls) */
+	for (unsigned i = 0; i < STREAM_FILE_SLOTS; i++) {
+		struct stream_file *f = &s->files[(tid + i) % STREAM_FILE_SLOTS];
+		if (f->used && f->tid == tid)
+			return f;
+	}
+	return NULL;
+}
+
+/* Where task tid's new SR_FILE waits: in place of one of its own left
+ * without a call (lost), else a free slot. */
 static struct stream_file *file_slot(struct stream *s, uint32_t tid)
 {
-	return &s->files[tid % STREAM_FILE_SLOTS];
+	struct stream_file *f = file_waiting(s, tid);
+	if (f)
+		return f;
+	for (unsigned i = 0; i < STREAM_FILE_SLOTS; i++) {
+		f = &s->files[(tid + i) % STREAM_FILE_SLOTS];
+		if (!f->used) {
+			s->nfiles++;
+			return f;
+		}
+	}
+	return &s->files[tid % STREAM_FILE_SLOTS]; /* (more waiting than CPUs) */
 }
 
 /* lock_seq numbers below `to` are no longer waited for. */
@@ -267,13 +295,17 @@ int stream_record(void *ctx, void *data, size_t size)
 		}
 	} else if (h->kind == SR_CALL && size >= sizeof(struct sr_call)) {
 		const struct sr_call *c = data;
-		struct stream_file *f = file_slot(s, h->tid);
+		struct stream_file *f = file_waiting(s, h->tid);
 		const void *file = NULL;
 		size_t flen = 0;
-		if (f->used && f->tid == h->tid) {
-			file = &f->f;
-			flen = sizeof(f->f);
+		if (f) {
+			/* (one whose call was lost names no other call) */
+			if (f->f.addr == (uint64_t)c->ret) {
+				file = &f->f;
+				flen = sizeof(f->f);
+			}
 			f->used = 0;
+			s->nfiles--;
 		}
 		if (c->lock_ok & 1)
 			e = put_lock_call(s, c, file, flen);

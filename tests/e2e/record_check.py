@@ -29,6 +29,9 @@ tests/e2e/record_*.sh scripts).
   record_check.py order TRACE          no mmap without MAP_FIXED returns a
                                        page the trace still has mapped (calls
                                        are in the order the kernel ran them)
+  record_check.py files TRACE          every mmap of an fd that succeeded has
+                                       its map_file right before it, on its
+                                       thread
 
 Exit status 0 when the check holds; otherwise 1 and one line saying why.
 Environment: B (build directory), VMTRACE (default B/vmtrace).
@@ -346,6 +349,28 @@ def cmd_order(trace):
         fail("%d of %d hint-less mmaps returned pages the trace still had mapped" % (bad, n))
 
 
+def cmd_files(trace):
+    last = {}  # (proc, thread) -> the map_file just before, if any
+    n = bad = 0
+    for e in events(trace):
+        key = (e.get("proc"), e.get("thread"))
+        if e["kind"] == "map_file":
+            last[key] = e
+            continue
+        if e["kind"] != "syscall":
+            continue
+        f = last.pop(key, None)
+        a = e["args"]
+        if e["op"] != "mmap" or -4096 < e["result"] < 0 or a[3] & 0x20 or a[4] < 0:
+            continue
+        n += 1
+        bad += f is None
+    if not n:
+        fail("no mmap of a file in the trace")
+    if bad:
+        fail("%d of %d mmaps of a file have no file in the trace" % (bad, n))
+
+
 def main():
     if len(sys.argv) < 3:
         fail(__doc__)
@@ -354,7 +379,7 @@ def main():
      "events": cmd_events, "touch-before": cmd_touch_before,
      "touch-at-exit": cmd_touch_at_exit, "same-calls": cmd_same_calls,
      "same-stacks": cmd_same_stacks,
-     "order": cmd_order}[cmd](*args)
+     "order": cmd_order, "files": cmd_files}[cmd](*args)
 
 
 if __name__ == "__main__":

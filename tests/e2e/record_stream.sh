@@ -150,6 +150,11 @@ else
 	skip shm-file-path "/dev/shm is not a mount of its own here"
 fi
 
+# Two threads mapping a file at the same instant, their tids alike modulo
+# 64: each mapping has its own file.
+rec mapfiles --backend=stream -- "$W/mapfiles" --threads 2 --iterations "$(san_scale 20000)"
+check mapfiles-each-its-file $RECORD_CHECK files "$T/mapfiles.zst"
+
 # Calls that raced for mmap_lock: a page handed out by one thread's mmap
 # after another thread's munmap is never seen handed out twice.
 rec lockorder --backend=stream -- "$W/lockorder" --threads 2 --iterations 100000
