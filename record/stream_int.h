@@ -120,8 +120,9 @@ struct stream {
 	 * all those below lock_next (or given up), and of the
 	 * STREAM_LOCK_SEEN from there, those set in lock_seen (bit seq %
 	 * STREAM_LOCK_SEEN).  lock_wait_since: when the window's first call
-	 * began to wait for a number below its own (0: it does not). */
-	uint64_t lock_next, lock_wait_since;
+	 * began to wait for a number below its own (0: it does not), and
+	 * lock_wait_drops the records lost by then (dropped_told). */
+	uint64_t lock_next, lock_wait_since, lock_wait_drops;
 	uint64_t lock_seen[STREAM_LOCK_SEEN / 64];
 
 	struct stream_file files[STREAM_FILE_SLOTS];

@@ -712,9 +712,14 @@ void stream_flush(struct vmr_rec *r, struct stream *s, int all)
 			 * was lost). */
 			uint64_t seq = s->locks[s->lockhead].seq;
 			if (s->lock_next < seq && !all && !full) {
-				if (!s->lock_wait_since)
+				if (!s->lock_wait_since) {
 					s->lock_wait_since = now;
-				if (now - s->lock_wait_since < STREAM_LOCK_WAIT_NS)
+					s->lock_wait_drops = s->dropped_told;
+				}
+				/* (once records were lost, the missing one
+				 * may be among them) */
+				if (now - s->lock_wait_since < STREAM_LOCK_WAIT_NS &&
+				    s->dropped_told == s->lock_wait_drops)
 					break;
 			}
 			if (s->lock_next < seq)
