@@ -3,8 +3,10 @@
 # in each round (A B A B ...): for each task, the median time of each
 # build and the median over the rounds of B's time / A's time.
 #
-# Tasks: record (vmrec of the seed-000 loop, ptrace backend), read
-# (vmtrace stat and dump of one trace), replay (vmreplay of that trace).
+# Tasks: record (vmrec of the seed-000 loop, ptrace backend), start
+# (vmrec -- /bin/true with vmrec's default backend, the stream one as
+# root: its fixed cost), read (vmtrace stat and dump of one trace),
+# replay (vmreplay of that trace).
 # The trace is made once by build A, so that both read the same file
 # (an older reader may not know a newer format).
 #
@@ -38,6 +40,7 @@ task() {
 		r=$ra; [ "$2" = "$B" ] && r=$rb
 		"$2/vmrec" -q $r --force -o "$tmp/r.zst" -- "$2/workloads/seed000" --mode new \
 			--threads 1 --iterations "$iters" > /dev/null ;;
+	start) "$2/vmrec" -q --force -o "$tmp/s.zst" -- true > /dev/null ;;
 	stat) "$2/vmtrace" stat "$tmp/t.zst" > /dev/null ;;
 	dump) "$2/vmtrace" dump "$tmp/t.zst" > /dev/null ;;
 	replay) "$2/vmreplay" -q "$tmp/t.zst" > /dev/null ;;
@@ -47,7 +50,7 @@ task() {
 
 echo "B / A, medians of $rounds interleaved rounds (A = $A, B = $B)"
 printf '%-10s %10s %10s %8s\n' task "A ms" "B ms" "B/A"
-for t in record stat dump replay; do
+for t in record start stat dump replay; do
 	: > "$tmp/a"; : > "$tmp/b"; : > "$tmp/q"
 	for r in $(seq "$rounds"); do
 		# (which goes first alternates: neither always gets a warm cache)
