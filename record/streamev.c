@@ -175,18 +175,25 @@ static struct stream_file *file_slot(struct stream *s, uint32_t tid)
 	return &s->files[tid % STREAM_FILE_SLOTS]; /* (more waiting than CPUs) */
 }
 
-/* lock_seq numbers below `to` are no longer waited for. */
+/* lock_seq's bit in lock_seen: its word, and the bit in *bit. */
+static uint64_t *lock_bit(struct stream *s, uint64_t seq, uint64_t *bit)
+{
+	uint64_t b = seq % STREAM_LOCK_SEEN;
+	*bit = 1ull << (b % 64);
+	return &s->lock_seen[b / 64];
+}
+
+/* lock_seq numbers below `to` are no longer waited for; lock_next then
+ * moves past those that came. */
 static void lock_skip(struct stream *s, uint64_t to)
 {
+	uint64_t bit, *w;
 	for (; s->lock_next < to; s->lock_next++) {
-		uint64_t b = s->lock_next % STREAM_LOCK_SEEN;
-		s->lock_seen[b / 64] &= ~(1ull << (b % 64));
+		w = lock_bit(s, s->lock_next, &bit);
+		*w &= ~bit;
 	}
-	for (;;) {
-		uint64_t b = s->lock_next % STREAM_LOCK_SEEN;
-		if (!(s->lock_seen[b / 64] & (1ull << (b % 64))))
-			break;
-		s->lock_seen[b / 64] &= ~(1ull << (b % 64));
+	while (*(w = lock_bit(s, s->lock_next, &bit)) & bit) {
+		*w &= ~bit;
 		s->lock_next++;
 	}
 }
@@ -194,12 +201,12 @@ static void lock_skip(struct stream *s, uint64_t to)
 /* lock_seq `seq` came. */
 static void lock_came(struct stream *s, uint64_t seq)
 {
+	uint64_t bit;
 	if (seq < s->lock_next)
 		return; /* (given up on: it goes where put_lock_call puts it) */
 	if (seq - s->lock_next >= STREAM_LOCK_SEEN)
 		lock_skip(s, seq - STREAM_LOCK_SEEN + 1);
-	uint64_t b = seq % STREAM_LOCK_SEEN;
-	s->lock_seen[b / 64] |= 1ull << (b % 64);
+	*lock_bit(s, seq, &bit) |= bit;
 	lock_skip(s, s->lock_next);
 }
 

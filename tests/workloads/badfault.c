@@ -228,8 +228,7 @@ static int retry_kind(unsigned long n, char **where)
 	pthread_t th;
 	pthread_attr_init(&at);
 	pthread_attr_setstack(&at, stack, stack_len);
-	if (pthread_create(&th, &at, resolve, &rs))
-		die("pthread_create");
+	thread_start(&th, &at, resolve, &rs);
 	unsigned sink = 0;
 	for (unsigned long i = 0; i < n && !rs.failed; i++) {
 		interrupted = 0;

@@ -283,11 +283,7 @@ int main(int argc, char **argv)
 		w->log.rec = w->recs;
 		w->log.cap = sizeof w->recs / sizeof w->recs[0];
 		pthread_attr_setstack(&attr, stacks + (size_t)i * STACK_SIZE, STACK_SIZE);
-		r = pthread_create(&w->tid, &attr, worker_main, w);
-		if (r) {
-			errno = r;
-			die("pthread_create");
-		}
+		thread_start(&w->tid, &attr, worker_main, w);
 	}
 	pthread_attr_destroy(&attr);
 	pthread_join(workers[0].tid, NULL);

@@ -172,11 +172,7 @@ int main(int argc, char **argv)
 		w->log.rec = w->recs;
 		w->log.cap = 2 * opt.forks;
 		pthread_attr_setstack(&attr, stacks + i * STACK_SIZE, STACK_SIZE);
-		r = pthread_create(&w->tid, &attr, worker_main, w);
-		if (r) {
-			errno = r;
-			die("pthread_create");
-		}
+		thread_start(&w->tid, &attr, worker_main, w);
 	}
 	pthread_attr_destroy(&attr);
 

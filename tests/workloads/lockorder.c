@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	struct summary sum = { 0 };
 	struct mark t0, t1;
 	char extra[64];
-	int c, r;
+	int c;
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "iterations", required_argument, NULL, 'k' },
@@ -217,28 +217,17 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&go, NULL, (unsigned)opt.threads + 1);
 	for (unsigned long i = 0; i < opt.threads; i++) {
 		struct worker *w = &workers[i];
-		snprintf(w->prefix, sizeof w->prefix, "thread=%lu ", i);
-		w->log.prefix = w->prefix;
-		if (per && !(w->log.rec = calloc(per, sizeof(*w->log.rec))))
-			die("calloc of the log");
-		w->log.cap = per;
+		worker_log_init(&w->log, w->prefix, sizeof w->prefix, i, per);
 		w->idx = i;
-		r = pthread_create(&w->tid, NULL, opt.late_ms ? late_worker : worker_main, w);
-		if (r) {
-			errno = r;
-			die("pthread_create");
-		}
+		thread_start(&w->tid, NULL, opt.late_ms ? late_worker : worker_main, w);
 	}
 	mark_now(&t0, RUSAGE_SELF);
 	pthread_barrier_wait(&go);
 	for (unsigned long i = 0; i < opt.threads; i++)
 		pthread_join(workers[i].tid, NULL);
 	mark_now(&t1, RUSAGE_SELF);
-	for (unsigned long i = 0; i < opt.threads; i++) {
-		mm_log_print(stdout, &workers[i].log);
-		summary_add_calls(&sum, &workers[i].log);
-		free(workers[i].log.rec);
-	}
+	for (unsigned long i = 0; i < opt.threads; i++)
+		worker_log_report(&workers[i].log, &sum);
 	summary_add_usage(&sum, &t0.ru, &t1.ru);
 	sum.wall_ns = ns_between(&t0.ts, &t1.ts);
 	sum.threads = (int)opt.threads + 1;

@@ -85,15 +85,6 @@ static void *idle_main(void *arg)
 	return arg;
 }
 
-static void start(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	int r = pthread_create(t, NULL, fn, arg);
-	if (r) {
-		errno = r;
-		die("pthread_create");
-	}
-}
-
 int main(int argc, char **argv)
 {
 	static struct worker workers[16];
@@ -130,15 +121,11 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&go, NULL, (unsigned)opt.threads + 1);
 	for (unsigned long i = 0; i < opt.threads; i++) {
 		struct worker *w = &workers[i];
-		snprintf(w->prefix, sizeof w->prefix, "thread=%lu ", i);
-		w->log.prefix = w->prefix;
-		if (per && !(w->log.rec = calloc(per, sizeof(*w->log.rec))))
-			die("calloc of the log");
-		w->log.cap = per;
+		worker_log_init(&w->log, w->prefix, sizeof w->prefix, i, per);
 		if (i)
 			for (unsigned long k = 0; k < opt.spread; k++)
-				start(&idlers[(i - 1) * opt.spread + k], idle_main, NULL);
-		start(&w->tid, worker_main, w);
+				thread_start(&idlers[(i - 1) * opt.spread + k], NULL, idle_main, NULL);
+		thread_start(&w->tid, NULL, worker_main, w);
 	}
 	mark_now(&t0, RUSAGE_SELF);
 	pthread_barrier_wait(&go);
@@ -152,11 +139,8 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < nidle; k++)
 		pthread_join(idlers[k], NULL);
 	free(idlers);
-	for (unsigned long i = 0; i < opt.threads; i++) {
-		mm_log_print(stdout, &workers[i].log);
-		summary_add_calls(&sum, &workers[i].log);
-		free(workers[i].log.rec);
-	}
+	for (unsigned long i = 0; i < opt.threads; i++)
+		worker_log_report(&workers[i].log, &sum);
 	summary_add_usage(&sum, &t0.ru, &t1.ru);
 	sum.wall_ns = ns_between(&t0.ts, &t1.ts);
 	sum.threads = (int)(opt.threads + nidle) + 1;

@@ -122,11 +122,7 @@ static void run_level(unsigned long level, struct summary *sum)
 		struct worker *w = &workers[i];
 		w->slot = words + HDR_WORDS + (level * opt.threads + i) * per_slot;
 		w->slot[0] = (uint64_t)getpid();
-		int r = pthread_create(&w->tid, NULL, worker_main, w);
-		if (r) {
-			errno = r;
-			die("pthread_create");
-		}
+		thread_start(&w->tid, NULL, worker_main, w);
 	}
 	for (unsigned long i = 0; i < opt.threads; i++)
 		pthread_join(workers[i].tid, NULL);

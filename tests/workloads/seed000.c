@@ -225,11 +225,7 @@ int main(int argc, char **argv)
 			w->log.cap = per_thread;
 		}
 		pthread_attr_setstack(&attr, stacks + i * STACK_SIZE, STACK_SIZE);
-		r = pthread_create(&w->tid, &attr, worker_main, w);
-		if (r) {
-			errno = r;
-			die("pthread_create");
-		}
+		thread_start(&w->tid, &attr, worker_main, w);
 	}
 	pthread_attr_destroy(&attr);
 

@@ -403,8 +403,7 @@ static void mode_masks(void)
 	struct mm_log tl = { 0 };
 	pthread_t th;
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	if (pthread_create(&th, NULL, blocked_thread, &tl))
-		die("pthread_create");
+	thread_start(&th, NULL, blocked_thread, &tl);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_join(th, NULL);
 	struct sigaction sa = { .sa_handler = on_usr1 };

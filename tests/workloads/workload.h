@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include "linux_abi.h" /* names older libc headers lack */
 
@@ -341,6 +342,39 @@ static UNUSED int open_or_create(const char *file, uint64_t size, char *path, si
 	snprintf(created_path, sizeof created_path, "%s", path);
 	atexit(remove_created);
 	return fd;
+}
+
+/* Start a thread (attr may be NULL), or die saying why. */
+static UNUSED void thread_start(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+				void *arg)
+{
+	int r = pthread_create(t, attr, fn, arg);
+	if (r) {
+		errno = r;
+		die("pthread_create");
+	}
+}
+
+/* Worker i's log: its lines prefixed "thread=<i> " (kept in prefix, len
+ * bytes), with room for cap calls (0: none are logged). */
+static UNUSED void worker_log_init(struct mm_log *l, char *prefix, size_t len, unsigned long i,
+				   size_t cap)
+{
+	snprintf(prefix, len, "thread=%lu ", i);
+	l->prefix = prefix;
+	if (cap && !(l->rec = calloc(cap, sizeof(*l->rec))))
+		die("calloc of the log");
+	l->cap = cap;
+}
+
+/* A worker_log_init log after its thread's join: printed, its calls
+ * counted into s, freed. */
+static UNUSED void worker_log_report(struct mm_log *l, struct summary *s)
+{
+	mm_log_print(stdout, l);
+	summary_add_calls(s, l);
+	free(l->rec);
+	l->rec = NULL;
 }
 
 /* Run before anything else in main, whatever the options (--help too):
