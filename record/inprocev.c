@@ -14,9 +14,9 @@
  * clears the mark once the call's record is committed, so the horizon is
  * the pass's start, or the entry of a call in progress if earlier.  The
  * calls of two threads that overlap in time are in entry order, with one
- * correction: an mmap that returned a range another thread's overlapping
- * munmap (or mremap, shmdt) released comes after that call, as it did in
- * the kernel.
+ * correction: an mmap that returned a range another thread of its
+ * process released in an overlapping munmap (or mremap, shmdt) comes
+ * after that call, as it did in the kernel.
  *
  * Tasks.  A thread or process starts at its creator's CLONE record (in
  * time before any record of its own); its own ring's START record binds
@@ -594,37 +594,38 @@ static int complete_before(uint64_t done, uint64_t horizon)
 	return done < horizon || horizon == UINT64_MAX;
 }
 
-/* Another queue's call that released what head (of queue qi) got, made
- * while head was in progress (times may tie): that queue's index (its
- * records up to that call are to go first), -2 when they are not all
- * complete before the horizon yet (head waits), or -1. */
-static int released_first(const struct vmr_rec *r, struct inproc *ip, int qi, const struct ipq_hdr *hd,
-			  uint64_t horizon, size_t *upto)
+/* Can queue o's calls change the memory that queue q's calls see?  Not
+ * when they are different processes, except that a vfork child before
+ * its exec borrows its parent's. */
+static int same_mm(const struct ipq *q, const struct ipq *o)
+{
+	return q->pid == o->pid || (q->t && q->t->proc->borrowed_mm) ||
+	       (o->t && o->t->proc->borrowed_mm);
+}
+
+/* Does another queue still hold a call of the same memory that released
+ * what head (of queue qi) got, made while head was in progress (times
+ * may tie)?  Then head goes after it. */
+static int held_back(const struct vmr_rec *r, struct inproc *ip, int qi, const struct ipq_hdr *hd)
 {
 	uint64_t a, b;
 	if (!got_range(r, (const unsigned char *)(hd + 1), hd->len, &a, &b))
-		return -1;
+		return 0;
 	for (size_t k = 0; k < ip->nact; k++) {
 		int oi = ip->act[k];
 		struct ipq *o = &ip->q[oi];
-		if (oi == qi)
+		if (oi == qi || !same_mm(&ip->q[qi], o))
 			continue;
-		int ready = 1;
 		for (size_t at = o->head; at < o->tail;) {
 			const struct ipq_hdr *oh = (const void *)(o->buf + at);
 			if (oh->key > hd->done)
 				break;
-			ready &= complete_before(oh->done, horizon);
-			if (oh->key >= hd->key && frees(r, (const unsigned char *)(oh + 1), oh->len, a, b)) {
-				/* (it, and what comes before it, once complete
-				 * before the horizon: until then, neither) */
-				*upto = at;
-				return ready ? oi : -2;
-			}
+			if (oh->key >= hd->key && frees(r, (const unsigned char *)(oh + 1), oh->len, a, b))
+				return 1;
 			at += sizeof(*oh) + ((oh->len + 7u) & ~7u);
 		}
 	}
-	return -1;
+	return 0;
 }
 
 static void pop_done(struct inproc *ip, int qi)
@@ -642,42 +643,54 @@ static void pop_done(struct inproc *ip, int qi)
 	}
 }
 
+/* The queue whose head has the lowest key, of those not in skip[0 .. n);
+ * -1 if none. */
+static int lowest_head(struct inproc *ip, const int *skip, size_t n)
+{
+	int best = -1;
+	uint64_t bk = 0;
+	for (size_t k = 0; k < ip->nact; k++) {
+		int qi = ip->act[k];
+		struct ipq_hdr *h = ip_q_head(&ip->q[qi]);
+		size_t i = 0;
+		while (i < n && skip[i] != qi)
+			i++;
+		if (h && i == n && (best < 0 || h->key < bk)) {
+			best = qi;
+			bk = h->key;
+		}
+	}
+	return best;
+}
+
 uint64_t ip_emit(struct vmr_rec *r, struct inproc *ip, uint64_t horizon)
 {
+	/* The heads go in key order, except one that another queue's
+	 * release holds back: the others pass it, in key order, until that
+	 * release is out.  (Pulling the releasing queue's records forward
+	 * instead would put them before lower keys of third queues.) */
+	int held[64];
 	for (;;) {
-		int best = -1;
-		uint64_t bk = 0;
-		for (size_t k = 0; k < ip->nact; k++) {
-			struct ipq_hdr *h = ip_q_head(&ip->q[ip->act[k]]);
-			if (h && (best < 0 || h->key < bk)) {
-				best = ip->act[k];
-				bk = h->key;
-			}
-		}
-		if (best < 0)
+		int lowest = lowest_head(ip, NULL, 0), qi = lowest;
+		if (lowest < 0)
 			return horizon;
-		struct ipq *q = &ip->q[best];
-		struct ipq_hdr *h = ip_q_head(q);
-		size_t upto = 0;
-		int oi = !complete_before(h->done, horizon) ? -2 : released_first(r, ip, best, h, horizon, &upto);
-		if (oi == -2)
-			return bk < horizon ? bk : horizon;
-		if (oi >= 0) {
-			/* that queue's records up to the release, then this */
-			struct ipq *o = &ip->q[oi];
-			size_t stop = upto;
-			while (o->head <= stop && o->head < o->tail) {
-				struct ipq_hdr *oh = ip_q_head(o);
-				int last = o->head == stop;
-				emit_one(r, ip, oi, (const unsigned char *)(oh + 1), oh->len, oh->key);
-				pop_done(ip, oi);
-				if (last || o->head == 0)
-					break;
-			}
-			continue;
+		uint64_t low = ip_q_head(&ip->q[lowest])->key;
+		size_t nheld = 0;
+		while (qi >= 0) {
+			struct ipq_hdr *h = ip_q_head(&ip->q[qi]);
+			if (!complete_before(h->done, horizon))
+				return low < horizon ? low : horizon;
+			if (nheld == sizeof(held) / sizeof(held[0]) || !held_back(r, ip, qi, h))
+				break;
+			held[nheld++] = qi;
+			qi = lowest_head(ip, held, nheld);
 		}
-		emit_one(r, ip, best, (const unsigned char *)(h + 1), h->len, h->key);
-		pop_done(ip, best);
+		/* (every head held back: ties all round; key order decides) */
+		if (qi < 0)
+			qi = lowest;
+		struct ipq_hdr *h = ip_q_head(&ip->q[qi]);
+		emit_one(r, ip, qi, (const unsigned char *)(h + 1), h->len, h->key);
+		pop_done(ip, qi);
 	}
 }
 

@@ -232,6 +232,13 @@ int rt_maps_each(int (*fn)(void *ctx, const struct rt_map *m), void *ctx) RT_HID
 
 /* rt_main.c */
 uint64_t rt_now(void) RT_HIDDEN;
+/* The time of a record that is to take its place among other threads'
+ * (a call's entry, a thread's exit): the ring is marked busy before the
+ * clock is read, unless it already is (*mine then 0), so that vmrec's
+ * horizon waits for the record.  rt_busy_end clears a mark this took,
+ * once the record is committed. */
+uint64_t rt_busy_begin(struct ip_slot *s, int *mine) RT_HIDDEN;
+void rt_busy_end(struct ip_slot *s, int mine) RT_HIDDEN;
 /* The calls the recorder records, from the fast path or the SIGSYS
  * handler: performed (from the gate) and logged in the thread's ring. */
 long rt_call(struct rt_thread *t, long nr, const uint64_t *a) RT_HIDDEN;

@@ -364,6 +364,25 @@ static uint32_t file_of(int fd, struct call_rec *r)
 	return (uint32_t)sizeof(r->f) + plen;
 }
 
+uint64_t rt_busy_begin(struct ip_slot *s, int *mine)
+{
+	*mine = 0;
+	if (s && __atomic_load_n(&s->busy, __ATOMIC_RELAXED) == 0) {
+		__atomic_exchange_n(&s->busy, 1, __ATOMIC_SEQ_CST);
+		*mine = 1;
+	}
+	uint64_t t = rt_now();
+	if (*mine)
+		__atomic_store_n(&s->busy, t, __ATOMIC_RELEASE);
+	return t;
+}
+
+void rt_busy_end(struct ip_slot *s, int mine)
+{
+	if (mine)
+		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+}
+
 long rt_call(struct rt_thread *t, long nr, const uint64_t *a)
 {
 	struct ip_slot *s = t->slot;
@@ -372,13 +391,7 @@ long rt_call(struct rt_thread *t, long nr, const uint64_t *a)
 	uint32_t extra = 0;
 
 	t->depth++;
-	if (s && __atomic_load_n(&s->busy, __ATOMIC_RELAXED) == 0) {
-		__atomic_exchange_n(&s->busy, 1, __ATOMIC_SEQ_CST);
-		mine = 1;
-	}
-	r.c.h.t = rt_now();
-	if (mine)
-		__atomic_store_n(&s->busy, r.c.h.t, __ATOMIC_RELEASE);
+	r.c.h.t = rt_busy_begin(s, &mine);
 	r.c.h.aux = (uint32_t)nr;
 	r.c.flags = 0;
 	r.c.pad = 0;
@@ -401,8 +414,7 @@ long rt_call(struct rt_thread *t, long nr, const uint64_t *a)
 		rt_put(t, IPR_CALL, &r, (uint32_t)sizeof(r.c) + extra);
 	else
 		__atomic_fetch_add(&shm()->lost, 1, __ATOMIC_RELAXED);
-	if (mine)
-		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	rt_busy_end(s, mine);
 	t->depth--;
 	return ret;
 }

@@ -127,8 +127,7 @@ void rt_vfork_parent(struct rt_cctx *c, long pid)
 		t->vfork_scratch = 0;
 	}
 	clone_record(t, x->nr, x->flags, pid, x->t0);
-	if (x->mine)
-		__atomic_store_n(&t->slot->busy, 0, __ATOMIC_RELEASE);
+	rt_busy_end(t->slot, x->mine);
 	t->depth--;
 	x->puc->mc.rax = (uint64_t)pid;
 	rt_resume(x->puc);
@@ -242,13 +241,7 @@ void rt_clone(struct rt_thread *t, long nr, struct rt_ucontext *uc)
 	struct ip_slot *s = t->slot;
 	int mine = 0;
 	t->depth++;
-	if (s && __atomic_load_n(&s->busy, __ATOMIC_RELAXED) == 0) {
-		__atomic_exchange_n(&s->busy, 1, __ATOMIC_SEQ_CST);
-		mine = 1;
-	}
-	uint64_t t0 = rt_now();
-	if (mine)
-		__atomic_store_n(&s->busy, t0, __ATOMIC_RELEASE);
+	uint64_t t0 = rt_busy_begin(s, &mine);
 
 	struct rt_cctx plain = { 0, 0, 0 };
 	struct rt_cctx *c = &plain;
@@ -291,8 +284,7 @@ void rt_clone(struct rt_thread *t, long nr, struct rt_ucontext *uc)
 	clone_record(t, nr, flags, ret, t0);
 	mc->rax = (uint64_t)ret;
 out:
-	if (mine)
-		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+	rt_busy_end(s, mine);
 	t->depth--;
 }
 
@@ -389,8 +381,12 @@ void rt_exit(struct rt_thread *t, long nr, const uint64_t *a)
 		x.have |= IPE_THREAD;
 	if (last && usage_of(0 /* RUSAGE_SELF */, &x.proc) == 0)
 		x.have |= IPE_PROCESS;
-	x.h.t = rt_now();
+	/* (marked busy as a call is: an exit may be what another thread's
+	 * later call waited for) */
+	int mine;
+	x.h.t = rt_busy_begin(t->slot, &mine);
 	rt_put(t, IPR_EXIT, &x, sizeof(x));
+	rt_busy_end(t->slot, mine);
 	if (t->slot)
 		__atomic_store_n(&t->slot->state, IP_SLOT_DONE, __ATOMIC_RELEASE);
 	if (!group && !t->vchild && t != &orphan_block) {

@@ -1,10 +1,13 @@
 /*
- * test_inproc_rings.c - when the inproc backend frees a thread's ring
- * (record/inprocev.c): only once nothing more can be in it.  A ring is
- * written here as the runtime writes it, and drained and emitted by the
- * backend's own passes.  The records are NOTEs, which reach the notice
- * callback in the order they are emitted (with no START record, the
- * queue knows no pid: "process 0").
+ * test_inproc_rings.c - the inproc backend's rings and queues
+ * (record/inprocev.c): a thread's ring is freed only once nothing more
+ * can be in it, and the queues' records become events in time order,
+ * an mmap after the munmap of its process that released its range.  A
+ * ring is written here as the runtime writes it, and drained and emitted
+ * by the backend's own passes; the order tests queue records directly.
+ * The records are NOTEs, which reach the notice callback in the order
+ * they are emitted (with no START record, the queue knows no pid:
+ * "process 0"), and calls, which emit nothing without a task.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -158,6 +161,75 @@ static void test_dead_before_first_copy(void **state)
 	assert_int_equal(slot_state(f), IP_SLOT_FREE);
 }
 
+/* ---- the order across queues ----------------------------------------------- */
+
+#define NR_MMAP 9
+#define NR_MUNMAP 11
+#define RANGE 0x7f0000000000ull
+
+static void q_note(struct fix *f, int qi, const char *text, uint64_t t)
+{
+	struct {
+		struct ip_rec h;
+		char text[24];
+	} n = { { IP_REC_WORD(IPR_NOTE, sizeof(n)), 0, t }, "" };
+	snprintf(n.text, sizeof(n.text), "%s", text);
+	assert_int_equal(ip_queue(f->ip, qi, &n, sizeof(n), t, t), 0);
+}
+
+static void q_call(struct fix *f, int qi, uint32_t nr, uint64_t a0, uint64_t a1, int64_t ret,
+		   uint64_t t, uint64_t t_exit)
+{
+	struct ip_call c = { .h = { IP_REC_WORD(IPR_CALL, sizeof(c)), nr, t }, .ret = ret,
+			     .t_exit = t_exit };
+	c.args[0] = a0;
+	c.args[1] = a1;
+	c.args[3] = 0x22; /* MAP_PRIVATE | MAP_ANONYMOUS */
+	assert_int_equal(ip_queue(f->ip, qi, &c, sizeof(c), t, t_exit), 0);
+}
+
+/* Queue 1's mmap (times 10 to 50) got the page that queue 2's munmap at
+ * 30 released; queue 3 wrote at 15.  pid2: queue 2's process.  Queue 1's
+ * NOTE marks where its mmap went: its key, 12, puts it right after the
+ * mmap (a record's key never goes below its queue's last). */
+static void order_case(struct fix *f, pid_t pid2)
+{
+	f->r.page_size = 4096;
+	f->r.sys.op_of_nr[NR_MMAP] = VMT_OP_MMAP;
+	f->r.sys.op_of_nr[NR_MUNMAP] = VMT_OP_MUNMAP;
+	f->ip->q[1].pid = f->ip->q[3].pid = 7;
+	f->ip->q[2].pid = pid2;
+	q_call(f, 1, NR_MMAP, 0, 4096, (int64_t)RANGE, 10, 50);
+	q_note(f, 1, "a after the mmap", 12);
+	q_note(f, 2, "b before the munmap", 25);
+	q_call(f, 2, NR_MUNMAP, RANGE, 4096, 0, 30, 31);
+	q_note(f, 3, "c", 15);
+	ip_emit(&f->r, f->ip, UINT64_MAX);
+	assert_int_equal(f->nseen, 3);
+}
+
+/* The mmap waits for the munmap; the others keep their order meanwhile:
+ * queue 3's record at 15 is not passed by queue 2's at 25.  (It was,
+ * when queue 2's records were pulled forward instead: b, a, c.) */
+static void test_mmap_after_its_release(void **state)
+{
+	struct fix *f = *state;
+	order_case(f, 7);
+	assert_string_equal(f->seen[0], "process 7: c");
+	assert_string_equal(f->seen[1], "process 7: b before the munmap");
+	assert_string_equal(f->seen[2], "process 7: a after the mmap");
+}
+
+/* Another process's munmap released nothing of this one's. */
+static void test_release_of_another_process(void **state)
+{
+	struct fix *f = *state;
+	order_case(f, 8);
+	assert_string_equal(f->seen[0], "process 7: a after the mmap");
+	assert_string_equal(f->seen[1], "process 7: c");
+	assert_string_equal(f->seen[2], "process 8: b before the munmap");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,6 +238,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_live_ring_stays, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_done_ring_freed_once_emitted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dead_before_first_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mmap_after_its_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_release_of_another_process, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
