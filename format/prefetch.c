@@ -41,8 +41,8 @@ struct vmt_prefetch {
 	pthread_cond_t filled, freed;
 	int stop;
 	/* vmt_pf_hold: the producer waits, and says so (parked), or has
-	 * ended (gone) */
-	int hold, parked, gone;
+	 * ended (gone); joined: its thread is gone too (the consumer's) */
+	int hold, parked, gone, joined;
 	pthread_cond_t held;
 	uint64_t produced, consumed; /* batches published / released */
 	struct pf_batch *b[NBATCH];
@@ -155,11 +155,23 @@ void vmt_pf_hold(struct vmt_prefetch *p, int on)
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->hold = on;
-	if (on)
+	if (on) {
 		while (!p->parked && !p->gone)
 			pthread_cond_wait(&p->held, &p->mu);
-	else
+		/* A producer that has ended may still be on its way out of
+		 * its thread, and ASan's teardown of a thread takes its
+		 * allocator's lock: a fork then would copy that lock held
+		 * into a child with no thread to release it (the sanitized
+		 * test_replay_exec hung so).  So it is joined first. */
+		if (p->gone && !p->joined) {
+			pthread_mutex_unlock(&p->mu);
+			pthread_join(p->thread, NULL);
+			pthread_mutex_lock(&p->mu);
+			p->joined = 1;
+		}
+	} else {
 		pthread_cond_broadcast(&p->freed);
+	}
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -283,7 +295,8 @@ void vmt_pf_stop(struct vmt_prefetch *p)
 	p->stop = 1;
 	pthread_cond_signal(&p->freed);
 	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->thread, NULL);
+	if (!p->joined)
+		pthread_join(p->thread, NULL);
 	pthread_cond_destroy(&p->held);
 	pthread_cond_destroy(&p->freed);
 	pthread_cond_destroy(&p->filled);

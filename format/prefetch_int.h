@@ -75,9 +75,10 @@ int vmt_pf_batch(struct vmt_prefetch *p, const struct vmt_event **evs, uint32_t 
 /* Stop the producer (it finishes the event it is decoding), wait for it
  * and free everything.  Accepts NULL. */
 void vmt_pf_stop(struct vmt_prefetch *p);
-/* on: wait until the producer waits (or has ended), and keep it waiting
- * until vmt_pf_hold(p, 0), so that the process can fork with no thread
- * inside an allocator that is not fork-safe (ASan's). */
+/* on: wait until the producer waits (or has ended, and its thread has
+ * been joined), and keep it waiting until vmt_pf_hold(p, 0), so that the
+ * process can fork with no thread inside an allocator that is not
+ * fork-safe (ASan's). */
 void vmt_pf_hold(struct vmt_prefetch *p, int on);
 
 #endif

@@ -502,8 +502,9 @@ const struct vmt_header *vmt_reader_header(const vmt_reader *r);
  * thread): the reader then works as before. */
 int vmt_reader_prefetch(vmt_reader *r);
 /* With vmt_reader_prefetch, on: the decoding thread is made to wait (and
- * is waiting when this returns) until vmt_reader_hold(r, 0): a process
- * forks so with no thread inside the allocator.  Without it, nothing. */
+ * is waiting, or has exited, when this returns) until
+ * vmt_reader_hold(r, 0): a process forks so with no thread inside the
+ * allocator.  Without it, nothing. */
 void vmt_reader_hold(vmt_reader *r, int on);
 
 /* Read the next event into *ev.  Returns 1 for an event, 0 at the clean end

@@ -17,11 +17,8 @@ count_cmocka() { # $1 = output file
 	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$1" | awk '{s+=$1} END {print s+0}')
 }
 
-# The unit test programs, one at a time.  (Two at a time, the sanitized
-# test_replay_exec once hung: its run process's first replay thread
-# waited forever for a lock of ASan's allocator, which is not fork-safe,
-# left held by whoever held it at the fork; not yet explained.)  A hang
-# fails its test after 10 minutes rather than hold CI.
+# The unit test programs, one at a time.  A hang fails its test after 10
+# minutes rather than hold CI.
 for t in "$@"; do
 	name=$(basename "$t")
 	out=$B/check-$name.out

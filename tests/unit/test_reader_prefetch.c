@@ -3,7 +3,8 @@
  * messages, positions and footer as the sequential reader, on generated
  * traces of every kind (many chunks, so many batch boundaries), on the
  * golden and real traces, on traces cut short or with flipped bytes; a
- * reader freed with its thread mid-trace; the cases it refuses.  Each
+ * reader freed with its thread mid-trace; a hold once its thread has
+ * ended; the cases it refuses.  Each
  * way also through vmt_reader_next_ref (the event in place, no copy).
  */
 #include <stdarg.h>
@@ -214,6 +215,60 @@ static void test_free_midway(void **state)
 	close(fd);
 }
 
+/* The threads of this process that can still run its code: those whose
+ * status shows the memory (a thread past its exit_mm has none; a joined
+ * thread may still be listed until the kernel reaps it). */
+static int nthreads(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/task");
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[300], line[128];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue; /* (reaped meanwhile) */
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "VmSize:", 7)) {
+				n++;
+				break;
+			}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+static void test_hold_after_the_end(void **state)
+{
+	/* The thread has decoded the whole trace and ended (or is ending):
+	 * the hold returns only once that thread is gone.  One still on its
+	 * way out may hold the allocator's lock (ASan's) at a fork.  The
+	 * free after it then joins nothing twice. */
+	int fd = mixed_trace(1, 64, 8192), err;
+	char msg[320];
+	int before = nthreads();
+	for (int i = 0; i < 200; i++) {
+		lseek(fd, 0, SEEK_SET);
+		vmt_reader *r = vmt_reader_open_fd(fd, &err, msg, sizeof(msg));
+		assert_non_null(r);
+		assert_int_equal(vmt_reader_prefetch(r), 0);
+		struct vmt_event ev;
+		int rc;
+		while ((rc = vmt_reader_next(r, &ev)) == 1)
+			;
+		assert_int_equal(rc, 0);
+		vmt_reader_hold(r, 1);
+		assert_int_equal(nthreads(), before);
+		vmt_reader_hold(r, 0);
+		vmt_reader_free(r);
+	}
+	close(fd);
+}
+
 static void test_refused(void **state)
 {
 	int fd = mixed_trace(6, 1000, 8192), err;
@@ -267,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_damaged),
 		cmocka_unit_test(test_golden_and_real),
 		cmocka_unit_test(test_free_midway),
+		cmocka_unit_test(test_hold_after_the_end),
 		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests_name("reader_prefetch", tests, NULL, NULL);
