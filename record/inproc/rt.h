@@ -236,9 +236,25 @@ uint64_t rt_now(void) RT_HIDDEN;
  * (a call's entry, a thread's exit): the ring is marked busy before the
  * clock is read, unless it already is (*mine then 0), so that vmrec's
  * horizon waits for the record.  rt_busy_end clears a mark this took,
- * once the record is committed. */
-uint64_t rt_busy_begin(struct ip_slot *s, int *mine) RT_HIDDEN;
-void rt_busy_end(struct ip_slot *s, int mine) RT_HIDDEN;
+ * once the record is committed.  (Inline: every recorded call takes it.) */
+static inline uint64_t rt_busy_begin(struct ip_slot *s, int *mine)
+{
+	*mine = 0;
+	if (s && __atomic_load_n(&s->busy, __ATOMIC_RELAXED) == 0) {
+		__atomic_exchange_n(&s->busy, 1, __ATOMIC_SEQ_CST);
+		*mine = 1;
+	}
+	uint64_t t = rt_now();
+	if (*mine)
+		__atomic_store_n(&s->busy, t, __ATOMIC_RELEASE);
+	return t;
+}
+
+static inline void rt_busy_end(struct ip_slot *s, int mine)
+{
+	if (mine)
+		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
+}
 /* The calls the recorder records, from the fast path or the SIGSYS
  * handler: performed (from the gate) and logged in the thread's ring. */
 long rt_call(struct rt_thread *t, long nr, const uint64_t *a) RT_HIDDEN;

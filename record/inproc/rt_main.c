@@ -364,25 +364,6 @@ static uint32_t file_of(int fd, struct call_rec *r)
 	return (uint32_t)sizeof(r->f) + plen;
 }
 
-uint64_t rt_busy_begin(struct ip_slot *s, int *mine)
-{
-	*mine = 0;
-	if (s && __atomic_load_n(&s->busy, __ATOMIC_RELAXED) == 0) {
-		__atomic_exchange_n(&s->busy, 1, __ATOMIC_SEQ_CST);
-		*mine = 1;
-	}
-	uint64_t t = rt_now();
-	if (*mine)
-		__atomic_store_n(&s->busy, t, __ATOMIC_RELEASE);
-	return t;
-}
-
-void rt_busy_end(struct ip_slot *s, int mine)
-{
-	if (mine)
-		__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
-}
-
 long rt_call(struct rt_thread *t, long nr, const uint64_t *a)
 {
 	struct ip_slot *s = t->slot;
